@@ -1,0 +1,45 @@
+# ms-deform-attn. `make test` installs what is missing, builds everything and runs every suite;
+# `make demo` serves the interactive page. Each part of the build lives in mk/*.mk.
+
+CC      ?= cc
+BUILD   := build
+NATIVE  := $(BUILD)/native
+DIST    := dist
+
+# Strict, reproducible C: no FMA contraction so native and wasm round alike.
+CSTD    := -std=c11 -ffp-contract=off
+CWARN   := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+CFLAGS  ?= -O3
+CFLAGS  += $(CSTD) $(CWARN)
+
+LIB_SRC := $(wildcard src/*.c)
+LIB_SRC := $(filter-out src/cli.c src/addon.c,$(LIB_SRC))
+LIB_HDR := $(wildcard src/*.h)
+
+.PHONY: all native wasm test demo bench setup clean
+.DEFAULT_GOAL := all
+
+all: native wasm
+
+# Suites register themselves here; `make test` runs them in this order.
+TEST_SUITES :=
+
+include mk/native.mk
+-include mk/cli.mk
+-include mk/threads.mk
+-include mk/wasm.mk
+-include mk/js.mk
+-include mk/web.mk
+-include mk/bench.mk
+-include mk/fuzz.mk
+
+setup:
+	@scripts/setup.sh
+
+test: setup
+	@$(MAKE) --no-print-directory native wasm
+	@set -e; for s in $(TEST_SUITES); do $(MAKE) --no-print-directory $$s; done
+	@echo "make test: all suites passed ($(TEST_SUITES))"
+
+clean:
+	rm -rf $(BUILD) $(DIST)

@@ -1,0 +1,40 @@
+# Native build: the static library, the command line, and the C test suites.
+
+LIB_OBJ := $(patsubst src/%.c,$(NATIVE)/obj/%.o,$(LIB_SRC))
+
+native: $(NATIVE)/libmsda.a
+
+$(NATIVE)/obj/%.o: src/%.c $(LIB_HDR) | $(NATIVE)/obj
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(NATIVE)/obj:
+	mkdir -p $@
+
+$(NATIVE)/libmsda.a: $(LIB_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+# C tests: every tests/c/test_*.c is its own program linked against the library.
+C_TESTS := $(patsubst tests/c/%.c,$(NATIVE)/tests/%,$(wildcard tests/c/test_*.c))
+C_TEST_SUPPORT := $(filter-out tests/c/test_%.c,$(wildcard tests/c/*.c))
+
+$(NATIVE)/tests/%: tests/c/%.c $(C_TEST_SUPPORT) $(wildcard tests/c/*.h) $(NATIVE)/libmsda.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Isrc -Itests/c $< $(C_TEST_SUPPORT) $(NATIVE)/libmsda.a -lm -o $@
+
+.PHONY: test-c test-c-sanitize
+test-c: $(C_TESTS)
+	@set -e; for t in $(C_TESTS); do echo "== $$t"; $$t; done
+
+# The same C tests under AddressSanitizer and UndefinedBehaviorSanitizer, from their own objects.
+SAN      := $(BUILD)/sanitize
+SANFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+test-c-sanitize:
+	@mkdir -p $(SAN)
+	@set -e; for t in $(wildcard tests/c/test_*.c); do \
+	  n=$$(basename $$t .c); \
+	  $(CC) $(CSTD) $(CWARN) $(SANFLAGS) -Isrc -Itests/c $$t $(C_TEST_SUPPORT) $(LIB_SRC) -lm -o $(SAN)/$$n; \
+	  echo "== $(SAN)/$$n (asan+ubsan)"; ASAN_OPTIONS=detect_leaks=1 $(SAN)/$$n; \
+	done
+
+TEST_SUITES += test-c test-c-sanitize

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what the build and the tests need and is missing: Debian packages (Emscripten,
+# Chromium, clang's sanitizer and fuzzer runtimes) and the npm dev dependencies.
+# Never downloads a toolchain or browser of its own.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v emcc     >/dev/null 2>&1 || need_apt+=(emscripten)
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+command -v clang    >/dev/null 2>&1 || need_apt+=(clang)
+command -v node     >/dev/null 2>&1 || need_apt+=(nodejs npm)
+ls /usr/lib/llvm-14/lib/clang/14*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 \
+  || need_apt+=(libclang-rt-14-dev)
+
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "setup: installing ${need_apt[*]} (apt)"
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+if [ -f package.json ]; then
+  if [ ! -d node_modules ] || [ package.json -nt node_modules ] || \
+     { [ -f package-lock.json ] && [ package-lock.json -nt node_modules ]; }; then
+    echo "setup: installing npm dev dependencies"
+    if [ -f package-lock.json ]; then npm ci --no-audit --no-fund --loglevel=error
+    else npm install --no-audit --no-fund --loglevel=error; fi
+    touch node_modules
+  fi
+fi

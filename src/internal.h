@@ -1,0 +1,55 @@
+/* Shared between the entry points, the kernels and the thread pool; not public. */
+#ifndef MSDA_INTERNAL_H
+#define MSDA_INTERNAL_H
+
+#include "msda.h"
+
+/* A validated problem with its layouts turned into element strides, so kernels never
+ * branch on a layout name. */
+typedef struct msda_plan {
+    int64_t batch, num_queries, num_heads, channels, num_levels, num_points, value_length;
+    const int64_t *spatial_shapes;
+    const int64_t *level_start_index;
+    int align_corners;
+    msda_padding padding;
+    /* value[b, pixel, h, c] = value[b*value_stride_batch + pixel*value_stride_pixel
+     *                               + h*value_stride_head + c] */
+    int64_t value_stride_batch, value_stride_pixel, value_stride_head;
+    /* sampling_locations[b, q, h, l, p, xy] likewise */
+    int64_t loc_stride_batch, loc_stride_query, loc_stride_head, loc_stride_level,
+            loc_stride_point, loc_stride_xy;
+    /* element counts */
+    int64_t value_elements, locations_elements, weights_elements, output_elements;
+} msda_plan;
+
+typedef struct msda_tensors {
+    const float *value;
+    const float *sampling_locations;
+    const float *attention_weights;
+    const float *grad_output;
+    float *output;
+    float *grad_value;
+    float *grad_sampling_locations;
+    float *grad_attention_weights;
+} msda_tensors;
+
+msda_status msda__plan(const msda_problem *problem, msda_plan *plan, msda_error *err);
+void msda__set_error(msda_error *err, msda_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Work is split into independent units; each output element belongs to exactly one unit
+ * and each unit sums in a fixed order, so any partition of units over threads gives the
+ * same bits.
+ * Forward units are (batch, head, block of queries); backward units are (batch, head, level),
+ * which own that level's slice of grad_value and the matching location/weight gradients. */
+int64_t msda__forward_units(const msda_plan *plan);
+int64_t msda__backward_units(const msda_plan *plan);
+void msda__forward_range(const msda_plan *plan, const msda_tensors *t, int64_t begin, int64_t end);
+void msda__backward_range(const msda_plan *plan, const msda_tensors *t, int64_t begin, int64_t end);
+
+#define MSDA_FORWARD_QUERY_BLOCK 64
+
+#endif
