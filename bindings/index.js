@@ -1,0 +1,482 @@
+// ms-deform-attn: multi-scale deformable attention, forward and backward, in WebAssembly (SIMD
+// or scalar) or the native Node addon, behind one API. What is computed: SEMANTICS.md.
+//
+//   import { init } from 'ms-deform-attn';
+//   const msda = await init();                 // { simd: 'auto' | true | false, backend, ... }
+//   const output = msda.forward({ value, spatialShapes, samplingLocations, attentionWeights });
+//
+// This file validates arguments and names errors, turns them into a problem description, and
+// moves tensors in and out through a backend store (loader.js for wasm, native.js for the addon).
+// Every call goes through Prepared#run, the one place that calls the C entry points.
+
+import { describe, loadWasm, simdSupported, WASM_MAX_BYTES, wasmBytesNeeded } from './loader.js';
+
+export { simdSupported };
+
+const VALUE_LAYOUTS = ['BLNC', 'BNLC'];
+const LOCATION_LAYOUTS = ['BQHLP2', 'B2QHLP'];
+const PADDING_MODES = ['zeros', 'border'];
+
+/** Defaults of the reference API. */
+export const DEFAULTS = Object.freeze({
+  valueLayout: 'BLNC',
+  samplingLocationsLayout: 'BQHLP2',
+  alignCorners: false,
+  paddingMode: 'zeros',
+});
+
+const OPTION_KEYS = Object.keys(DEFAULTS);
+const PROBLEM_KEYS = ['batch', 'numQueries', 'numHeads', 'channels', 'numPoints', 'spatialShapes', 'levelStartIndex',
+  ...OPTION_KEYS];
+const FORWARD_KEYS = ['value', 'spatialShapes', 'levelStartIndex', 'samplingLocations', 'attentionWeights',
+  ...OPTION_KEYS];
+const BACKWARD_KEYS = ['gradOutput', ...FORWARD_KEYS];
+
+// Which tensors each kind of call needs, in heap order.
+const TENSORS = {
+  forward: ['value', 'samplingLocations', 'attentionWeights', 'output'],
+  backward: ['gradOutput', 'value', 'samplingLocations', 'attentionWeights', 'gradValue', 'gradSamplingLocations',
+    'gradAttentionWeights'],
+  both: ['value', 'samplingLocations', 'attentionWeights', 'gradOutput', 'output', 'gradValue',
+    'gradSamplingLocations', 'gradAttentionWeights'],
+};
+
+// ---------------------------------------------------------------------------------------------
+// Validation helpers: TypeError for the wrong kind of thing, RangeError for wrong sizes/values.
+
+const fmtShape = (s) => `[${Array.from(s).join(', ')}]`;
+
+function checkObject(fn, args, allowed) {
+  if (args === null || typeof args !== 'object' || Array.isArray(args)) {
+    throw new TypeError(`${fn}: expected an object of named arguments, got ${describe(args)}`);
+  }
+  for (const key of Object.keys(args)) {
+    if (!allowed.includes(key)) {
+      throw new TypeError(`${fn}: unknown argument '${key}', expected one of ${allowed.join(', ')}`);
+    }
+  }
+}
+
+function positiveInteger(fn, name, x) {
+  if (typeof x !== 'number' || !Number.isInteger(x)) {
+    throw new TypeError(`${fn}: ${name} is ${describe(x)}, expected a positive integer`);
+  }
+  if (x < 1 || !Number.isSafeInteger(x)) throw new RangeError(`${fn}: ${name} is ${x}, expected an integer >= 1`);
+  return x;
+}
+
+function readOptions(fn, args) {
+  const o = { ...DEFAULTS };
+  for (const [key, allowed] of [['valueLayout', VALUE_LAYOUTS], ['samplingLocationsLayout', LOCATION_LAYOUTS],
+    ['paddingMode', PADDING_MODES]]) {
+    const v = args[key];
+    if (v === undefined) continue;
+    if (typeof v !== 'string') {
+      throw new TypeError(`${fn}: ${key} is ${describe(v)}, expected one of ${allowed.map((a) => `'${a}'`).join(', ')}`);
+    }
+    if (!allowed.includes(v)) {
+      throw new RangeError(`${fn}: ${key} is '${v}', expected one of ${allowed.map((a) => `'${a}'`).join(', ')}`);
+    }
+    o[key] = v;
+  }
+  if (args.alignCorners !== undefined) {
+    if (typeof args.alignCorners !== 'boolean') {
+      throw new TypeError(`${fn}: alignCorners is ${describe(args.alignCorners)}, expected true or false`);
+    }
+    o.alignCorners = args.alignCorners;
+  }
+  return o;
+}
+
+// An integer list given as an Array, any typed array (BigInt64Array included) or a { data } tensor.
+function integerList(fn, name, x, what) {
+  let items = x;
+  if (x !== null && typeof x === 'object' && !Array.isArray(x) && !ArrayBuffer.isView(x) && 'data' in x) items = x.data;
+  if (!Array.isArray(items) && !(ArrayBuffer.isView(items) && !(items instanceof DataView))) {
+    throw new TypeError(`${fn}: ${name} is ${describe(x)}, expected ${what}`);
+  }
+  return Array.from(items, (v, i) => {
+    const n = typeof v === 'bigint' ? Number(v) : v;
+    if (typeof n !== 'number' || !Number.isInteger(n)) {
+      throw new TypeError(`${fn}: ${name}[${i}] is ${describe(v)}, expected an integer`);
+    }
+    return n;
+  });
+}
+
+function readSpatialShapes(fn, x) {
+  const what = 'an array of [H, W] pairs';
+  let pairs;
+  if (Array.isArray(x) && x.every((p) => Array.isArray(p) || ArrayBuffer.isView(p))) {
+    pairs = x.map((p, l) => {
+      const pair = integerList(fn, `spatialShapes[${l}]`, p, 'an [H, W] pair');
+      if (pair.length !== 2) {
+        throw new RangeError(`${fn}: spatialShapes[${l}] has ${pair.length} entries, expected an [H, W] pair`);
+      }
+      return pair;
+    });
+  } else if (x !== null && typeof x === 'object' && !Array.isArray(x) && !ArrayBuffer.isView(x) && 'data' in x) {
+    // The (N_l, 2) tensor a .npy reader gives.
+    const flat = integerList(fn, 'spatialShapes', x, what);
+    if (flat.length % 2 !== 0) {
+      throw new RangeError(`${fn}: spatialShapes has ${flat.length} entries, expected (N_l, 2)`);
+    }
+    pairs = [];
+    for (let i = 0; i < flat.length; i += 2) pairs.push([flat[i], flat[i + 1]]);
+  } else {
+    throw new TypeError(`${fn}: spatialShapes is ${describe(x)}, expected ${what}`);
+  }
+  if (pairs.length === 0) throw new RangeError(`${fn}: spatialShapes is empty, expected at least one [H, W] level`);
+  pairs.forEach(([h, w], l) => {
+    if (!(h >= 1 && w >= 1) || !Number.isSafeInteger(h * w)) {
+      throw new RangeError(`${fn}: spatialShapes[${l}] is [${h}, ${w}], expected H >= 1 and W >= 1`);
+    }
+  });
+  return pairs;
+}
+
+function readLevelStartIndex(fn, x, shapes) {
+  const expected = [];
+  let total = 0;
+  for (const [h, w] of shapes) {
+    expected.push(total);
+    total += h * w;
+  }
+  if (x === undefined) return { starts: expected, total };
+  const starts = integerList(fn, 'levelStartIndex', x, 'an array of integers');
+  if (starts.length !== shapes.length) {
+    throw new RangeError(`${fn}: levelStartIndex has ${starts.length} entries, expected ${shapes.length} (one per level of spatialShapes)`);
+  }
+  starts.forEach((s, l) => {
+    if (s !== expected[l]) {
+      throw new RangeError(`${fn}: levelStartIndex is ${fmtShape(starts)}, expected ${fmtShape(expected)} (prefix sums of H*W); entry ${l} is ${s}, expected ${expected[l]}`);
+    }
+  });
+  return { starts, total };
+}
+
+// A { data: Float32Array, shape } tensor whose shape must match `expected` (numbers, or null
+// for a dimension still to be learnt). Returns the shape.
+function readTensor(fn, name, t, expected, labels, note) {
+  const want = `{ data: Float32Array, shape: ${fmtShape(labels)} }`;
+  if (t === null || typeof t !== 'object' || Array.isArray(t) || ArrayBuffer.isView(t)) {
+    throw new TypeError(`${fn}: ${name} is ${t === undefined ? 'missing' : describe(t)}, expected ${want}`);
+  }
+  const data = t.data;
+  if (!(ArrayBuffer.isView(data) && data[Symbol.toStringTag] === 'Float32Array')) {
+    throw new TypeError(`${fn}: ${name}.data is ${describe(data)}, expected a Float32Array`);
+  }
+  const shape = t.shape !== undefined ? t.shape : t.dims;
+  if (!Array.isArray(shape) || !shape.every((d) => typeof d === 'number' && Number.isInteger(d))) {
+    throw new TypeError(`${fn}: ${name}.shape is ${shape === undefined ? 'missing' : describe(shape)}, expected an array of ${labels.length} integers ${fmtShape(labels)}`);
+  }
+  const expectText = fmtShape(expected.map((e, i) => (e === null ? labels[i] : e)));
+  if (shape.length !== expected.length) {
+    throw new RangeError(`${fn}: ${name}.shape is ${fmtShape(shape)}, expected ${expectText} (${labels.length} dimensions ${fmtShape(labels)}${note ? `; ${note}` : ''})`);
+  }
+  shape.forEach((d, i) => {
+    if (d < 1) throw new RangeError(`${fn}: ${name}.shape is ${fmtShape(shape)}, expected ${expectText}; ${labels[i]} is ${d}, expected >= 1`);
+    if (expected[i] !== null && d !== expected[i]) {
+      throw new RangeError(`${fn}: ${name}.shape is ${fmtShape(shape)}, expected ${expectText} (${labels[i]} must be ${expected[i]}${note ? `; ${note}` : ''})`);
+    }
+  });
+  const count = shape.reduce((a, b) => a * b, 1);
+  if (count !== data.length) {
+    throw new RangeError(`${fn}: ${name}.shape is ${fmtShape(shape)} (${count} elements) but ${name}.data has ${data.length} elements`);
+  }
+  return shape;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Problems: the validated dimensions, options and tensor shapes of one call.
+
+function makeProblem(dims, options) {
+  const { batch: B, numQueries: Q, numHeads: H, channels: C, numPoints: P, shapes, starts, valueLength: L } = dims;
+  const NL = shapes.length;
+  const value = options.valueLayout === 'BLNC' ? [B, L, H, C] : [B, H, L, C];
+  const locations = options.samplingLocationsLayout === 'BQHLP2' ? [B, Q, H, NL, P, 2] : [B, 2, Q, H, NL, P];
+  const weights = [B, Q, H, NL, P];
+  const output = [B, Q, H * C];
+  const shapeOf = {
+    value, samplingLocations: locations, attentionWeights: weights, output, gradOutput: output,
+    gradValue: value, gradSamplingLocations: locations, gradAttentionWeights: weights,
+  };
+  const desc = new BigInt64Array(12 + 3 * NL);
+  [B, Q, H, C, NL, P, L,
+    VALUE_LAYOUTS.indexOf(options.valueLayout), LOCATION_LAYOUTS.indexOf(options.samplingLocationsLayout),
+    options.alignCorners ? 1 : 0, PADDING_MODES.indexOf(options.paddingMode), 1,
+    ...shapes.flat(), ...starts].forEach((v, i) => { desc[i] = BigInt(v); });
+  return {
+    batch: B, numQueries: Q, numHeads: H, channels: C, numLevels: NL, numPoints: P, valueLength: L,
+    spatialShapes: shapes.map((s) => s.slice()), levelStartIndex: starts.slice(), ...options,
+    shapes: shapeOf, desc,
+  };
+}
+
+function problemFromOptions(fn, args) {
+  checkObject(fn, args, PROBLEM_KEYS);
+  const dims = {};
+  for (const key of ['batch', 'numQueries', 'numHeads', 'channels', 'numPoints']) {
+    dims[key] = positiveInteger(fn, key, args[key]);
+  }
+  const options = readOptions(fn, args);
+  dims.shapes = readSpatialShapes(fn, args.spatialShapes);
+  const { starts, total } = readLevelStartIndex(fn, args.levelStartIndex, dims.shapes);
+  dims.starts = starts;
+  dims.valueLength = total;
+  return makeProblem(dims, options);
+}
+
+// Validates forward/backward arguments; returns the problem and the input tensors' data.
+function problemFromTensors(fn, args, withGradOutput) {
+  checkObject(fn, args, withGradOutput ? BACKWARD_KEYS : FORWARD_KEYS);
+  const options = readOptions(fn, args);
+  const shapes = readSpatialShapes(fn, args.spatialShapes);
+  const { starts, total: L } = readLevelStartIndex(fn, args.levelStartIndex, shapes);
+  const NL = shapes.length;
+  const blnc = options.valueLayout === 'BLNC';
+  const lNote = `L = ${L} is the sum of H*W over spatialShapes`;
+  const v = readTensor(fn, 'value', args.value, blnc ? [null, L, null, null] : [null, null, L, null],
+    blnc ? ['B', 'L', 'N_h', 'C_h'] : ['B', 'N_h', 'L', 'C_h'], lNote);
+  const B = v[0], H = blnc ? v[2] : v[1], C = v[3];
+  const note = `B and N_h from value, N_l = ${NL} from spatialShapes`;
+  let Q, P;
+  if (options.samplingLocationsLayout === 'BQHLP2') {
+    const s = readTensor(fn, 'samplingLocations', args.samplingLocations, [B, null, H, NL, null, 2],
+      ['B', 'N_q', 'N_h', 'N_l', 'N_p', 2], note);
+    Q = s[1]; P = s[4];
+  } else {
+    const s = readTensor(fn, 'samplingLocations', args.samplingLocations, [B, 2, null, H, NL, null],
+      ['B', 2, 'N_q', 'N_h', 'N_l', 'N_p'], note);
+    Q = s[2]; P = s[5];
+  }
+  readTensor(fn, 'attentionWeights', args.attentionWeights, [B, Q, H, NL, P], ['B', 'N_q', 'N_h', 'N_l', 'N_p'],
+    'B, N_q, N_h, N_l and N_p from value and samplingLocations');
+  if (withGradOutput) {
+    readTensor(fn, 'gradOutput', args.gradOutput, [B, Q, H * C], ['B', 'N_q', 'N_h*C_h'],
+      'the shape of forward\'s output');
+  }
+  const problem = makeProblem({ batch: B, numQueries: Q, numHeads: H, channels: C, numPoints: P, shapes, starts,
+    valueLength: L }, options);
+  return problem;
+}
+
+const elementsOf = (shape) => shape.reduce((a, b) => a * b, 1);
+
+// ---------------------------------------------------------------------------------------------
+// Prepared problems: buffers that live in the backend (the wasm heap) across calls.
+
+/**
+ * A problem with its tensors allocated once, for repeated calls without copies: write the
+ * inputs into the views (`prepared.value.set(...)`), call forward()/backward(), read the
+ * outputs from the views. Views are re-created after the wasm memory grows, so read them from
+ * the object each time rather than keeping them. dispose() frees the buffers.
+ */
+export class Prepared {
+  constructor(backend, problem, mode) {
+    this.problem = problem;
+    this.mode = mode;
+    this.backend = backend.name;
+    this.shapes = {};
+    const layout = TENSORS[mode].map((name) => {
+      this.shapes[name] = problem.shapes[name].slice();
+      return { name, elements: elementsOf(problem.shapes[name]) };
+    });
+    this._store = backend.allocate(problem.desc, layout);
+  }
+
+  _view(name) {
+    if (this._store === null) throw new Error(`ms-deform-attn: ${name} of a disposed prepared problem`);
+    if (!(name in this.shapes)) {
+      throw new Error(`ms-deform-attn: ${name} is not allocated by a problem prepared for '${this.mode}'`);
+    }
+    return this._store.view(name);
+  }
+
+  get value() { return this._view('value'); }
+  get samplingLocations() { return this._view('samplingLocations'); }
+  get attentionWeights() { return this._view('attentionWeights'); }
+  get gradOutput() { return this._view('gradOutput'); }
+  get output() { return this._view('output'); }
+  get gradValue() { return this._view('gradValue'); }
+  get gradSamplingLocations() { return this._view('gradSamplingLocations'); }
+  get gradAttentionWeights() { return this._view('gradAttentionWeights'); }
+
+  /** { data, shape } over the heap view of one tensor. */
+  tensor(name) {
+    const data = this._view(name);
+    return { data, shape: this.shapes[name].slice() };
+  }
+
+  // The one place that calls the C entry points.
+  _run(op) {
+    if (this._store === null) throw new Error(`ms-deform-attn: ${op} on a disposed prepared problem`);
+    if (this.mode !== 'both' && this.mode !== op) {
+      throw new Error(`ms-deform-attn: ${op} on a problem prepared for '${this.mode}'`);
+    }
+    const failure = this._store.run(op);
+    if (failure !== null) {
+      const err = new Error(`${op}: ${failure.message} (${failure.code})`);
+      err.code = failure.code;
+      err.status = failure.status;
+      throw err;
+    }
+  }
+
+  /** Runs forward on the current inputs; returns the output tensor (a view). */
+  forward() {
+    this._run('forward');
+    return this.tensor('output');
+  }
+
+  /** Runs backward on the current inputs and gradOutput; returns the gradient tensors (views). */
+  backward() {
+    this._run('backward');
+    return {
+      gradValue: this.tensor('gradValue'),
+      gradSamplingLocations: this.tensor('gradSamplingLocations'),
+      gradAttentionWeights: this.tensor('gradAttentionWeights'),
+    };
+  }
+
+  dispose() {
+    if (this._store !== null) this._store.free();
+    this._store = null;
+  }
+
+  get disposed() {
+    return this._store === null;
+  }
+}
+
+/** The API returned by init(): forward, backward and prepare on one backend. */
+export class Msda {
+  constructor(backend) {
+    this._backend = backend;
+    /** 'wasm' (SIMD module), 'wasm-scalar' or 'native'. */
+    this.backend = backend.name;
+    /** True when the SIMD128 wasm module runs. */
+    this.simd = backend.simd;
+    /** Wasm backends: the module's memory and the allocator's in-use bytes (for leak checks). */
+    this.wasm = backend.memory
+      ? { memory: backend.memory, heapInUse: () => backend.heapInUse() }
+      : null;
+  }
+
+  /** Bytes the heap would need for these tensors (wasm), checked before anything is allocated. */
+  _checkSize(fn, problem, mode) {
+    if (!this._backend.memory) return;
+    const layout = TENSORS[mode].map((name) => ({ name, elements: elementsOf(problem.shapes[name]) }));
+    const bytes = wasmBytesNeeded(problem.desc.length, layout);
+    if (bytes >= WASM_MAX_BYTES) {
+      throw new RangeError(`${fn}: this call needs ${bytes} bytes of WebAssembly memory, more than the 4 GiB (4294967296 bytes) a wasm32 heap can address`);
+    }
+  }
+
+  prepare(problemOptions, { mode = 'both' } = {}) {
+    const problem = problemFromOptions('prepare', problemOptions);
+    if (!(mode in TENSORS)) throw new RangeError(`prepare: mode is ${describe(mode)}, expected 'forward', 'backward' or 'both'`);
+    this._checkSize('prepare', problem, mode);
+    return new Prepared(this._backend, problem, mode);
+  }
+
+  forward(args) {
+    const problem = problemFromTensors('forward', args, false);
+    this._checkSize('forward', problem, 'forward');
+    const p = new Prepared(this._backend, problem, 'forward');
+    try {
+      p._store.load('value', args.value.data);
+      p._store.load('samplingLocations', args.samplingLocations.data);
+      p._store.load('attentionWeights', args.attentionWeights.data);
+      p._run('forward');
+      return { data: p._store.take('output'), shape: p.shapes.output.slice() };
+    } finally {
+      p.dispose();
+    }
+  }
+
+  backward(args) {
+    const problem = problemFromTensors('backward', args, true);
+    this._checkSize('backward', problem, 'backward');
+    const p = new Prepared(this._backend, problem, 'backward');
+    try {
+      p._store.load('gradOutput', args.gradOutput.data);
+      p._store.load('value', args.value.data);
+      p._store.load('samplingLocations', args.samplingLocations.data);
+      p._store.load('attentionWeights', args.attentionWeights.data);
+      p._run('backward');
+      const out = (name) => ({ data: p._store.take(name), shape: p.shapes[name].slice() });
+      return {
+        gradValue: out('gradValue'),
+        gradSamplingLocations: out('gradSamplingLocations'),
+        gradAttentionWeights: out('gradAttentionWeights'),
+      };
+    } finally {
+      p.dispose();
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// init: memoised per option set.
+
+const cache = new Map();
+const cacheByObject = new WeakMap();
+const INIT_KEYS = ['simd', 'wasmBinary', 'module', 'backend', 'addonPath'];
+
+/**
+ * Loads a backend and returns its API (memoised per option set).
+ *   simd: 'auto' (default) picks the SIMD module when the runtime validates SIMD128;
+ *         true/false force the SIMD or scalar module.
+ *   wasmBinary / module: the .wasm bytes or a compiled WebAssembly.Module to use instead of
+ *         fetching/reading the file next to this package.
+ *   backend: 'wasm' (default), 'wasm-scalar' (same as simd: false) or 'native' (Node addon).
+ */
+export function init(options = {}) {
+  if (options === null || typeof options !== 'object') {
+    return Promise.reject(new TypeError(`init: options is ${describe(options)}, expected an object`));
+  }
+  for (const key of Object.keys(options)) {
+    if (!INIT_KEYS.includes(key)) {
+      return Promise.reject(new TypeError(`init: unknown option '${key}', expected one of ${INIT_KEYS.join(', ')}`));
+    }
+  }
+  const { simd = 'auto', wasmBinary, module, backend = 'wasm', addonPath } = options;
+  if (simd !== 'auto' && simd !== true && simd !== false) {
+    return Promise.reject(new TypeError(`init: simd is ${describe(simd)}, expected 'auto', true or false`));
+  }
+  if (!['wasm', 'wasm-scalar', 'native'].includes(backend)) {
+    return Promise.reject(new RangeError(`init: backend is ${describe(backend)}, expected 'wasm', 'wasm-scalar' or 'native'`));
+  }
+  if (backend === 'native') return initNative({ addonPath });
+  const source = module !== undefined ? module : wasmBinary;
+  let useSimd = backend === 'wasm-scalar' ? false : simd;
+  if (useSimd === 'auto') useSimd = simdSupported();
+  if (useSimd === true && source === undefined && !simdSupported()) {
+    return Promise.reject(new Error('init: simd is true but this runtime does not support WebAssembly SIMD128'));
+  }
+  const key = `wasm:${useSimd}`;
+  const memo = source !== undefined && typeof source === 'object' ? cacheByObject : cache;
+  const memoKey = memo === cacheByObject ? source : key;
+  let promise = memo.get(memoKey);
+  if (promise === undefined) {
+    promise = loadWasm({ simd: useSimd, wasmBinary, module }).then((b) => new Msda(b));
+    promise.catch(() => memo.delete(memoKey));
+    memo.set(memoKey, promise);
+  }
+  return promise;
+}
+
+const nativePromise = new Map();
+
+/** The native Node addon (build/native/msda.node, built by `make native`) with the same API. */
+export function initNative({ addonPath } = {}) {
+  const key = addonPath === undefined ? '' : String(addonPath);
+  let promise = nativePromise.get(key);
+  if (promise === undefined) {
+    promise = import('./native.js').then(({ loadNative }) => new Msda(loadNative(addonPath)));
+    promise.catch(() => nativePromise.delete(key));
+    nativePromise.set(key, promise);
+  }
+  return promise;
+}

@@ -1,0 +1,191 @@
+// Finds, instantiates and wraps the WebAssembly module. The choice of .wasm file is made here
+// and nowhere else; everything that touches the wasm heap lives in this file too.
+
+// The 31-byte module wasm-feature-detect uses: it validates only where SIMD128 is supported.
+const SIMD_PROBE = new Uint8Array([
+  0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0, 65, 0, 253, 15, 253, 98, 11,
+]);
+
+/** True when this runtime can run the SIMD128 module. */
+export function simdSupported() {
+  try {
+    return WebAssembly.validate(SIMD_PROBE);
+  } catch {
+    return false;
+  }
+}
+
+// wasm32 addresses 4 GiB at most (MAXIMUM_MEMORY=4GB in mk/wasm.mk).
+export const WASM_MAX_BYTES = 2 ** 32;
+
+const isNode = typeof process !== 'undefined' && process.versions != null && process.versions.node != null;
+
+// Two literal `new URL(...)` expressions so bundlers find and copy both files.
+function wasmUrl(simd) {
+  return simd
+    ? new URL('../dist/msda-simd.wasm', import.meta.url)
+    : new URL('../dist/msda-scalar.wasm', import.meta.url);
+}
+
+async function fetchModuleSource(url, imports) {
+  if (isNode && url.protocol === 'file:') {
+    const { readFile } = await import(/* webpackIgnore: true */ 'node:fs/promises');
+    return WebAssembly.instantiate(await readFile(url), imports);
+  }
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`ms-deform-attn: fetching ${url} failed with HTTP ${response.status}`);
+  if (typeof WebAssembly.instantiateStreaming === 'function') {
+    try {
+      return await WebAssembly.instantiateStreaming(response.clone(), imports);
+    } catch {
+      // Served without `application/wasm` (or streaming unavailable): compile from the bytes.
+    }
+  }
+  return WebAssembly.instantiate(await response.arrayBuffer(), imports);
+}
+
+/**
+ * Instantiates the module: `module` (a WebAssembly.Module) or `wasmBinary` (bytes) when given,
+ * otherwise the SIMD or scalar file next to this package. Returns a WasmBackend.
+ */
+export async function loadWasm({ simd, wasmBinary, module } = {}) {
+  const imports = { env: { emscripten_notify_memory_growth() {} } };
+  let instance;
+  if (module !== undefined) {
+    if (!(module instanceof WebAssembly.Module)) {
+      throw new TypeError(`init: module is ${describe(module)}, expected a WebAssembly.Module`);
+    }
+    instance = await WebAssembly.instantiate(module, imports);
+  } else if (wasmBinary !== undefined) {
+    if (!(wasmBinary instanceof ArrayBuffer || ArrayBuffer.isView(wasmBinary))) {
+      throw new TypeError(`init: wasmBinary is ${describe(wasmBinary)}, expected an ArrayBuffer or Uint8Array`);
+    }
+    ({ instance } = await WebAssembly.instantiate(wasmBinary, imports));
+  } else {
+    ({ instance } = await fetchModuleSource(wasmUrl(simd), imports));
+  }
+  instance.exports._initialize();
+  return new WasmBackend(instance);
+}
+
+export function describe(x) {
+  if (x === null) return 'null';
+  if (Array.isArray(x)) return 'an Array';
+  if (typeof x === 'object' || typeof x === 'function') return (x.constructor && x.constructor.name) || typeof x;
+  if (typeof x === 'string') return `the string ${JSON.stringify(x)}`;
+  return `${typeof x} ${String(x)}`;
+}
+
+const textDecoder = new TextDecoder();
+
+/** The heap-facing half of the API: allocation, views, and the calls into C. */
+export class WasmBackend {
+  constructor(instance) {
+    this.exports = instance.exports;
+    this.memory = instance.exports.memory;
+    this.simd = instance.exports.msda_wasm_simd() === 1;
+    this.name = this.simd ? 'wasm' : 'wasm-scalar';
+  }
+
+  /** Bytes the WebAssembly memory currently spans. */
+  memoryBytes() {
+    return this.memory.buffer.byteLength;
+  }
+
+  /** Bytes malloc has handed out and not had back. */
+  heapInUse() {
+    return this.exports.msda_wasm_heap_in_use() >>> 0;
+  }
+
+  cString(ptr) {
+    const bytes = new Uint8Array(this.memory.buffer, ptr >>> 0);
+    const end = bytes.indexOf(0);
+    return textDecoder.decode(bytes.subarray(0, end < 0 ? 0 : end));
+  }
+
+  /**
+   * One heap block holding the int64 problem description and every tensor of `layout`
+   * (an array of { name, elements }). The caller has already checked the total fits in 4 GiB.
+   */
+  allocate(desc, layout) {
+    return new WasmStore(this, desc, layout);
+  }
+}
+
+const ALIGN = 16;
+const alignUp = (n) => Math.ceil(n / ALIGN) * ALIGN;
+
+/** Bytes a WasmStore for this layout takes. */
+export function wasmBytesNeeded(descCount, layout) {
+  let bytes = alignUp(descCount * 8);
+  for (const { elements } of layout) bytes += alignUp(elements * 4);
+  return bytes;
+}
+
+class WasmStore {
+  constructor(backend, desc, layout) {
+    this.backend = backend;
+    this.bytes = wasmBytesNeeded(desc.length, layout);
+    if (this.bytes >= WASM_MAX_BYTES) {
+      throw new RangeError(`ms-deform-attn: this problem needs ${this.bytes} bytes of WebAssembly memory, more than the 4 GiB (4294967296 bytes) a wasm32 heap can address`);
+    }
+    const base = backend.exports.malloc(this.bytes) >>> 0;
+    if (base === 0) {
+      throw new RangeError(`ms-deform-attn: could not allocate ${this.bytes} bytes in the WebAssembly heap (${backend.memoryBytes()} bytes in use by the memory; it cannot grow that far)`);
+    }
+    this.base = base;
+    this.descCount = desc.length;
+    new BigInt64Array(backend.memory.buffer, base, desc.length).set(desc);
+    this.ptr = new Map();
+    this.elements = new Map();
+    let offset = base + alignUp(desc.length * 8);
+    for (const { name, elements } of layout) {
+      this.ptr.set(name, offset);
+      this.elements.set(name, elements);
+      offset += alignUp(elements * 4);
+    }
+    this.views = new Map();
+  }
+
+  /** A Float32Array over the tensor's heap bytes, re-created whenever memory has grown. */
+  view(name) {
+    const buffer = this.backend.memory.buffer;
+    let v = this.views.get(name);
+    if (v === undefined || v.buffer !== buffer) {
+      v = new Float32Array(buffer, this.ptr.get(name), this.elements.get(name));
+      this.views.set(name, v);
+    }
+    return v;
+  }
+
+  load(name, data) {
+    this.view(name).set(data);
+  }
+
+  take(name) {
+    return this.view(name).slice();
+  }
+
+  /** Calls into C; null on success, else { status, code, message }. */
+  run(op) {
+    const e = this.backend.exports;
+    const p = (n) => this.ptr.get(n);
+    const status = op === 'forward'
+      ? e.msda_wasm_forward(this.base, this.descCount, p('value'), p('samplingLocations'),
+        p('attentionWeights'), p('output'))
+      : e.msda_wasm_backward(this.base, this.descCount, p('gradOutput'), p('value'), p('samplingLocations'),
+        p('attentionWeights'), p('gradValue'), p('gradSamplingLocations'), p('gradAttentionWeights'));
+    if (status === 0) return null;
+    return {
+      status,
+      code: this.backend.cString(e.msda_wasm_status_name(status)),
+      message: this.backend.cString(e.msda_wasm_error_message()),
+    };
+  }
+
+  free() {
+    if (this.base !== 0) this.backend.exports.free(this.base);
+    this.base = 0;
+    this.views.clear();
+  }
+}
