@@ -1,0 +1,132 @@
+/* Node addon (N-API) exposing msda_forward / msda_backward on Float32Arrays, so Node tests and
+ * the CLI can run the native library beside the wasm one through one JS API (bindings/native.js).
+ *
+ *   forward(desc, value, samplingLocations, attentionWeights, output)
+ *   backward(desc, gradOutput, value, samplingLocations, attentionWeights,
+ *            gradValue, gradSamplingLocations, gradAttentionWeights)
+ *
+ * desc is the BigInt64Array problem description of bindings/wasm/problem_desc.h. Both return
+ * null on success or { status, code, message } with the library's status and message. A wrong
+ * argument type or a too-short array throws, so the library never reads or writes past an array. */
+#include <node_api.h>
+
+#include "msda.h"
+#include "problem_desc.h"
+
+#include <stdio.h>
+
+#define MAX_ARGS 8
+
+/* Throws a TypeError/RangeError and returns NULL so callers can `return fail(...)`. */
+static napi_value fail(napi_env env, int range, const char *message)
+{
+    if (range) napi_throw_range_error(env, NULL, message);
+    else napi_throw_type_error(env, NULL, message);
+    return NULL;
+}
+
+static napi_value make_result(napi_env env, const msda_error *err)
+{
+    napi_value result, status, code, message;
+    napi_create_object(env, &result);
+    napi_create_int32(env, (int32_t)err->status, &status);
+    napi_create_string_utf8(env, msda_status_string(err->status), NAPI_AUTO_LENGTH, &code);
+    napi_create_string_utf8(env, err->message, NAPI_AUTO_LENGTH, &message);
+    napi_set_named_property(env, result, "status", status);
+    napi_set_named_property(env, result, "code", code);
+    napi_set_named_property(env, result, "message", message);
+    return result;
+}
+
+/* The data pointer and element count of a typed array of the given type, or NULL after throwing. */
+static void *typed_array(napi_env env, napi_value v, napi_typedarray_type want, const char *name, size_t *length)
+{
+    bool is_typed = false;
+    napi_is_typedarray(env, v, &is_typed);
+    napi_typedarray_type type;
+    void *data = NULL;
+    if (is_typed) napi_get_typedarray_info(env, v, &type, length, &data, NULL, NULL);
+    if (!is_typed || type != want) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%s must be a %s", name,
+                 want == napi_bigint64_array ? "BigInt64Array" : "Float32Array");
+        fail(env, 0, msg);
+        return NULL;
+    }
+    /* A zero-length typed array may have no backing store; the library still wants a pointer. */
+    static float empty;
+    return data ? data : &empty;
+}
+
+static napi_value run(napi_env env, napi_callback_info info, int backward)
+{
+    static const char *forward_names[] = {"desc", "value", "samplingLocations", "attentionWeights", "output"};
+    static const char *backward_names[] = {"desc", "gradOutput", "value", "samplingLocations", "attentionWeights",
+                                           "gradValue", "gradSamplingLocations", "gradAttentionWeights"};
+    const char **names = backward ? backward_names : forward_names;
+    const size_t want = backward ? 8 : 5;
+    size_t argc = MAX_ARGS;
+    napi_value argv[MAX_ARGS];
+    napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+    if (argc != want) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "%s expects %zu arguments, got %zu", backward ? "backward" : "forward", want, argc);
+        return fail(env, 0, msg);
+    }
+    size_t desc_count = 0;
+    const int64_t *desc = typed_array(env, argv[0], napi_bigint64_array, names[0], &desc_count);
+    if (!desc) return NULL;
+    float *buf[MAX_ARGS];
+    size_t len[MAX_ARGS];
+    for (size_t i = 1; i < want; i++) {
+        buf[i] = typed_array(env, argv[i], napi_float32_array, names[i], &len[i]);
+        if (!buf[i]) return NULL;
+    }
+
+    msda_problem p;
+    msda_error err = {MSDA_OK, {0}};
+    msda_status st = msda_problem_from_desc(desc, (int64_t)desc_count, &p, &err);
+    if (st == MSDA_OK) st = msda_validate(&p, &err);
+    if (st != MSDA_OK) return make_result(env, &err);
+
+    /* Every array must hold its tensor: the library trusts the sizes it is given. */
+    const int64_t v = msda_value_elements(&p), l = msda_locations_elements(&p), w = msda_weights_elements(&p),
+                  o = msda_output_elements(&p);
+    const int64_t fwd_need[] = {0, v, l, w, o};
+    const int64_t bwd_need[] = {0, o, v, l, w, v, l, w};
+    const int64_t *need = backward ? bwd_need : fwd_need;
+    for (size_t i = 1; i < want; i++) {
+        if ((int64_t)len[i] < need[i]) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "%s has %zu elements, expected %lld", names[i], len[i], (long long)need[i]);
+            return fail(env, 1, msg);
+        }
+    }
+
+    if (backward)
+        st = msda_backward(&p, buf[1], buf[2], buf[3], buf[4], buf[5], buf[6], buf[7], &err);
+    else
+        st = msda_forward(&p, buf[1], buf[2], buf[3], buf[4], &err);
+    if (st != MSDA_OK) return make_result(env, &err);
+    napi_value null_value;
+    napi_get_null(env, &null_value);
+    return null_value;
+}
+
+static napi_value forward(napi_env env, napi_callback_info info) { return run(env, info, 0); }
+static napi_value backward(napi_env env, napi_callback_info info) { return run(env, info, 1); }
+
+static napi_value init(napi_env env, napi_value exports)
+{
+    napi_property_descriptor props[] = {
+        {"forward", NULL, forward, NULL, NULL, NULL, napi_default, NULL},
+        {"backward", NULL, backward, NULL, NULL, NULL, napi_default, NULL},
+    };
+    napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
+    return exports;
+}
+
+/* NAPI_MODULE defines these two exported functions; declaring them keeps -Wmissing-prototypes on. */
+NAPI_MODULE_EXPORT int32_t NODE_API_MODULE_GET_API_VERSION(void);
+NAPI_MODULE_EXPORT napi_value NAPI_MODULE_INITIALIZER(napi_env env, napi_value exports);
+NAPI_MODULE(NODE_GYP_MODULE_NAME, init)

@@ -1,0 +1,22 @@
+# The Node addon build/native/msda.node (part of `make native`) and the JS test suite.
+
+NODE_INCLUDE = $(shell node -p "require('path').join(process.execPath,'../../include/node')" 2>/dev/null)
+ADDON_SRC := bindings/native/addon.c
+
+native: $(NATIVE)/msda.node
+
+# No node-gyp: one shared object from the addon and the library sources (see TOOLCHAIN.md).
+$(NATIVE)/msda.node: $(ADDON_SRC) $(LIB_SRC) $(LIB_HDR) bindings/wasm/problem_desc.h mk/js.mk
+	@mkdir -p $(dir $@)
+	$(CC) -O3 $(CSTD) $(CWARN) -DNAPI_VERSION=8 -fPIC -shared -pthread -I"$(NODE_INCLUDE)" -Isrc -Ibindings/wasm \
+	  $(ADDON_SRC) $(LIB_SRC) -lm -o $@
+
+# Every tests/js/*.test.js (other parts drop theirs there too); node discovers none by glob on
+# Node 20, so the list is expanded here.
+JS_TESTS = $(sort $(wildcard tests/js/*.test.js))
+
+.PHONY: test-js
+test-js: native wasm
+	node --test $(JS_TESTS)
+
+TEST_SUITES += test-js
