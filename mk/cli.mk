@@ -1,0 +1,27 @@
+# The native command line build/native/msda (src/cli/: the .npy reader/writer and main.c; not
+# part of the library) and its tests. tests/c/test_npy.c and tests/c/test_cli.c compile
+# src/cli/npy.c in directly, so native.mk's generic C-test rules (plain and sanitized) build them.
+
+CLI_SRC := $(wildcard src/cli/*.c)
+CLI_HDR := $(wildcard src/cli/*.h)
+CLI_LDLIBS := -lm -pthread
+
+native: $(NATIVE)/msda
+
+$(NATIVE)/msda: $(CLI_SRC) $(CLI_HDR) $(LIB_HDR) $(NATIVE)/libmsda.a mk/cli.mk
+	$(CC) $(CFLAGS) -Isrc -Isrc/cli $(CLI_SRC) $(NATIVE)/libmsda.a $(CLI_LDLIBS) -o $@
+
+$(NATIVE)/tests/test_npy $(NATIVE)/tests/test_cli: $(CLI_SRC) $(CLI_HDR)
+
+# test_cli runs the CLI it finds in $MSDA_CLI (default build/native/msda).
+test-c test-c-sanitize: $(NATIVE)/msda
+
+# The end-to-end CLI tests once more against a CLI built with ASan and UBSan.
+.PHONY: test-cli-sanitize test-cli-js
+test-cli-sanitize: $(NATIVE)/tests/test_cli
+	@mkdir -p $(SAN)
+	$(CC) $(CSTD) $(CWARN) $(SANFLAGS) -Isrc -Isrc/cli $(CLI_SRC) $(LIB_SRC) $(CLI_LDLIBS) -o $(SAN)/msda
+	@echo "== $(NATIVE)/tests/test_cli against $(SAN)/msda (asan+ubsan)"
+	@ASAN_OPTIONS=detect_leaks=1 MSDA_CLI=$(SAN)/msda $(NATIVE)/tests/test_cli
+
+TEST_SUITES += test-cli-sanitize

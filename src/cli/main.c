@@ -1,0 +1,446 @@
+/* build/native/msda: forward and backward over a directory of .npy files (CONTRACT.md).
+ *
+ * Exit status: 0 done; 2 bad arguments or bad input, with one line on stderr starting "msda:"
+ * that names the file or flag; 1 any other failure (I/O, memory). Outputs are written under
+ * temporary names and renamed only once all of them are complete, so a failed run never
+ * leaves files that look like results. */
+#define _POSIX_C_SOURCE 200809L
+#include "msda.h"
+#include "npy.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum { EXIT_OK = 0, EXIT_OTHER = 1, EXIT_BAD_INPUT = 2 };
+
+static const char USAGE[] =
+    "usage: msda forward  --in DIR --out DIR [options]\n"
+    "       msda backward --in DIR --out DIR [options]\n"
+    "\n"
+    "Multi-scale deformable attention on a case directory of NumPy .npy files.\n"
+    "\n"
+    "  --in DIR        reads value.npy (<f4), spatial_shapes.npy (<i8|<i4, (N_l, 2)),\n"
+    "                  level_start_index.npy (<i8|<i4, (N_l,)), sampling_locations.npy (<f4),\n"
+    "                  attention_weights.npy (<f4, (B, N_q, N_h, N_l, N_p)) and, for backward,\n"
+    "                  grad_output.npy (<f4, (B, N_q, N_h*C_h))\n"
+    "  --out DIR       writes output.npy (forward) or grad_value.npy, grad_sampling_locations.npy,\n"
+    "                  grad_attention_weights.npy (backward); created if missing\n"
+    "  --value-layout BLNC|BNLC                   value is (B, L, N_h, C_h) or (B, N_h, L, C_h); default BLNC\n"
+    "  --sampling-locations-layout BQHLP2|B2QHLP  (B, N_q, N_h, N_l, N_p, 2) or (B, 2, N_q, N_h, N_l, N_p);\n"
+    "                                             default BQHLP2\n"
+    "  --align-corners                            pixel centres at the ends of [0, 1]; default off\n"
+    "  --padding-mode zeros|border                default zeros\n"
+    "  --threads N                                default 1; results do not depend on it\n"
+    "  -h, --help                                 this text\n"
+    "\n"
+    "Exit status: 0 done, 2 bad arguments or input (one line on stderr naming the file or flag),\n"
+    "1 any other failure.\n";
+
+static int report(int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static int report(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("msda: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return code;
+}
+
+/* ---- arguments ------------------------------------------------------------------------- */
+
+typedef struct options {
+    int backward;
+    const char *in, *out;
+    msda_problem problem; /* options only; dimensions are filled in from the files */
+} options;
+
+static int parse_threads(const char *s, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || errno || v < 1 || v > 4096) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, options *o)
+{
+    msda_problem_init(&o->problem);
+    o->in = o->out = NULL;
+    if (argc < 2) return report(EXIT_BAD_INPUT, "missing command, expected forward or backward (see msda --help)");
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        fputs(USAGE, stdout);
+        return -1;
+    }
+    if (!strcmp(cmd, "forward")) o->backward = 0;
+    else if (!strcmp(cmd, "backward")) o->backward = 1;
+    else return report(EXIT_BAD_INPUT, "unknown command '%s', expected forward or backward (see msda --help)", cmd);
+
+    int seen_value = 0, seen_loc = 0, seen_align = 0, seen_pad = 0, seen_threads = 0;
+    for (int i = 2; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+            fputs(USAGE, stdout);
+            return -1;
+        }
+        if (strncmp(arg, "--", 2) != 0)
+            return report(EXIT_BAD_INPUT, "unexpected argument '%s' (see msda --help)", arg);
+        /* --flag VALUE or --flag=VALUE */
+        char name[64];
+        const char *eq = strchr(arg, '='), *value = NULL;
+        size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
+        if (n >= sizeof name) return report(EXIT_BAD_INPUT, "unknown option '%.40s...' (see msda --help)", arg);
+        memcpy(name, arg, n);
+        name[n] = '\0';
+        int takes_value = !strcmp(name, "--in") || !strcmp(name, "--out") || !strcmp(name, "--value-layout") ||
+                          !strcmp(name, "--sampling-locations-layout") || !strcmp(name, "--padding-mode") ||
+                          !strcmp(name, "--threads");
+        if (!takes_value && strcmp(name, "--align-corners") != 0)
+            return report(EXIT_BAD_INPUT, "unknown option '%s' (see msda --help)", name);
+        if (takes_value) {
+            if (eq) value = eq + 1;
+            else if (i + 1 < argc) value = argv[++i];
+            else return report(EXIT_BAD_INPUT, "%s needs a value (see msda --help)", name);
+        } else if (eq) {
+            return report(EXIT_BAD_INPUT, "%s takes no value, got '%s'", name, eq + 1);
+        }
+        int dup = 0;
+        if (!strcmp(name, "--in")) {
+            dup = o->in != NULL;
+            if (!*value) return report(EXIT_BAD_INPUT, "--in: empty path, expected a directory");
+            o->in = value;
+        } else if (!strcmp(name, "--out")) {
+            dup = o->out != NULL;
+            if (!*value) return report(EXIT_BAD_INPUT, "--out: empty path, expected a directory");
+            o->out = value;
+        } else if (!strcmp(name, "--value-layout")) {
+            dup = seen_value++;
+            if (!strcmp(value, "BLNC")) o->problem.value_layout = MSDA_VALUE_BLNC;
+            else if (!strcmp(value, "BNLC")) o->problem.value_layout = MSDA_VALUE_BNLC;
+            else return report(EXIT_BAD_INPUT, "--value-layout: '%s', expected BLNC or BNLC", value);
+        } else if (!strcmp(name, "--sampling-locations-layout")) {
+            dup = seen_loc++;
+            if (!strcmp(value, "BQHLP2")) o->problem.locations_layout = MSDA_LOCATIONS_BQHLP2;
+            else if (!strcmp(value, "B2QHLP")) o->problem.locations_layout = MSDA_LOCATIONS_B2QHLP;
+            else return report(EXIT_BAD_INPUT, "--sampling-locations-layout: '%s', expected BQHLP2 or B2QHLP", value);
+        } else if (!strcmp(name, "--padding-mode")) {
+            dup = seen_pad++;
+            if (!strcmp(value, "zeros")) o->problem.padding = MSDA_PADDING_ZEROS;
+            else if (!strcmp(value, "border")) o->problem.padding = MSDA_PADDING_BORDER;
+            else return report(EXIT_BAD_INPUT, "--padding-mode: '%s', expected zeros or border", value);
+        } else if (!strcmp(name, "--threads")) {
+            dup = seen_threads++;
+            if (parse_threads(value, &o->problem.threads))
+                return report(EXIT_BAD_INPUT, "--threads: '%s', expected an integer from 1 to 4096", value);
+        } else {
+            dup = seen_align++;
+            o->problem.align_corners = 1;
+        }
+        if (dup) return report(EXIT_BAD_INPUT, "%s given more than once", name);
+    }
+    if (!o->in) return report(EXIT_BAD_INPUT, "missing --in DIR (see msda --help)");
+    if (!o->out) return report(EXIT_BAD_INPUT, "missing --out DIR (see msda --help)");
+    return 0;
+}
+
+/* ---- the case directory ---------------------------------------------------------------- */
+
+static char *join(const char *dir, const char *name)
+{
+    size_t d = strlen(dir), n = strlen(name);
+    int slash = d > 0 && dir[d - 1] == '/';
+    char *p = malloc(d + n + 2);
+    if (p) sprintf(p, slash ? "%s%s" : "%s/%s", dir, name);
+    return p;
+}
+
+enum { F_VALUE, F_SHAPES, F_STARTS, F_LOCATIONS, F_WEIGHTS, F_GRAD_OUTPUT, F_COUNT };
+static const char *const INPUT_NAMES[F_COUNT] = {
+    "value.npy", "spatial_shapes.npy", "level_start_index.npy",
+    "sampling_locations.npy", "attention_weights.npy", "grad_output.npy",
+};
+
+typedef struct case_data {
+    char *path[F_COUNT];
+    npy_array arr[F_COUNT];
+    float *f32[F_COUNT];     /* float inputs */
+    int64_t *i64[F_COUNT];   /* spatial_shapes, level_start_index */
+} case_data;
+
+static void case_free(case_data *c)
+{
+    for (int i = 0; i < F_COUNT; i++) {
+        free(c->path[i]);
+        free(c->f32[i]);
+        free(c->i64[i]);
+    }
+}
+
+static int load_case(const options *o, case_data *c)
+{
+    struct stat st;
+    if (stat(o->in, &st) != 0) return report(EXIT_BAD_INPUT, "--in %s: %s", o->in, strerror(errno));
+    if (!S_ISDIR(st.st_mode)) return report(EXIT_BAD_INPUT, "--in %s: not a directory", o->in);
+    int files = o->backward ? F_COUNT : F_GRAD_OUTPUT;
+    for (int i = 0; i < files; i++) {
+        char err[320];
+        int io_error = 0, rc;
+        c->path[i] = join(o->in, INPUT_NAMES[i]);
+        if (!c->path[i]) return report(EXIT_OTHER, "out of memory");
+        if (i == F_SHAPES || i == F_STARTS)
+            rc = npy_load_i64(c->path[i], &c->arr[i], &c->i64[i], &io_error, err, sizeof err);
+        else
+            rc = npy_load_f32(c->path[i], &c->arr[i], &c->f32[i], &io_error, err, sizeof err);
+        if (rc) return report(io_error ? EXIT_OTHER : EXIT_BAD_INPUT, "%s: %s", c->path[i], err);
+    }
+    return 0;
+}
+
+typedef char shape_text[NPY_MAX_DIMS * 22 + 4];
+
+static const char *shape_of(const npy_array *a, shape_text buf)
+{
+    return npy_format_shape(a->ndim, a->shape, buf, sizeof(shape_text));
+}
+
+static int same_shape(const npy_array *a, int ndim, const int64_t *shape)
+{
+    if (a->ndim != ndim) return 0;
+    for (int i = 0; i < ndim; i++)
+        if (a->shape[i] != shape[i]) return 0;
+    return 1;
+}
+
+/* Derives the dimensions from the files and checks every file against the others. */
+static int derive_problem(const options *o, case_data *c, msda_problem *p)
+{
+    shape_text got, want;
+    const npy_array *value = &c->arr[F_VALUE], *shapes = &c->arr[F_SHAPES], *starts = &c->arr[F_STARTS],
+                    *loc = &c->arr[F_LOCATIONS], *weights = &c->arr[F_WEIGHTS];
+    const int blnc = o->problem.value_layout == MSDA_VALUE_BLNC;
+    const int bqhlp2 = o->problem.locations_layout == MSDA_LOCATIONS_BQHLP2;
+    const char *value_dims = blnc ? "(B, L, N_h, C_h) per --value-layout BLNC" : "(B, N_h, L, C_h) per --value-layout BNLC";
+
+    if (value->ndim != 4)
+        return report(EXIT_BAD_INPUT, "%s: shape %s, expected 4 dimensions %s", c->path[F_VALUE],
+                      shape_of(value, got), value_dims);
+    for (int i = 0; i < 4; i++)
+        if (value->shape[i] < 1)
+            return report(EXIT_BAD_INPUT, "%s: shape %s, expected every dimension of %s >= 1", c->path[F_VALUE],
+                          shape_of(value, got), value_dims);
+    const int64_t B = value->shape[0], L = value->shape[blnc ? 1 : 2], H = value->shape[blnc ? 2 : 1],
+                  C = value->shape[3];
+
+    if (shapes->ndim != 2 || shapes->shape[1] != 2 || shapes->shape[0] < 1)
+        return report(EXIT_BAD_INPUT, "%s: shape %s, expected (N_l, 2) with N_l >= 1", c->path[F_SHAPES],
+                      shape_of(shapes, got));
+    const int64_t NL = shapes->shape[0];
+    int64_t total = 0;
+    for (int64_t l = 0; l < NL; l++) {
+        int64_t h = c->i64[F_SHAPES][2 * l], w = c->i64[F_SHAPES][2 * l + 1], hw;
+        if (h < 1 || w < 1)
+            return report(EXIT_BAD_INPUT, "%s: row %lld is (%lld, %lld), expected H >= 1 and W >= 1",
+                          c->path[F_SHAPES], (long long)l, (long long)h, (long long)w);
+        if (__builtin_mul_overflow(h, w, &hw) || __builtin_add_overflow(total, hw, &total))
+            return report(EXIT_BAD_INPUT, "%s: the sum of H*W over levels 0..%lld overflows 64 bits",
+                          c->path[F_SHAPES], (long long)l);
+    }
+    if (L != total)
+        return report(EXIT_BAD_INPUT, "%s: shape %s has L = %lld, expected %lld (the sum of H*W over %s) %s",
+                      c->path[F_VALUE], shape_of(value, got), (long long)L, (long long)total, c->path[F_SHAPES],
+                      value_dims);
+
+    if (!same_shape(starts, 1, &NL))
+        return report(EXIT_BAD_INPUT, "%s: shape %s, expected %s = (N_l,) with N_l from %s", c->path[F_STARTS],
+                      shape_of(starts, got), npy_format_shape(1, &NL, want, sizeof want), c->path[F_SHAPES]);
+
+    if (weights->ndim != 5 || weights->shape[0] != B || weights->shape[2] != H || weights->shape[3] != NL ||
+        weights->shape[1] < 1 || weights->shape[4] < 1)
+        return report(EXIT_BAD_INPUT,
+                      "%s: shape %s, expected (%lld, N_q, %lld, %lld, N_p) = (B, N_q, N_h, N_l, N_p) with N_q, N_p >= 1, "
+                      "B and N_h from %s, N_l from %s",
+                      c->path[F_WEIGHTS], shape_of(weights, got), (long long)B, (long long)H, (long long)NL,
+                      c->path[F_VALUE], c->path[F_SHAPES]);
+    const int64_t Q = weights->shape[1], P = weights->shape[4];
+
+    const int64_t loc_shape[6] = {B, bqhlp2 ? Q : 2, bqhlp2 ? H : Q, bqhlp2 ? NL : H, bqhlp2 ? P : NL, bqhlp2 ? 2 : P};
+    if (!same_shape(loc, 6, loc_shape))
+        return report(EXIT_BAD_INPUT, "%s: shape %s, expected %s = %s with N_q and N_p from %s",
+                      c->path[F_LOCATIONS], shape_of(loc, got), npy_format_shape(6, loc_shape, want, sizeof want),
+                      bqhlp2 ? "(B, N_q, N_h, N_l, N_p, 2) per --sampling-locations-layout BQHLP2"
+                             : "(B, 2, N_q, N_h, N_l, N_p) per --sampling-locations-layout B2QHLP",
+                      c->path[F_WEIGHTS]);
+
+    if (o->backward) {
+        int64_t go_shape[3] = {B, Q, 0};
+        if (__builtin_mul_overflow(H, C, &go_shape[2]))
+            return report(EXIT_BAD_INPUT, "%s: N_h*C_h overflows 64 bits", c->path[F_VALUE]);
+        if (!same_shape(&c->arr[F_GRAD_OUTPUT], 3, go_shape))
+            return report(EXIT_BAD_INPUT, "%s: shape %s, expected %s = (B, N_q, N_h*C_h)", c->path[F_GRAD_OUTPUT],
+                          shape_of(&c->arr[F_GRAD_OUTPUT], got), npy_format_shape(3, go_shape, want, sizeof want));
+    }
+
+    *p = o->problem;
+    p->batch = B;
+    p->num_queries = Q;
+    p->num_heads = H;
+    p->channels = C;
+    p->num_levels = NL;
+    p->num_points = P;
+    p->value_length = L;
+    p->spatial_shapes = c->i64[F_SHAPES];
+    p->level_start_index = c->i64[F_STARTS];
+
+    /* The library has the last word (level starts above all); name the file its message is about. */
+    msda_error e;
+    if (msda_validate(p, &e) != MSDA_OK) {
+        const char *file = !strncmp(e.message, "level_start_index", 17) ? c->path[F_STARTS]
+                         : !strncmp(e.message, "spatial_shapes", 14)    ? c->path[F_SHAPES]
+                                                                        : c->path[F_VALUE];
+        return report(EXIT_BAD_INPUT, "%s: %s", file, e.message);
+    }
+    return 0;
+}
+
+/* ---- outputs --------------------------------------------------------------------------- */
+
+/* mkdir -p, then checks the result is a writable directory. */
+static int prepare_out(const char *dir)
+{
+    char *p = strdup(dir);
+    if (!p) return report(EXIT_OTHER, "out of memory");
+    for (char *s = p + 1; ; s++) {
+        if (*s == '/' || *s == '\0') {
+            char keep = *s;
+            *s = '\0';
+            if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+                int e = errno;
+                int code = report(EXIT_BAD_INPUT, "--out %s: cannot create directory %s: %s", dir, p, strerror(e));
+                free(p);
+                return code;
+            }
+            *s = keep;
+            if (!keep) break;
+        }
+    }
+    free(p);
+    struct stat st;
+    if (stat(dir, &st) != 0) return report(EXIT_BAD_INPUT, "--out %s: %s", dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode)) return report(EXIT_BAD_INPUT, "--out %s: not a directory", dir);
+    if (access(dir, W_OK | X_OK) != 0) return report(EXIT_BAD_INPUT, "--out %s: not writable: %s", dir, strerror(errno));
+    return 0;
+}
+
+typedef struct output_file {
+    const char *name;
+    int ndim;
+    const int64_t *shape;
+    const float *data;
+} output_file;
+
+/* Writes every output under a temporary name, then renames them all; on any failure removes
+ * what it wrote. */
+static int write_outputs(const char *dir, const output_file *files, int n)
+{
+    char *tmp[4] = {0}, *final[4] = {0};
+    int code = 0, renamed = 0;
+    for (int i = 0; i < n && !code; i++) {
+        char name[96];
+        snprintf(name, sizeof name, ".%s.tmp%ld", files[i].name, (long)getpid());
+        tmp[i] = join(dir, name);
+        final[i] = join(dir, files[i].name);
+        if (!tmp[i] || !final[i]) { code = report(EXIT_OTHER, "out of memory"); break; }
+        char err[320];
+        if (npy_save(tmp[i], NPY_F4, files[i].ndim, files[i].shape, files[i].data, err, sizeof err))
+            code = report(EXIT_OTHER, "%s: %s", final[i], err);
+    }
+    for (int i = 0; i < n && !code; i++) {
+        if (rename(tmp[i], final[i]) != 0) code = report(EXIT_OTHER, "%s: cannot rename into place: %s", final[i], strerror(errno));
+        else renamed++;
+    }
+    for (int i = 0; i < n; i++) {
+        if (code && tmp[i]) unlink(tmp[i]);
+        if (code && i < renamed && final[i]) unlink(final[i]);
+        free(tmp[i]);
+        free(final[i]);
+    }
+    return code;
+}
+
+static float *alloc_floats(int64_t n)
+{
+    return malloc((size_t)n * sizeof(float)); /* n > 0 and its byte size fits: validated */
+}
+
+static int run(const options *o, case_data *c)
+{
+    msda_problem p;
+    int code = derive_problem(o, c, &p);
+    if (code) return code;
+    code = prepare_out(o->out);
+    if (code) return code;
+
+    msda_error e;
+    const int64_t value_n = msda_value_elements(&p), loc_n = msda_locations_elements(&p),
+                  weights_n = msda_weights_elements(&p), out_n = msda_output_elements(&p);
+    const int64_t out_shape[3] = {p.batch, p.num_queries, p.num_heads * p.channels};
+    if (!o->backward) {
+        float *output = alloc_floats(out_n);
+        if (!output) return report(EXIT_OTHER, "out of memory for output (%lld floats)", (long long)out_n);
+        if (msda_forward(&p, c->f32[F_VALUE], c->f32[F_LOCATIONS], c->f32[F_WEIGHTS], output, &e) != MSDA_OK) {
+            code = report(EXIT_OTHER, "forward failed: %s: %s", msda_status_string(e.status), e.message);
+        } else {
+            const output_file files[] = {{"output.npy", 3, out_shape, output}};
+            code = write_outputs(o->out, files, 1);
+        }
+        free(output);
+        return code;
+    }
+    float *grad_value = alloc_floats(value_n), *grad_loc = alloc_floats(loc_n), *grad_weights = alloc_floats(weights_n);
+    if (!grad_value || !grad_loc || !grad_weights) {
+        code = report(EXIT_OTHER, "out of memory for the gradients (%lld floats)",
+                      (long long)(value_n + loc_n + weights_n));
+    } else if (msda_backward(&p, c->f32[F_GRAD_OUTPUT], c->f32[F_VALUE], c->f32[F_LOCATIONS], c->f32[F_WEIGHTS],
+                             grad_value, grad_loc, grad_weights, &e) != MSDA_OK) {
+        code = report(EXIT_OTHER, "backward failed: %s: %s", msda_status_string(e.status), e.message);
+    } else {
+        const output_file files[] = {
+            {"grad_value.npy", 4, c->arr[F_VALUE].shape, grad_value},
+            {"grad_sampling_locations.npy", 6, c->arr[F_LOCATIONS].shape, grad_loc},
+            {"grad_attention_weights.npy", 5, c->arr[F_WEIGHTS].shape, grad_weights},
+        };
+        code = write_outputs(o->out, files, 3);
+    }
+    free(grad_value);
+    free(grad_loc);
+    free(grad_weights);
+    return code;
+}
+
+int main(int argc, char **argv)
+{
+    options o;
+    int code = parse_args(argc, argv, &o);
+    if (code < 0) return EXIT_OK; /* --help */
+    if (code) return code;
+    case_data c;
+    memset(&c, 0, sizeof c);
+    code = load_case(&o, &c);
+    if (!code) code = run(&o, &c);
+    case_free(&c);
+    return code;
+}
