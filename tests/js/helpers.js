@@ -1,0 +1,119 @@
+// Shared by the JS suites: a seeded RNG, random problems that include the awkward shapes, and a
+// tolerance check whose failure message names the seed, the tensor and the worst element.
+
+import { init, initNative } from '../../bindings/index.js';
+
+export const OPTION_COMBOS = [];
+for (const valueLayout of ['BLNC', 'BNLC']) {
+  for (const samplingLocationsLayout of ['BQHLP2', 'B2QHLP']) {
+    for (const alignCorners of [false, true]) {
+      for (const paddingMode of ['zeros', 'border']) {
+        OPTION_COMBOS.push({ valueLayout, samplingLocationsLayout, alignCorners, paddingMode });
+      }
+    }
+  }
+}
+
+/** mulberry32: small, fast and the same everywhere. */
+export function rng(seed) {
+  let a = seed >>> 0;
+  const next = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  next.int = (lo, hi) => lo + Math.floor(next() * (hi - lo + 1));
+  next.pick = (xs) => xs[Math.floor(next() * xs.length)];
+  next.uniform = (lo, hi) => lo + (hi - lo) * next();
+  return next;
+}
+
+const count = (shape) => shape.reduce((a, b) => a * b, 1);
+
+export function shapesFor(dims, options) {
+  const { B, Q, H, C, P, spatialShapes } = dims;
+  const NL = spatialShapes.length;
+  const L = spatialShapes.reduce((s, [h, w]) => s + h * w, 0);
+  return {
+    L, NL,
+    value: options.valueLayout === 'BLNC' ? [B, L, H, C] : [B, H, L, C],
+    samplingLocations: options.samplingLocationsLayout === 'BQHLP2' ? [B, Q, H, NL, P, 2] : [B, 2, Q, H, NL, P],
+    attentionWeights: [B, Q, H, NL, P],
+    output: [B, Q, H * C],
+  };
+}
+
+/**
+ * A random forward+backward argument set for `options`. Channels cycle through the awkward
+ * C_h values; levels include 1x1 and one-pixel-thin ones; some samples sit far outside [0, 1]
+ * and a few are non-finite.
+ */
+export function randomCase(seed, options) {
+  const r = rng(seed);
+  const levels = r.int(1, 3);
+  const spatialShapes = [];
+  for (let l = 0; l < levels; l++) {
+    const kind = r.int(0, 4);
+    if (kind === 0) spatialShapes.push([1, 1]);
+    else if (kind === 1) spatialShapes.push([1, r.int(2, 7)]);
+    else if (kind === 2) spatialShapes.push([r.int(2, 7), 1]);
+    else spatialShapes.push([r.int(2, 6), r.int(2, 6)]);
+  }
+  const dims = {
+    B: r.int(1, 2), Q: r.int(1, 4), H: r.int(1, 3), C: r.pick([1, 3, 5, 33, 2, 4, 8]), P: r.int(1, 3), spatialShapes,
+  };
+  const s = shapesFor(dims, options);
+  const fill = (shape, f) => Float32Array.from({ length: count(shape) }, f);
+  const location = () => {
+    const u = r();
+    if (u < 0.7) return r.uniform(-0.2, 1.2);
+    if (u < 0.9) return r.uniform(-40, 40);
+    if (u < 0.97) return r.pick([1e30, -1e30, 1e6, -3.5]);
+    return r.pick([NaN, Infinity, -Infinity]);
+  };
+  return {
+    seed,
+    dims,
+    args: {
+      value: { data: fill(s.value, () => r.uniform(-1, 1)), shape: s.value },
+      spatialShapes,
+      samplingLocations: { data: fill(s.samplingLocations, location), shape: s.samplingLocations },
+      attentionWeights: { data: fill(s.attentionWeights, () => r.uniform(-1, 1)), shape: s.attentionWeights },
+      ...options,
+    },
+    gradOutput: { data: fill(s.output, () => r.uniform(-1, 1)), shape: s.output },
+  };
+}
+
+/**
+ * Throws unless |got - want| <= atol + rtol*|want| + scaleTol*max|want| for every element;
+ * the message names the context, the element and both values.
+ */
+export function assertClose(got, want, context, { atol = 1e-5, rtol = 1e-4, scaleTol = 1e-6 } = {}) {
+  if (got.length !== want.length) throw new Error(`${context}: length ${got.length}, expected ${want.length}`);
+  let maxAbs = 0;
+  for (const w of want) if (Number.isFinite(w)) maxAbs = Math.max(maxAbs, Math.abs(w));
+  let worst = -1, worstExcess = 0;
+  for (let i = 0; i < want.length; i++) {
+    const g = got[i], w = want[i];
+    if (Number.isNaN(w) && Number.isNaN(g)) continue;
+    if (g === w) continue;
+    const excess = Math.abs(g - w) - (atol + rtol * Math.abs(w) + scaleTol * maxAbs);
+    if (!(excess <= 0) && (worst < 0 || !(excess <= worstExcess))) { worst = i; worstExcess = excess; }
+  }
+  if (worst >= 0) {
+    throw new Error(`${context}: element ${worst} is ${got[worst]}, expected ${want[worst]} ` +
+      `(|diff| ${Math.abs(got[worst] - want[worst])}, tolerance ${atol} + ${rtol}*|ref| + ${scaleTol}*${maxAbs})`);
+  }
+}
+
+/** The three backends under test, by name. */
+export async function backends() {
+  return {
+    'wasm-simd': await init({ simd: true }),
+    'wasm-scalar': await init({ simd: false }),
+    native: await initNative(),
+  };
+}
