@@ -156,7 +156,7 @@ function readLevelStartIndex(fn, x, shapes) {
 }
 
 // A { data: Float32Array, shape } tensor whose shape must match `expected` (numbers, or null
-// for a dimension still to be learnt). Returns the shape.
+// for a dimension still to be learnt). Returns the shape and the data, read once each.
 function readTensor(fn, name, t, expected, labels, note) {
   const want = `{ data: Float32Array, shape: ${fmtShape(labels)} }`;
   if (t === null || typeof t !== 'object' || Array.isArray(t) || ArrayBuffer.isView(t)) {
@@ -184,7 +184,7 @@ function readTensor(fn, name, t, expected, labels, note) {
   if (count !== data.length) {
     throw new RangeError(`${fn}: ${name}.shape is ${fmtShape(shape)} (${count} elements) but ${name}.data has ${data.length} elements`);
   }
-  return shape;
+  return { shape, data };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -227,7 +227,8 @@ function problemFromOptions(fn, args) {
   return makeProblem(dims, options);
 }
 
-// Validates forward/backward arguments; returns the problem and the input tensors' data.
+// Validates forward/backward arguments; returns the problem and the input tensors' data (read
+// once here, so what was checked is what gets copied).
 function problemFromTensors(fn, args, withGradOutput) {
   checkObject(fn, args, withGradOutput ? BACKWARD_KEYS : FORWARD_KEYS);
   const options = readOptions(fn, args);
@@ -236,29 +237,31 @@ function problemFromTensors(fn, args, withGradOutput) {
   const NL = shapes.length;
   const blnc = options.valueLayout === 'BLNC';
   const lNote = `L = ${L} is the sum of H*W over spatialShapes`;
-  const v = readTensor(fn, 'value', args.value, blnc ? [null, L, null, null] : [null, null, L, null],
+  const inputs = {};
+  const { shape: v, data: valueData } = readTensor(fn, 'value', args.value, blnc ? [null, L, null, null] : [null, null, L, null],
     blnc ? ['B', 'L', 'N_h', 'C_h'] : ['B', 'N_h', 'L', 'C_h'], lNote);
+  inputs.value = valueData;
   const B = v[0], H = blnc ? v[2] : v[1], C = v[3];
   const note = `B and N_h from value, N_l = ${NL} from spatialShapes`;
   let Q, P;
   if (options.samplingLocationsLayout === 'BQHLP2') {
-    const s = readTensor(fn, 'samplingLocations', args.samplingLocations, [B, null, H, NL, null, 2],
+    const { shape: s, data } = readTensor(fn, 'samplingLocations', args.samplingLocations, [B, null, H, NL, null, 2],
       ['B', 'N_q', 'N_h', 'N_l', 'N_p', 2], note);
-    Q = s[1]; P = s[4];
+    Q = s[1]; P = s[4]; inputs.samplingLocations = data;
   } else {
-    const s = readTensor(fn, 'samplingLocations', args.samplingLocations, [B, 2, null, H, NL, null],
+    const { shape: s, data } = readTensor(fn, 'samplingLocations', args.samplingLocations, [B, 2, null, H, NL, null],
       ['B', 2, 'N_q', 'N_h', 'N_l', 'N_p'], note);
-    Q = s[2]; P = s[5];
+    Q = s[2]; P = s[5]; inputs.samplingLocations = data;
   }
-  readTensor(fn, 'attentionWeights', args.attentionWeights, [B, Q, H, NL, P], ['B', 'N_q', 'N_h', 'N_l', 'N_p'],
-    'B, N_q, N_h, N_l and N_p from value and samplingLocations');
+  inputs.attentionWeights = readTensor(fn, 'attentionWeights', args.attentionWeights, [B, Q, H, NL, P], ['B', 'N_q', 'N_h', 'N_l', 'N_p'],
+    'B, N_q, N_h, N_l and N_p from value and samplingLocations').data;
   if (withGradOutput) {
-    readTensor(fn, 'gradOutput', args.gradOutput, [B, Q, H * C], ['B', 'N_q', 'N_h*C_h'],
-      'the shape of forward\'s output');
+    inputs.gradOutput = readTensor(fn, 'gradOutput', args.gradOutput, [B, Q, H * C], ['B', 'N_q', 'N_h*C_h'],
+      'the shape of forward\'s output').data;
   }
   const problem = makeProblem({ batch: B, numQueries: Q, numHeads: H, channels: C, numPoints: P, shapes, starts,
     valueLength: L }, options);
-  return problem;
+  return { problem, inputs };
 }
 
 const elementsOf = (shape) => shape.reduce((a, b) => a * b, 1);
@@ -381,13 +384,11 @@ export class Msda {
   }
 
   forward(args) {
-    const problem = problemFromTensors('forward', args, false);
+    const { problem, inputs } = problemFromTensors('forward', args, false);
     this._checkSize('forward', problem, 'forward');
     const p = new Prepared(this._backend, problem, 'forward');
     try {
-      p._store.load('value', args.value.data);
-      p._store.load('samplingLocations', args.samplingLocations.data);
-      p._store.load('attentionWeights', args.attentionWeights.data);
+      for (const [name, data] of Object.entries(inputs)) p._store.load(name, data);
       p._run('forward');
       return { data: p._store.take('output'), shape: p.shapes.output.slice() };
     } finally {
@@ -396,14 +397,11 @@ export class Msda {
   }
 
   backward(args) {
-    const problem = problemFromTensors('backward', args, true);
+    const { problem, inputs } = problemFromTensors('backward', args, true);
     this._checkSize('backward', problem, 'backward');
     const p = new Prepared(this._backend, problem, 'backward');
     try {
-      p._store.load('gradOutput', args.gradOutput.data);
-      p._store.load('value', args.value.data);
-      p._store.load('samplingLocations', args.samplingLocations.data);
-      p._store.load('attentionWeights', args.attentionWeights.data);
+      for (const [name, data] of Object.entries(inputs)) p._store.load(name, data);
       p._run('backward');
       const out = (name) => ({ data: p._store.take(name), shape: p.shapes[name].slice() });
       return {
