@@ -447,6 +447,12 @@ export function init(options = {}) {
     return Promise.reject(new RangeError(`init: backend is ${describe(backend)}, expected 'wasm', 'wasm-scalar' or 'native'`));
   }
   if (backend === 'native') return initNative({ addonPath });
+  if (module !== undefined && !(module instanceof WebAssembly.Module)) {
+    return Promise.reject(new TypeError(`init: module is ${describe(module)}, expected a WebAssembly.Module`));
+  }
+  if (wasmBinary !== undefined && !(wasmBinary instanceof ArrayBuffer || ArrayBuffer.isView(wasmBinary))) {
+    return Promise.reject(new TypeError(`init: wasmBinary is ${describe(wasmBinary)}, expected an ArrayBuffer or Uint8Array`));
+  }
   const source = module !== undefined ? module : wasmBinary;
   let useSimd = backend === 'wasm-scalar' ? false : simd;
   if (useSimd === 'auto') useSimd = simdSupported();
@@ -454,7 +460,7 @@ export function init(options = {}) {
     return Promise.reject(new Error('init: simd is true but this runtime does not support WebAssembly SIMD128'));
   }
   const key = `wasm:${useSimd}`;
-  const memo = source !== undefined && typeof source === 'object' ? cacheByObject : cache;
+  const memo = source !== undefined ? cacheByObject : cache;
   const memoKey = memo === cacheByObject ? source : key;
   let promise = memo.get(memoKey);
   if (promise === undefined) {
