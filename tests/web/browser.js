@@ -1,0 +1,47 @@
+// Shared by the browser tests and the screenshot script: serve the repository on a free port
+// and drive Debian's Chromium through playwright-core (never a downloaded browser).
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { startServer } from '../../web/serve.js';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const SCREENSHOTS = path.join(ROOT, 'build', 'screenshots');
+
+export const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync', '--no-first-run'];
+
+export async function launch() {
+  if (!fs.existsSync(CHROMIUM)) throw new Error(`Chromium not found at ${CHROMIUM} (make setup installs Debian's chromium)`);
+  const { server, url } = await startServer({ port: 0 });
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
+  return {
+    url,
+    browser,
+    async close() {
+      await browser.close();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
+// Opens the page and collects every page error, console error/warning and failed request.
+export async function openPage(browser, url, viewport = { width: 1280, height: 800 }, extra = {}) {
+  const context = await browser.newContext({ viewport, deviceScaleFactor: 1, ...extra });
+  const page = await context.newPage();
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(`console.${m.type()}: ${m.text()}`); });
+  page.on('requestfailed', (r) => problems.push(`requestfailed: ${r.url()} ${r.failure()?.errorText}`));
+  page.on('response', (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`); });
+  await page.goto(url);
+  await page.waitForFunction(() => window.__msda && window.__msda.ready, null, { timeout: 15000 });
+  return { page, context, problems };
+}
+
+export function screenshotPath(name) {
+  fs.mkdirSync(SCREENSHOTS, { recursive: true });
+  return path.join(SCREENSHOTS, name);
+}

@@ -1,0 +1,234 @@
+// The example data of the page: a picture it draws itself, turned into a feature pyramid.
+// Everything here but drawPicture() is plain arithmetic on arrays, so it runs in Node too.
+
+// The problem the page solves: one query, three heads, three levels, four points per level.
+export const PICTURE = { width: 160, height: 120 };
+export const LEVELS = [[60, 80], [30, 40], [15, 20]];   // (H, W) per level: halving each time
+export const NUM_HEADS = 3;
+// C_h per head: four features of the picture, then a positional encoding (1, x, y, x²+y²) as
+// a detector adds to its features. The encoding makes "every point on the target" the one
+// way to reach zero loss (weights sum to 1, mean at the target, no spread), so gradient
+// descent visibly pulls the points there instead of to any look-alike pixel.
+export const PICTURE_CHANNELS = 4;
+export const POSITION_CHANNELS = ['1', 'x', 'y', 'x²+y²'];
+export const CHANNELS = PICTURE_CHANNELS + POSITION_CHANNELS.length;
+export const NUM_POINTS = 4;
+export const HEADS = [
+  { name: 'colour', channels: ['R', 'G', 'B', 'luma'] },
+  { name: 'blurred colour', channels: ['R', 'G', 'B', 'luma'] },
+  { name: 'edges', channels: ['∂luma/∂x', '∂luma/∂y', '|∇luma|', 'luma'] },
+];
+
+// Draws the example picture: a colour field, a soft sun, shapes and text. Returns RGB floats
+// in [0, 1], row-major, 3 per pixel.
+export function drawPicture(doc = document) {
+  const { width: w, height: h } = PICTURE;
+  const canvas = doc.createElement('canvas');
+  canvas.width = w;
+  canvas.height = h;
+  const g = canvas.getContext('2d', { willReadFrequently: true });
+  const sky = g.createLinearGradient(0, 0, w, h);
+  sky.addColorStop(0, '#1d3b8f');
+  sky.addColorStop(0.55, '#3aa39a');
+  sky.addColorStop(1, '#f2c14e');
+  g.fillStyle = sky;
+  g.fillRect(0, 0, w, h);
+  const sun = g.createRadialGradient(118, 32, 2, 118, 32, 34);
+  sun.addColorStop(0, 'rgba(255,250,220,1)');
+  sun.addColorStop(0.4, 'rgba(255,200,90,0.85)');
+  sun.addColorStop(1, 'rgba(255,120,60,0)');
+  g.fillStyle = sun;
+  g.fillRect(0, 0, w, h);
+  g.fillStyle = '#d9463e';
+  g.beginPath();
+  g.arc(42, 78, 20, 0, 2 * Math.PI);
+  g.fill();
+  g.fillStyle = '#f5f1e6';
+  g.fillRect(74, 62, 30, 30);
+  g.fillStyle = '#3c2a63';
+  g.beginPath();
+  g.moveTo(20, 30);
+  g.lineTo(62, 18);
+  g.lineTo(40, 52);
+  g.closePath();
+  g.fill();
+  g.fillStyle = '#101820';
+  g.font = 'bold 22px sans-serif';
+  g.textBaseline = 'alphabetic';
+  g.fillText('MSDA', 92, 114);
+  const rgba = g.getImageData(0, 0, w, h).data;
+  const rgb = new Float32Array(w * h * 3);
+  for (let i = 0; i < w * h; i++) {
+    rgb[3 * i] = rgba[4 * i] / 255;
+    rgb[3 * i + 1] = rgba[4 * i + 1] / 255;
+    rgb[3 * i + 2] = rgba[4 * i + 2] / 255;
+  }
+  return rgb;
+}
+
+// Area-average downsampling of an interleaved image (channels per pixel) by an integer factor.
+function downsample(src, w, h, ch, factor) {
+  const ow = Math.floor(w / factor), oh = Math.floor(h / factor);
+  const out = new Float32Array(ow * oh * ch);
+  const inv = 1 / (factor * factor);
+  for (let y = 0; y < oh; y++) {
+    for (let x = 0; x < ow; x++) {
+      for (let c = 0; c < ch; c++) {
+        let s = 0;
+        for (let dy = 0; dy < factor; dy++) {
+          for (let dx = 0; dx < factor; dx++) s += src[((y * factor + dy) * w + x * factor + dx) * ch + c];
+        }
+        out[(y * ow + x) * ch + c] = s * inv;
+      }
+    }
+  }
+  return out;
+}
+
+// Separable Gaussian blur with clamped edges.
+function blur(src, w, h, ch, sigma) {
+  const r = Math.max(1, Math.ceil(2.5 * sigma));
+  const k = [];
+  let ks = 0;
+  for (let i = -r; i <= r; i++) { const v = Math.exp(-(i * i) / (2 * sigma * sigma)); k.push(v); ks += v; }
+  for (let i = 0; i < k.length; i++) k[i] /= ks;
+  const tmp = new Float32Array(src.length), out = new Float32Array(src.length);
+  const clamp = (v, n) => (v < 0 ? 0 : v >= n ? n - 1 : v);
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) {
+      for (let c = 0; c < ch; c++) {
+        let s = 0;
+        for (let i = -r; i <= r; i++) s += k[i + r] * src[(y * w + clamp(x + i, w)) * ch + c];
+        tmp[(y * w + x) * ch + c] = s;
+      }
+    }
+  }
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) {
+      for (let c = 0; c < ch; c++) {
+        let s = 0;
+        for (let i = -r; i <= r; i++) s += k[i + r] * tmp[(clamp(y + i, h) * w + x) * ch + c];
+        out[(y * w + x) * ch + c] = s;
+      }
+    }
+  }
+  return out;
+}
+
+const luma = (r, g, b) => 0.299 * r + 0.587 * g + 0.114 * b;
+
+// The per-head picture features of one level (an interleaved RGB image of that level's size):
+// returns NUM_HEADS arrays of H*W*PICTURE_CHANNELS.
+function levelFeatures(rgb, w, h) {
+  const n = w * h;
+  const CH = PICTURE_CHANNELS;
+  const colour = new Float32Array(n * CH);
+  const lum = new Float32Array(n);
+  for (let i = 0; i < n; i++) {
+    const r = rgb[3 * i], g = rgb[3 * i + 1], b = rgb[3 * i + 2];
+    lum[i] = luma(r, g, b);
+    colour.set([r, g, b, lum[i]], i * CH);
+  }
+  const blurred = blur(colour, w, h, CH, 1.5);
+  const edges = new Float32Array(n * CH);
+  const L = (x, y) => lum[Math.min(h - 1, Math.max(0, y)) * w + Math.min(w - 1, Math.max(0, x))];
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) {
+      // Sobel, scaled so a hard black/white edge gives about 1.
+      const gx = (L(x + 1, y - 1) + 2 * L(x + 1, y) + L(x + 1, y + 1) - L(x - 1, y - 1) - 2 * L(x - 1, y) - L(x - 1, y + 1)) / 8;
+      const gy = (L(x - 1, y + 1) + 2 * L(x, y + 1) + L(x + 1, y + 1) - L(x - 1, y - 1) - 2 * L(x, y - 1) - L(x + 1, y - 1)) / 8;
+      edges.set([gx, gy, Math.hypot(gx, gy), lum[y * w + x]], (y * w + x) * CH);
+    }
+  }
+  return [colour, blurred, edges];
+}
+
+// Builds the value tensor (1, L, N_h, C_h) in BLNC order from the picture.
+export function buildPyramid(rgb) {
+  const { width: pw, height: ph } = PICTURE;
+  const L = LEVELS.reduce((s, [h, w]) => s + h * w, 0);
+  const value = new Float32Array(L * NUM_HEADS * CHANNELS);
+  const levelStartIndex = [];
+  let start = 0;
+  for (const [h, w] of LEVELS) {
+    levelStartIndex.push(start);
+    const img = downsample(rgb, pw, ph, 3, pw / w);
+    const feats = levelFeatures(img, w, h);
+    for (let i = 0; i < h * w; i++) {
+      // Normalised position of the pixel centre, where x = (j + 0.5) / W samples it.
+      const x = ((i % w) + 0.5) / w, y = (Math.floor(i / w) + 0.5) / h;
+      const position = [1, x, y, x * x + y * y];
+      for (let head = 0; head < NUM_HEADS; head++) {
+        const at = ((start + i) * NUM_HEADS + head) * CHANNELS;
+        for (let c = 0; c < PICTURE_CHANNELS; c++) value[at + c] = feats[head][i * PICTURE_CHANNELS + c];
+        for (let c = 0; c < POSITION_CHANNELS.length; c++) value[at + PICTURE_CHANNELS + c] = position[c];
+      }
+    }
+    start += h * w;
+  }
+  return { value, spatialShapes: LEVELS.map((s) => s.slice()), levelStartIndex, length: L };
+}
+
+// Starting point of gradient descent: each head's points on a small ring around a reference
+// point (as a detector's offsets would be), equal weights, and a target across the picture.
+export function initialState() {
+  const loc = new Float32Array(NUM_HEADS * LEVELS.length * NUM_POINTS * 2);
+  const weights = new Float32Array(NUM_HEADS * LEVELS.length * NUM_POINTS);
+  const ref = [0.3, 0.34];
+  for (let h = 0; h < NUM_HEADS; h++) {
+    for (let l = 0; l < LEVELS.length; l++) {
+      for (let p = 0; p < NUM_POINTS; p++) {
+        const i = (h * LEVELS.length + l) * NUM_POINTS + p;
+        const ang = (2 * Math.PI * (p + 0.5)) / NUM_POINTS + 0.7 * h + 0.35 * l;
+        const rad = 0.085 + 0.03 * l;
+        loc[2 * i] = ref[0] + rad * Math.cos(ang);
+        loc[2 * i + 1] = ref[1] + rad * Math.sin(ang);
+        weights[i] = 1 / (LEVELS.length * NUM_POINTS);
+      }
+    }
+  }
+  return { samplingLocations: loc, attentionWeights: weights, target: [0.72, 0.64] };
+}
+
+// Layout conversions between the page's canonical order (value BLNC, locations BQHLP2, B = N_q = 1)
+// and the layout chosen on the page. The API takes either; the page keeps one copy.
+export function valueToLayout(blnc, layout, L) {
+  if (layout === 'BLNC') return blnc;
+  const out = new Float32Array(blnc.length);
+  for (let i = 0; i < L; i++) {
+    for (let h = 0; h < NUM_HEADS; h++) {
+      for (let c = 0; c < CHANNELS; c++) out[(h * L + i) * CHANNELS + c] = blnc[(i * NUM_HEADS + h) * CHANNELS + c];
+    }
+  }
+  return out;
+}
+export function valueFromLayout(arr, layout, L) {
+  if (layout === 'BLNC') return arr;
+  const out = new Float32Array(arr.length);
+  for (let i = 0; i < L; i++) {
+    for (let h = 0; h < NUM_HEADS; h++) {
+      for (let c = 0; c < CHANNELS; c++) out[(i * NUM_HEADS + h) * CHANNELS + c] = arr[(h * L + i) * CHANNELS + c];
+    }
+  }
+  return out;
+}
+export function locationsToLayout(bqhlp2, layout) {
+  if (layout === 'BQHLP2') return bqhlp2;
+  const n = bqhlp2.length / 2, out = new Float32Array(bqhlp2.length);
+  for (let i = 0; i < n; i++) { out[i] = bqhlp2[2 * i]; out[n + i] = bqhlp2[2 * i + 1]; }
+  return out;
+}
+export function locationsFromLayout(arr, layout) {
+  if (layout === 'BQHLP2') return arr;
+  const n = arr.length / 2, out = new Float32Array(arr.length);
+  for (let i = 0; i < n; i++) { out[2 * i] = arr[i]; out[2 * i + 1] = arr[n + i]; }
+  return out;
+}
+export function valueShape(layout, L) {
+  return layout === 'BLNC' ? [1, L, NUM_HEADS, CHANNELS] : [1, NUM_HEADS, L, CHANNELS];
+}
+export function locationsShape(layout) {
+  const nl = LEVELS.length;
+  return layout === 'BQHLP2' ? [1, 1, NUM_HEADS, nl, NUM_POINTS, 2] : [1, 2, 1, NUM_HEADS, nl, NUM_POINTS];
+}
+export const weightsShape = () => [1, 1, NUM_HEADS, LEVELS.length, NUM_POINTS];
