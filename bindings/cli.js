@@ -1,0 +1,495 @@
+#!/usr/bin/env node
+// msda: the package's command line (the `bin` of ms-deform-attn), the twin of build/native/msda.
+//
+//   msda forward|backward --in DIR --out DIR [options] [--backend wasm|wasm-scalar|native]
+//   msda crosscheck --in DIR [--expect DIR] [options]
+//
+// Same arguments, files, messages and exit codes as the native CLI (CONTRACT.md): 0 done; 2 bad
+// arguments or input, with one line on stderr starting "msda:" naming the file or flag; 1 any
+// other failure (for crosscheck: a disagreement beyond tolerance). Outputs are written under
+// temporary names and renamed into place only once all of them are complete.
+
+import {
+  accessSync, constants, mkdirSync, readFileSync, realpathSync, renameSync, statSync, unlinkSync, writeFileSync,
+} from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { formatShape, NpyError, parseNpy, serializeNpy } from './npy.js';
+
+const USAGE = `usage: msda forward    --in DIR --out DIR [options]
+       msda backward   --in DIR --out DIR [options]
+       msda crosscheck --in DIR [--expect DIR] [options]
+
+Multi-scale deformable attention on a case directory of NumPy .npy files.
+
+  --in DIR        reads value.npy (<f4), spatial_shapes.npy (<i8|<i4, (N_l, 2)),
+                  level_start_index.npy (<i8|<i4, (N_l,)), sampling_locations.npy (<f4),
+                  attention_weights.npy (<f4, (B, N_q, N_h, N_l, N_p)) and, for backward,
+                  grad_output.npy (<f4, (B, N_q, N_h*C_h))
+  --out DIR       writes output.npy (forward) or grad_value.npy, grad_sampling_locations.npy,
+                  grad_attention_weights.npy (backward); created if missing
+  --value-layout BLNC|BNLC                   value is (B, L, N_h, C_h) or (B, N_h, L, C_h); default BLNC
+  --sampling-locations-layout BQHLP2|B2QHLP  (B, N_q, N_h, N_l, N_p, 2) or (B, 2, N_q, N_h, N_l, N_p);
+                                             default BQHLP2
+  --align-corners                            pixel centres at the ends of [0, 1]; default off
+  --padding-mode zeros|border                default zeros
+  --threads N                                default 1; results do not depend on it
+  --backend wasm|wasm-scalar|native          default wasm (the SIMD module where the runtime has SIMD)
+  -h, --help                                 this text
+
+crosscheck runs forward, and backward when DIR has grad_output.npy, on --backend (default wasm)
+and on native, and prints the largest absolute and relative difference per output. With
+--expect DIR it compares --backend's results with the .npy outputs in that directory instead
+(for example your own kernel's dumps: output.npy, grad_value.npy, grad_sampling_locations.npy,
+grad_attention_weights.npy, whichever are there). Elements agree when
+|got - ref| <= 1e-5 + 1e-4*|ref| (ref: native, or ours under --expect).
+
+Exit status: 0 done (crosscheck: everything agrees), 2 bad arguments or input (one line on
+stderr naming the file or flag), 1 any other failure (crosscheck: a disagreement).
+`;
+
+export const TOLERANCE = Object.freeze({ abs: 1e-5, rel: 1e-4 });
+
+class CliError extends Error {
+  constructor(code, message) {
+    super(message);
+    this.exitCode = code;
+  }
+}
+const bad = (message) => new CliError(2, message);
+
+// The C library's strerror texts, so both CLIs print the same words.
+const ERRNO_TEXT = {
+  ENOENT: 'No such file or directory', EACCES: 'Permission denied', ENOTDIR: 'Not a directory',
+  EISDIR: 'Is a directory', EROFS: 'Read-only file system', ENOSPC: 'No space left on device',
+  EPERM: 'Operation not permitted', ELOOP: 'Too many levels of symbolic links', ENAMETOOLONG: 'File name too long',
+  EEXIST: 'File exists',
+};
+const why = (e) => ERRNO_TEXT[e.code] || e.message;
+const BAD_PATH_CODES = new Set(['ENOENT', 'EACCES', 'ENOTDIR', 'EISDIR', 'EPERM', 'ELOOP', 'ENAMETOOLONG', 'EROFS', 'EEXIST']);
+
+// Like the C join: no normalisation, so messages name the path as the user wrote it.
+const joinPath = (dir, name) => (dir.endsWith('/') ? dir + name : `${dir}/${name}`);
+
+// ---- arguments ---------------------------------------------------------------------------------
+
+const VALUE_FLAGS = ['--in', '--out', '--value-layout', '--sampling-locations-layout', '--padding-mode', '--threads',
+  '--backend', '--expect'];
+const CHOICES = {
+  '--value-layout': ['BLNC', 'BNLC'],
+  '--sampling-locations-layout': ['BQHLP2', 'B2QHLP'],
+  '--padding-mode': ['zeros', 'border'],
+  '--backend': ['wasm', 'wasm-scalar', 'native'],
+};
+const orList = (xs) => (xs.length === 2 ? `${xs[0]} or ${xs[1]}` : `${xs.slice(0, -1).join(', ')} or ${xs[xs.length - 1]}`);
+
+/** Parses argv (without node and the script); returns null for --help. */
+export function parseArgs(argv) {
+  if (argv.length === 0) throw bad('missing command, expected forward, backward or crosscheck (see msda --help)');
+  const command = argv[0];
+  if (command === '--help' || command === '-h') return null;
+  if (!['forward', 'backward', 'crosscheck'].includes(command)) {
+    throw bad(`unknown command '${command}', expected forward, backward or crosscheck (see msda --help)`);
+  }
+  const o = {
+    command, in: null, out: null, expect: null, valueLayout: 'BLNC', samplingLocationsLayout: 'BQHLP2',
+    alignCorners: false, paddingMode: 'zeros', threads: 1, backend: 'wasm',
+  };
+  const seen = new Set();
+  for (let i = 1; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--help' || arg === '-h') return null;
+    if (!arg.startsWith('--')) throw bad(`unexpected argument '${arg}' (see msda --help)`);
+    const eq = arg.indexOf('=');
+    const name = eq >= 0 ? arg.slice(0, eq) : arg;
+    const takesValue = VALUE_FLAGS.includes(name);
+    if (!takesValue && name !== '--align-corners') {
+      throw bad(`unknown option '${name.length >= 64 ? `${name.slice(0, 40)}...` : name}' (see msda --help)`);
+    }
+    let value = null;
+    if (takesValue) {
+      if (eq >= 0) value = arg.slice(eq + 1);
+      else if (i + 1 < argv.length) value = argv[++i];
+      else throw bad(`${name} needs a value (see msda --help)`);
+    } else if (eq >= 0) {
+      throw bad(`${name} takes no value, got '${arg.slice(eq + 1)}'`);
+    }
+    if (command === 'crosscheck' && name === '--out') {
+      throw bad('--out is not used by crosscheck (it writes nothing); --expect DIR compares with outputs in DIR');
+    }
+    if (command !== 'crosscheck' && name === '--expect') throw bad('--expect is only for msda crosscheck');
+    if (name === '--in' || name === '--out' || name === '--expect') {
+      if (value === '') throw bad(`${name}: empty path, expected a directory`);
+      o[name.slice(2)] = value;
+    } else if (name in CHOICES) {
+      if (!CHOICES[name].includes(value)) throw bad(`${name}: '${value}', expected ${orList(CHOICES[name])}`);
+      const key = { '--value-layout': 'valueLayout', '--sampling-locations-layout': 'samplingLocationsLayout',
+        '--padding-mode': 'paddingMode', '--backend': 'backend' }[name];
+      o[key] = value;
+    } else if (name === '--threads') {
+      if (!/^[+-]?\d+$/.test(value) || Number(value) < 1 || Number(value) > 4096) {
+        throw bad(`--threads: '${value}', expected an integer from 1 to 4096`);
+      }
+      o.threads = Number(value);
+    } else {
+      o.alignCorners = true;
+    }
+    if (seen.has(name)) throw bad(`${name} given more than once`);
+    seen.add(name);
+  }
+  if (o.in === null) throw bad('missing --in DIR (see msda --help)');
+  if (o.out === null && command !== 'crosscheck') throw bad('missing --out DIR (see msda --help)');
+  if (command === 'crosscheck' && o.expect === null && o.backend === 'native') {
+    throw bad('--backend native: crosscheck compares a wasm backend with native; add --expect DIR to compare native with files');
+  }
+  return o;
+}
+
+// ---- the case directory ------------------------------------------------------------------------
+
+function readNpyFile(path, want) {
+  let bytes;
+  try {
+    const st = statSync(path);
+    if (!st.isFile()) throw bad(`${path}: not a regular file`);
+    bytes = readFileSync(path);
+  } catch (e) {
+    if (e instanceof CliError) throw e;
+    if (BAD_PATH_CODES.has(e.code)) throw bad(`${path}: cannot open: ${why(e)}`);
+    throw new CliError(1, `${path}: read error: ${why(e)}`);
+  }
+  let a;
+  try {
+    a = parseNpy(bytes);
+  } catch (e) {
+    if (e instanceof NpyError) throw bad(`${path}: ${e.message}`);
+    throw e;
+  }
+  if (want === 'float' && a.dtype !== '<f4') throw bad(`${path}: dtype '${a.dtype}', expected '<f4'`);
+  if (want === 'int' && a.dtype === '<f4') throw bad(`${path}: dtype '<f4', expected '<i8' or '<i4'`);
+  a.path = path;
+  return a;
+}
+
+const INPUTS = [
+  ['value', 'value.npy', 'float'],
+  ['spatialShapes', 'spatial_shapes.npy', 'int'],
+  ['levelStartIndex', 'level_start_index.npy', 'int'],
+  ['samplingLocations', 'sampling_locations.npy', 'float'],
+  ['attentionWeights', 'attention_weights.npy', 'float'],
+  ['gradOutput', 'grad_output.npy', 'float'],
+];
+
+function exists(path) {
+  try {
+    statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Reads the case's files (grad_output.npy when withGrad); checks --in first. */
+export function loadCase(dir, withGrad) {
+  let st;
+  try {
+    st = statSync(dir);
+  } catch (e) {
+    throw bad(`--in ${dir}: ${why(e)}`);
+  }
+  if (!st.isDirectory()) throw bad(`--in ${dir}: not a directory`);
+  const files = {};
+  for (const [key, name, want] of INPUTS) {
+    if (key === 'gradOutput' && !withGrad) continue;
+    files[key] = readNpyFile(joinPath(dir, name), want);
+  }
+  return files;
+}
+
+const sameShape = (a, b) => a.length === b.length && a.every((d, i) => d === b[i]);
+
+/**
+ * Derives B, L, N_q, N_h, C_h, N_l, N_p from the files and checks each against the others, with
+ * the native CLI's messages. Returns the arguments of forward()/backward().
+ */
+export function deriveProblem(o, f) {
+  const blnc = o.valueLayout === 'BLNC';
+  const bqhlp2 = o.samplingLocationsLayout === 'BQHLP2';
+  const valueDims = blnc ? '(B, L, N_h, C_h) per --value-layout BLNC' : '(B, N_h, L, C_h) per --value-layout BNLC';
+  const { value, spatialShapes: shapes, levelStartIndex: starts, samplingLocations: loc, attentionWeights: weights } = f;
+  const vs = value.shape;
+  if (vs.length !== 4) throw bad(`${value.path}: shape ${formatShape(vs)}, expected 4 dimensions ${valueDims}`);
+  if (vs.some((d) => d < 1)) throw bad(`${value.path}: shape ${formatShape(vs)}, expected every dimension of ${valueDims} >= 1`);
+  const [B, L, H, C] = [vs[0], vs[blnc ? 1 : 2], vs[blnc ? 2 : 1], vs[3]];
+
+  if (shapes.shape.length !== 2 || shapes.shape[1] !== 2 || shapes.shape[0] < 1) {
+    throw bad(`${shapes.path}: shape ${formatShape(shapes.shape)}, expected (N_l, 2) with N_l >= 1`);
+  }
+  const NL = shapes.shape[0];
+  const big = Array.from(shapes.data, BigInt);
+  const INT64_MAX = (1n << 63n) - 1n;
+  let total = 0n;
+  const pairs = [];
+  const expectedStarts = [];
+  for (let l = 0; l < NL; l++) {
+    const h = big[2 * l], w = big[2 * l + 1];
+    if (h < 1n || w < 1n) throw bad(`${shapes.path}: row ${l} is (${h}, ${w}), expected H >= 1 and W >= 1`);
+    expectedStarts.push(total);
+    total += h * w;
+    if (h * w > INT64_MAX || total > INT64_MAX) {
+      throw bad(`${shapes.path}: the sum of H*W over levels 0..${l} overflows 64 bits`);
+    }
+    pairs.push([Number(h), Number(w)]);
+  }
+  if (BigInt(L) !== total) {
+    throw bad(`${value.path}: shape ${formatShape(vs)} has L = ${L}, expected ${total} (the sum of H*W over ${shapes.path}) ${valueDims}`);
+  }
+  if (!sameShape(starts.shape, [NL])) {
+    throw bad(`${starts.path}: shape ${formatShape(starts.shape)}, expected ${formatShape([NL])} = (N_l,) with N_l from ${shapes.path}`);
+  }
+  const ws = weights.shape;
+  if (ws.length !== 5 || ws[0] !== B || ws[2] !== H || ws[3] !== NL || ws[1] < 1 || ws[4] < 1) {
+    throw bad(`${weights.path}: shape ${formatShape(ws)}, expected (${B}, N_q, ${H}, ${NL}, N_p) = (B, N_q, N_h, N_l, N_p) with N_q, N_p >= 1, B and N_h from ${value.path}, N_l from ${shapes.path}`);
+  }
+  const Q = ws[1], P = ws[4];
+  const locShape = bqhlp2 ? [B, Q, H, NL, P, 2] : [B, 2, Q, H, NL, P];
+  if (!sameShape(loc.shape, locShape)) {
+    throw bad(`${loc.path}: shape ${formatShape(loc.shape)}, expected ${formatShape(locShape)} = ${bqhlp2
+      ? '(B, N_q, N_h, N_l, N_p, 2) per --sampling-locations-layout BQHLP2'
+      : '(B, 2, N_q, N_h, N_l, N_p) per --sampling-locations-layout B2QHLP'} with N_q and N_p from ${weights.path}`);
+  }
+  if (f.gradOutput) {
+    const goShape = [B, Q, H * C];
+    if (!sameShape(f.gradOutput.shape, goShape)) {
+      throw bad(`${f.gradOutput.path}: shape ${formatShape(f.gradOutput.shape)}, expected ${formatShape(goShape)} = (B, N_q, N_h*C_h)`);
+    }
+  }
+  // The library's level-start rule and message, with the file name.
+  const startValues = Array.from(starts.data, BigInt);
+  for (let l = 0; l < NL; l++) {
+    if (startValues[l] !== expectedStarts[l]) {
+      throw bad(l === 0
+        ? `${starts.path}: level_start_index[0] is ${startValues[0]}, expected 0`
+        : `${starts.path}: level_start_index[${l}] is ${startValues[l]}, expected ${expectedStarts[l]} (sum of H*W over levels 0..${l - 1})`);
+    }
+  }
+  const tensor = (a) => ({ data: a.data, shape: a.shape });
+  const args = {
+    value: tensor(value), spatialShapes: pairs, levelStartIndex: expectedStarts.map(Number),
+    samplingLocations: tensor(loc), attentionWeights: tensor(weights),
+    valueLayout: o.valueLayout, samplingLocationsLayout: o.samplingLocationsLayout,
+    alignCorners: o.alignCorners, paddingMode: o.paddingMode,
+  };
+  if (f.gradOutput) args.gradOutput = tensor(f.gradOutput);
+  return args;
+}
+
+// ---- running and writing -------------------------------------------------------------------------
+
+async function backendApi(backend) {
+  const { init } = await import('./index.js');
+  try {
+    return await init({ backend });
+  } catch (e) {
+    throw new CliError(1, `--backend ${backend}: ${e.message}`);
+  }
+}
+
+// Runs forward or backward; the API's own argument errors (sizes past what wasm holds) are bad input.
+function compute(msda, op, args) {
+  try {
+    if (op === 'forward') {
+      const { gradOutput, ...forwardArgs } = args;
+      return { output: msda.forward(forwardArgs) };
+    }
+    const g = msda.backward(args);
+    return {
+      grad_value: g.gradValue, grad_sampling_locations: g.gradSamplingLocations,
+      grad_attention_weights: g.gradAttentionWeights,
+    };
+  } catch (e) {
+    if (e instanceof RangeError || e instanceof TypeError) throw bad(`--backend ${msda.backend}: ${e.message}`);
+    throw new CliError(1, `${op} failed on ${msda.backend}: ${e.message}`);
+  }
+}
+
+function prepareOut(dir) {
+  try {
+    mkdirSync(dir, { recursive: true });
+  } catch (e) {
+    if (e.code !== 'EEXIST') throw bad(`--out ${dir}: cannot create directory ${e.path || dir}: ${why(e)}`);
+  }
+  let st;
+  try {
+    st = statSync(dir);
+  } catch (e) {
+    throw bad(`--out ${dir}: ${why(e)}`);
+  }
+  if (!st.isDirectory()) throw bad(`--out ${dir}: not a directory`);
+  try {
+    accessSync(dir, constants.W_OK | constants.X_OK);
+  } catch (e) {
+    throw bad(`--out ${dir}: not writable: ${why(e)}`);
+  }
+}
+
+/** Writes { name: tensor } as name.npy under temporary names, then renames them all into place. */
+function writeOutputs(dir, outputs) {
+  const names = Object.keys(outputs);
+  const tmp = names.map((n) => joinPath(dir, `.${n}.npy.tmp${process.pid}`));
+  const final = names.map((n) => joinPath(dir, `${n}.npy`));
+  let renamed = 0;
+  try {
+    names.forEach((n, i) => {
+      try {
+        writeFileSync(tmp[i], serializeNpy(outputs[n]));
+      } catch (e) {
+        throw new CliError(1, `${final[i]}: write error: ${why(e)}`);
+      }
+    });
+    for (let i = 0; i < names.length; i++) {
+      try {
+        renameSync(tmp[i], final[i]);
+      } catch (e) {
+        throw new CliError(1, `${final[i]}: cannot rename into place: ${why(e)}`);
+      }
+      renamed++;
+    }
+  } catch (e) {
+    for (let i = 0; i < names.length; i++) {
+      try { unlinkSync(tmp[i]); } catch { /* not written */ }
+      if (i < renamed) try { unlinkSync(final[i]); } catch { /* already gone */ }
+    }
+    throw e;
+  }
+}
+
+// ---- crosscheck --------------------------------------------------------------------------------------
+
+/**
+ * Compares got with ref element by element: the largest absolute difference, the largest
+ * relative one (over elements with ref != 0), and how many elements fall outside
+ * |got - ref| <= abs + rel*|ref| (NaN matches NaN; an infinity matches the same infinity).
+ */
+export function compareArrays(got, ref, tol = TOLERANCE) {
+  let maxAbs = 0, maxRel = 0, bad = 0, worst = -1, worstExcess = -Infinity;
+  for (let i = 0; i < ref.length; i++) {
+    const a = got[i], r = ref[i];
+    if (Number.isNaN(a) && Number.isNaN(r)) continue;
+    if (a === r) continue; // same infinities too
+    const d = Math.abs(a - r);
+    const diff = Number.isNaN(d) ? Infinity : d;
+    maxAbs = Math.max(maxAbs, diff);
+    if (r !== 0) maxRel = Math.max(maxRel, diff / Math.abs(r));
+    const limit = tol.abs + tol.rel * Math.abs(r);
+    if (!(diff <= limit)) {
+      bad++;
+      const excess = diff - limit;
+      if (excess > worstExcess || worst < 0) { worstExcess = excess; worst = i; }
+    }
+  }
+  return { maxAbs, maxRel, bad, worst, count: ref.length };
+}
+
+const fmt = (x) => (x === 0 ? '0' : x.toExponential(2));
+
+async function crosscheck(o) {
+  const gradPath = joinPath(o.in, 'grad_output.npy');
+  let expected = null;
+  if (o.expect !== null) {
+    let st;
+    try {
+      st = statSync(o.expect);
+    } catch (e) {
+      throw bad(`--expect ${o.expect}: ${why(e)}`);
+    }
+    if (!st.isDirectory()) throw bad(`--expect ${o.expect}: not a directory`);
+    expected = {};
+    for (const n of ['output', 'grad_value', 'grad_sampling_locations', 'grad_attention_weights']) {
+      const p = joinPath(o.expect, `${n}.npy`);
+      if (exists(p)) expected[n] = readNpyFile(p, 'float');
+    }
+    if (Object.keys(expected).length === 0) {
+      throw bad(`--expect ${o.expect}: none of output.npy, grad_value.npy, grad_sampling_locations.npy, grad_attention_weights.npy is there`);
+    }
+  }
+  const wantForward = expected === null || 'output' in expected;
+  const wantBackward = expected === null ? exists(gradPath) : Object.keys(expected).some((n) => n !== 'output');
+  const files = loadCase(o.in, wantBackward);
+  const args = deriveProblem(o, files);
+
+  const tested = await backendApi(o.backend);
+  const testedName = tested.backend === 'wasm' ? `wasm (${tested.simd ? 'SIMD' : 'scalar'})` : tested.backend;
+  let mine = {};
+  if (wantForward) mine = { ...mine, ...compute(tested, 'forward', args) };
+  if (wantBackward) mine = { ...mine, ...compute(tested, 'backward', args) };
+
+  let pairs; // [name, got, ref]
+  if (expected === null) {
+    const native = await backendApi('native');
+    let ref = {};
+    if (wantForward) ref = { ...ref, ...compute(native, 'forward', args) };
+    if (wantBackward) ref = { ...ref, ...compute(native, 'backward', args) };
+    pairs = Object.keys(mine).map((n) => [n, mine[n].data, ref[n].data]);
+    console.log(`crosscheck ${o.in}: ${testedName} against native`);
+  } else {
+    pairs = Object.keys(expected).map((n) => {
+      const e = expected[n];
+      if (!sameShape(e.shape, mine[n].shape)) {
+        throw bad(`${e.path}: shape ${formatShape(e.shape)}, expected ${formatShape(mine[n].shape)} (the shape of ${n})`);
+      }
+      return [n, e.data, mine[n].data];
+    });
+    console.log(`crosscheck ${o.in}: the files in ${o.expect} against ${testedName}`);
+  }
+  if (!wantBackward && expected === null) console.log(`  backward skipped: no ${gradPath}`);
+  console.log("  pass when |got - ref| <= 1e-5 + 1e-4*|ref| for every element");
+  const failures = [];
+  for (const [name, got, ref] of pairs) {
+    const c = compareArrays(got, ref);
+    let verdict = 'ok';
+    if (c.bad) {
+      verdict = `DISAGREE: ${c.bad} of ${c.count} elements, worst [${c.worst}] ${got[c.worst]} vs ${ref[c.worst]}`;
+      failures.push(`${name} (${c.bad} of ${c.count} elements)`);
+    }
+    console.log(`  ${name.padEnd(24)} max abs diff ${fmt(c.maxAbs).padEnd(9)} max rel diff ${fmt(c.maxRel).padEnd(9)} ${verdict}`);
+  }
+  if (failures.length) throw new CliError(1, `crosscheck: ${failures.join(', ')} beyond tolerance`);
+  console.log(`crosscheck: all ${pairs.length} outputs agree`);
+}
+
+// ---- main ------------------------------------------------------------------------------------------
+
+/** Runs the command line; returns the exit status (prints the one error line itself). */
+export async function main(argv) {
+  try {
+    const o = parseArgs(argv);
+    if (o === null) {
+      process.stdout.write(USAGE);
+      return 0;
+    }
+    if (o.command === 'crosscheck') {
+      await crosscheck(o);
+      return 0;
+    }
+    const files = loadCase(o.in, o.command === 'backward');
+    const args = deriveProblem(o, files);
+    prepareOut(o.out);
+    const msda = await backendApi(o.backend);
+    writeOutputs(o.out, compute(msda, o.command, args));
+    return 0;
+  } catch (e) {
+    const code = e instanceof CliError ? e.exitCode : 1;
+    process.stderr.write(`msda: ${String(e && e.message ? e.message : e).replace(/\n/g, ' ')}\n`);
+    return code;
+  }
+}
+
+// Run when executed (directly or through the npm bin link), not when imported.
+const invokedAs = (() => {
+  try {
+    return process.argv[1] ? realpathSync(process.argv[1]) : '';
+  } catch {
+    return '';
+  }
+})();
+if (invokedAs === fileURLToPath(import.meta.url)) process.exitCode = await main(process.argv.slice(2));
