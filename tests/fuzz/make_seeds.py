@@ -1,0 +1,34 @@
+#!/usr/bin/env python3
+"""Writes the committed seed corpus of fuzz_kernel (tests/fuzz/corpus/kernel/).
+
+Input layout (see fuzz_kernel.c): B, Q, H, channel choice, levels, points, options, data mode,
+corruption, corruption argument, six level-shape bytes, then tensor data. Seeds cover every
+option combination in each data mode, every corruption kind and the buffer-misuse cases."""
+import os
+import random
+
+d = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'corpus', 'kernel')
+os.makedirs(d, exist_ok=True)
+rnd = random.Random(7)
+
+
+def write(name, b):
+    with open(os.path.join(d, name), 'wb') as f:
+        f.write(bytes(b))
+
+
+for opt in range(16):
+    for mode in range(3):
+        hdr = [1, 2, 1, opt % 14, opt % 4, 1 + opt % 3, opt | ((mode + opt) % 4 << 6) | ((opt % 3) << 4),
+               mode, 255, 0]
+        write(f'opt{opt:02d}-mode{mode}', hdr + [rnd.randrange(256) for _ in range(6 + 48)])
+for kind in range(18):
+    for arg in (1, 6):
+        hdr = [0, 1, 0, 2, 1, 1, rnd.randrange(256), 1, kind, arg + kind]
+        write(f'corrupt{kind:02d}-{arg}', hdr + [0x21, 0x43, 0x11, 0x77, 0, 0] + [rnd.randrange(256) for _ in range(8)])
+for k in range(54, 62):
+    write(f'misuse{k}', [0, 0, 0, 0, 0, 0, 0, 1, k, k * 3] + [0x11] * 6)
+# every special coordinate (NaN, +-inf, +-1e30, just outside [0, 1], subnormals) in each padding
+for opt in (0, 4, 8, 12):
+    specials = sum(([240, i] for i in range(16)), [])
+    write(f'specials-opt{opt:02d}', [0, 0, 0, 1, 0, 0, opt, 2, 255, 0, 0x33, 0, 0, 0, 0, 0] + specials + [7] * 32)
