@@ -1,5 +1,6 @@
 /* Entry points: validation, layout strides, and dispatch to the kernels. */
 #include "internal.h"
+#include "threads.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -266,8 +267,10 @@ static msda_status check_buffers(const buffer_ref *bufs, int n, msda_error *err)
     return MSDA_OK;
 }
 
-msda_status msda_forward(const msda_problem *problem, const float *value, const float *sampling_locations,
-                         const float *attention_weights, float *output, msda_error *err)
+/* Validation and the tensors of a call, ready for msda__run to split over threads. */
+msda_status msda__forward_job(msda_job *job, const msda_problem *problem, const float *value,
+                              const float *sampling_locations, const float *attention_weights, float *output,
+                              msda_error *err)
 {
     msda_plan plan;
     msda_status st = msda__plan(problem, &plan, err);
@@ -280,18 +283,22 @@ msda_status msda_forward(const msda_problem *problem, const float *value, const 
     };
     st = check_buffers(bufs, 4, err);
     if (st != MSDA_OK) return st;
-    msda_tensors t = {0};
-    t.value = value;
-    t.sampling_locations = sampling_locations;
-    t.attention_weights = attention_weights;
-    t.output = output;
-    msda__forward_range(&plan, &t, 0, msda__forward_units(&plan));
+    memset(job, 0, sizeof *job);
+    job->plan = plan;
+    job->tensors.value = value;
+    job->tensors.sampling_locations = sampling_locations;
+    job->tensors.attention_weights = attention_weights;
+    job->tensors.output = output;
+    job->kind = MSDA_JOB_FORWARD;
+    job->threads = problem->threads;
+    job->units = msda__forward_units(&plan);
     return MSDA_OK;
 }
 
-msda_status msda_backward(const msda_problem *problem, const float *grad_output, const float *value,
-                          const float *sampling_locations, const float *attention_weights, float *grad_value,
-                          float *grad_sampling_locations, float *grad_attention_weights, msda_error *err)
+msda_status msda__backward_job(msda_job *job, const msda_problem *problem, const float *grad_output,
+                               const float *value, const float *sampling_locations,
+                               const float *attention_weights, float *grad_value,
+                               float *grad_sampling_locations, float *grad_attention_weights, msda_error *err)
 {
     msda_plan plan;
     msda_status st = msda__plan(problem, &plan, err);
@@ -307,14 +314,35 @@ msda_status msda_backward(const msda_problem *problem, const float *grad_output,
     };
     st = check_buffers(bufs, 7, err);
     if (st != MSDA_OK) return st;
-    msda_tensors t = {0};
-    t.grad_output = grad_output;
-    t.value = value;
-    t.sampling_locations = sampling_locations;
-    t.attention_weights = attention_weights;
-    t.grad_value = grad_value;
-    t.grad_sampling_locations = grad_sampling_locations;
-    t.grad_attention_weights = grad_attention_weights;
-    msda__backward_range(&plan, &t, 0, msda__backward_units(&plan));
+    memset(job, 0, sizeof *job);
+    job->plan = plan;
+    job->tensors.grad_output = grad_output;
+    job->tensors.value = value;
+    job->tensors.sampling_locations = sampling_locations;
+    job->tensors.attention_weights = attention_weights;
+    job->tensors.grad_value = grad_value;
+    job->tensors.grad_sampling_locations = grad_sampling_locations;
+    job->tensors.grad_attention_weights = grad_attention_weights;
+    job->kind = MSDA_JOB_BACKWARD;
+    job->threads = problem->threads;
+    job->units = msda__backward_units(&plan);
     return MSDA_OK;
+}
+
+msda_status msda_forward(const msda_problem *problem, const float *value, const float *sampling_locations,
+                         const float *attention_weights, float *output, msda_error *err)
+{
+    msda_job job;
+    msda_status st = msda__forward_job(&job, problem, value, sampling_locations, attention_weights, output, err);
+    return st != MSDA_OK ? st : msda__run(&job, err);
+}
+
+msda_status msda_backward(const msda_problem *problem, const float *grad_output, const float *value,
+                          const float *sampling_locations, const float *attention_weights, float *grad_value,
+                          float *grad_sampling_locations, float *grad_attention_weights, msda_error *err)
+{
+    msda_job job;
+    msda_status st = msda__backward_job(&job, problem, grad_output, value, sampling_locations, attention_weights,
+                                        grad_value, grad_sampling_locations, grad_attention_weights, err);
+    return st != MSDA_OK ? st : msda__run(&job, err);
 }

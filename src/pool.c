@@ -1,0 +1,186 @@
+/* Splitting a job into parts, and the native thread pool that runs them.
+ *
+ * The pool is created on first use and reused by every later call: workers sleep on a
+ * condition variable between calls. The calling thread runs part 0 itself. One call uses the
+ * pool at a time; a call that finds it busy (another thread of the program is inside a call)
+ * runs on its own thread, which gives the same bits. Storage is static: no allocation. */
+/* pthread_atfork and friends under -std=c11 */
+#define _POSIX_C_SOURCE 200809L
+
+#include "threads.h"
+
+#include <stdint.h>
+
+/* Below this many multiply-adds (samples x channels) per part, a thread's wake-up costs more
+ * than it saves: small problems use fewer threads. */
+#define MSDA_MIN_WORK_PER_PART (1 << 16)
+
+int msda__job_parts(const msda_job *job, int threads)
+{
+    const msda_plan *p = &job->plan;
+    if (threads > MSDA_MAX_THREADS) threads = MSDA_MAX_THREADS;
+    if (threads < 1) threads = 1;
+    /* Every sample is visited once per pass; the backward pass does about twice the work. */
+    const double work = (double)p->batch * (double)p->num_queries * (double)p->num_heads *
+                        (double)p->num_levels * (double)p->num_points * (double)p->channels *
+                        (job->kind == MSDA_JOB_BACKWARD ? 2.0 : 1.0);
+    const double by_work = work / MSDA_MIN_WORK_PER_PART;
+    int parts = threads;
+    if ((double)parts > by_work) parts = by_work < 1.0 ? 1 : (int)by_work;
+    if ((int64_t)parts > job->units) parts = (int)job->units;
+    return parts < 1 ? 1 : parts;
+}
+
+void msda__job_run_part(const msda_job *job, int part, int parts)
+{
+    if (parts < 1 || part < 0 || part >= parts) return;
+    /* units * part fits: units <= output or value elements, far below 2^56. */
+    const int64_t begin = job->units * part / parts, end = job->units * (part + 1) / parts;
+    if (job->kind == MSDA_JOB_FORWARD)
+        msda__forward_range(&job->plan, &job->tensors, begin, end);
+    else
+        msda__backward_range(&job->plan, &job->tensors, begin, end);
+}
+
+#if defined(__EMSCRIPTEN__) || defined(MSDA_NO_THREADS)
+
+/* The wasm modules run single-threaded here; the wasm threads module splits jobs from JS. */
+msda_status msda__run(const msda_job *job, msda_error *err)
+{
+    (void)err;
+    msda__job_run_part(job, 0, 1);
+    return MSDA_OK;
+}
+
+#else
+
+#include <errno.h>
+#include <pthread.h>
+
+/* Held by the call that uses the pool, for the whole call. */
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Guards everything below. */
+static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t work_ready = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t work_done = PTHREAD_COND_INITIALIZER;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static int started;                                   /* workers 1..started exist */
+static pthread_t workers[MSDA_MAX_THREADS];
+static unsigned long start_generation[MSDA_MAX_THREADS];
+static unsigned long generation;                      /* bumped once per call */
+static const msda_job *current_job;
+static int current_parts;                             /* parts of the current call */
+static int pending;                                   /* workers still running a part */
+
+static void *worker_main(void *arg)
+{
+    const int index = (int)(intptr_t)arg;
+    pthread_mutex_lock(&state_lock);
+    unsigned long seen = start_generation[index];
+    for (;;) {
+        while (generation == seen) pthread_cond_wait(&work_ready, &state_lock);
+        seen = generation;
+        if (index >= current_parts) continue;       /* this call needs fewer threads */
+        const msda_job *job = current_job;
+        const int parts = current_parts;
+        pthread_mutex_unlock(&state_lock);
+        msda__job_run_part(job, index, parts);
+        pthread_mutex_lock(&state_lock);
+        if (--pending == 0) pthread_cond_signal(&work_done);
+    }
+    return NULL;
+}
+
+/* A child of fork() has none of the workers: lock around fork so no call is half-way, then
+ * let the child start its own pool on first use. */
+static void before_fork(void)
+{
+    pthread_mutex_lock(&pool_lock);
+    pthread_mutex_lock(&state_lock);
+}
+
+static void after_fork_parent(void)
+{
+    pthread_mutex_unlock(&state_lock);
+    pthread_mutex_unlock(&pool_lock);
+}
+
+static void after_fork_child(void)
+{
+    started = 0;
+    pthread_cond_init(&work_ready, NULL);
+    pthread_cond_init(&work_done, NULL);
+    pthread_mutex_unlock(&state_lock);
+    pthread_mutex_unlock(&pool_lock);
+}
+
+static void register_fork_handlers(void)
+{
+    pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+}
+
+/* Starts workers up to index parts - 1. Called with pool_lock held. */
+static msda_status grow_pool(int parts, msda_error *err)
+{
+    while (started < parts - 1) {
+        const int index = started + 1;
+        pthread_mutex_lock(&state_lock);
+        start_generation[index] = generation;
+        pthread_mutex_unlock(&state_lock);
+        pthread_attr_t attr;
+        int rc = pthread_attr_init(&attr);
+        if (rc == 0) {
+            /* The kernels use little stack; a small one keeps 64 workers cheap. */
+            pthread_attr_setstacksize(&attr, (size_t)1 << 20);
+            rc = pthread_create(&workers[index], &attr, worker_main, (void *)(intptr_t)index);
+            pthread_attr_destroy(&attr);
+        }
+        if (rc != 0) {
+            msda__set_error(err, MSDA_ERR_THREADS,
+                            "threads is %d: could not start worker thread %d of the pool (error %d%s), "
+                            "expected the system to allow %d threads",
+                            parts, index + 1, rc, rc == EAGAIN ? ", EAGAIN: too many threads" : "", parts);
+            return MSDA_ERR_THREADS;
+        }
+        started = index;
+    }
+    return MSDA_OK;
+}
+
+msda_status msda__run(const msda_job *job, msda_error *err)
+{
+    const int parts = msda__job_parts(job, job->threads);
+    if (parts == 1) {
+        msda__job_run_part(job, 0, 1);
+        return MSDA_OK;
+    }
+    pthread_once(&fork_once, register_fork_handlers);
+    if (pthread_mutex_trylock(&pool_lock) != 0) {
+        msda__job_run_part(job, 0, 1);              /* pool busy with another caller's call */
+        return MSDA_OK;
+    }
+    msda_status st = grow_pool(parts, err);
+    if (st != MSDA_OK) {
+        pthread_mutex_unlock(&pool_lock);
+        return st;
+    }
+    pthread_mutex_lock(&state_lock);
+    current_job = job;
+    current_parts = parts;
+    pending = parts - 1;
+    generation++;
+    pthread_cond_broadcast(&work_ready);
+    pthread_mutex_unlock(&state_lock);
+
+    msda__job_run_part(job, 0, parts);
+
+    pthread_mutex_lock(&state_lock);
+    while (pending > 0) pthread_cond_wait(&work_done, &state_lock);
+    current_job = NULL;
+    pthread_mutex_unlock(&state_lock);
+    pthread_mutex_unlock(&pool_lock);
+    return MSDA_OK;
+}
+
+#endif
