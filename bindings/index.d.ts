@@ -1,0 +1,164 @@
+// Types for the `ms-deform-attn` package (bindings/index.js). What is computed: SEMANTICS.md.
+
+/** A C-contiguous float32 tensor. `dims` is accepted in place of `shape` on input. */
+export interface Tensor {
+  data: Float32Array;
+  shape: number[];
+}
+export type TensorInput = { data: Float32Array; shape: readonly number[] } | { data: Float32Array; dims: readonly number[] };
+
+/** Integer lists: plain arrays, any integer typed array (BigInt64Array too), or a { data } tensor. */
+export type IntegerList = readonly (number | bigint)[] | Int32Array | Uint32Array | BigInt64Array | BigUint64Array | Float64Array;
+
+/** [H, W] per level, or the (N_l, 2) tensor a .npy reader gives. */
+export type SpatialShapes = readonly (readonly [number, number] | readonly number[] | IntegerList)[] | { data: IntegerList; shape?: readonly number[] };
+
+export type ValueLayout = 'BLNC' | 'BNLC';
+export type SamplingLocationsLayout = 'BQHLP2' | 'B2QHLP';
+export type PaddingMode = 'zeros' | 'border';
+
+/** Options mirroring the reference API; the defaults are in DEFAULTS. */
+export interface Options {
+  /** 'BLNC' (default): value is (B, L, N_h, C_h); 'BNLC': (B, N_h, L, C_h). */
+  valueLayout?: ValueLayout;
+  /** 'BQHLP2' (default): (B, N_q, N_h, N_l, N_p, 2); 'B2QHLP': (B, 2, N_q, N_h, N_l, N_p). x then y. */
+  samplingLocationsLayout?: SamplingLocationsLayout;
+  /** Default false: u = x·W − 0.5; true: u = x·(W − 1). */
+  alignCorners?: boolean;
+  /** 'zeros' (default): corners outside read 0; 'border': coordinates clamp to the edge. */
+  paddingMode?: PaddingMode;
+}
+
+export interface ForwardArgs extends Options {
+  value: TensorInput;
+  /** [H, W] for each level. */
+  spatialShapes: SpatialShapes;
+  /** Prefix sums of H·W; derived when omitted, checked when given. */
+  levelStartIndex?: IntegerList | { data: IntegerList; shape?: readonly number[] };
+  samplingLocations: TensorInput;
+  /** (B, N_q, N_h, N_l, N_p) */
+  attentionWeights: TensorInput;
+}
+
+export interface BackwardArgs extends ForwardArgs {
+  /** (B, N_q, N_h·C_h), the gradient of the loss with respect to forward's output. */
+  gradOutput: TensorInput;
+}
+
+export interface Gradients {
+  gradValue: Tensor;
+  gradSamplingLocations: Tensor;
+  gradAttentionWeights: Tensor;
+}
+
+/** The sizes of a problem, for prepare(). */
+export interface ProblemOptions extends Options {
+  batch: number;
+  numQueries: number;
+  numHeads: number;
+  /** C_h, channels per head. */
+  channels: number;
+  numPoints: number;
+  spatialShapes: SpatialShapes;
+  levelStartIndex?: IntegerList | { data: IntegerList; shape?: readonly number[] };
+}
+
+export type TensorName = 'value' | 'samplingLocations' | 'attentionWeights' | 'gradOutput' | 'output' | 'gradValue'
+  | 'gradSamplingLocations' | 'gradAttentionWeights';
+
+export interface PrepareOptions {
+  /** Which tensors to allocate: 'forward', 'backward' or 'both' (default). */
+  mode?: 'forward' | 'backward' | 'both';
+}
+
+/** The validated problem a Prepared was made for. */
+export interface Problem extends Required<Options> {
+  batch: number;
+  numQueries: number;
+  numHeads: number;
+  channels: number;
+  numLevels: number;
+  numPoints: number;
+  valueLength: number;
+  spatialShapes: [number, number][];
+  levelStartIndex: number[];
+  shapes: Record<TensorName, number[]>;
+}
+
+/**
+ * A problem with buffers that live in the backend (the wasm heap) across calls. Write inputs
+ * into the views, call forward()/backward(), read outputs from the views. Read the views from
+ * the object each time: they are re-created after the wasm memory grows.
+ */
+export class Prepared {
+  readonly problem: Problem;
+  readonly mode: 'forward' | 'backward' | 'both';
+  readonly backend: BackendName;
+  /** The shape of each allocated tensor. */
+  readonly shapes: Partial<Record<TensorName, number[]>>;
+  readonly value: Float32Array;
+  readonly samplingLocations: Float32Array;
+  readonly attentionWeights: Float32Array;
+  readonly gradOutput: Float32Array;
+  readonly output: Float32Array;
+  readonly gradValue: Float32Array;
+  readonly gradSamplingLocations: Float32Array;
+  readonly gradAttentionWeights: Float32Array;
+  readonly disposed: boolean;
+  /** { data, shape } over one tensor's view. */
+  tensor(name: TensorName): Tensor;
+  /** Runs forward on the current inputs; returns output (a view, valid until memory grows). */
+  forward(): Tensor;
+  /** Runs backward on the current inputs and gradOutput; returns the gradients (views). */
+  backward(): Gradients;
+  /** Frees the buffers; the object cannot be used afterwards. */
+  dispose(): void;
+}
+
+export type BackendName = 'wasm' | 'wasm-scalar' | 'native';
+
+/** The API init() resolves to. */
+export class Msda {
+  /** 'wasm' (the SIMD module), 'wasm-scalar' or 'native'. */
+  readonly backend: BackendName;
+  /** True when the SIMD128 module runs. */
+  readonly simd: boolean;
+  /** Wasm backends: the module's memory and the allocator's bytes in use; null for native. */
+  readonly wasm: { memory: WebAssembly.Memory; heapInUse(): number } | null;
+  /** output (B, N_q, N_h·C_h). Throws TypeError/RangeError on bad input, Error with .code on a C status. */
+  forward(args: ForwardArgs): Tensor;
+  /** The gradients of sum(gradOutput · output), each in its input's shape and layout. */
+  backward(args: BackwardArgs): Gradients;
+  /** Allocates a problem's tensors once, for repeated calls without copies. */
+  prepare(problem: ProblemOptions, options?: PrepareOptions): Prepared;
+}
+
+export interface InitOptions {
+  /** 'auto' (default): the SIMD module where the runtime supports SIMD128; true/false force it. */
+  simd?: 'auto' | boolean;
+  /** The .wasm bytes to instantiate instead of reading or fetching dist/msda-*.wasm. */
+  wasmBinary?: ArrayBuffer | ArrayBufferView;
+  /** A compiled module to instantiate instead. */
+  module?: WebAssembly.Module;
+  /** 'wasm' (default), 'wasm-scalar' (same as simd: false) or 'native' (the Node addon). */
+  backend?: BackendName;
+  /** native only: the path of msda.node (default: build/native/msda.node in this package). */
+  addonPath?: string;
+}
+
+/** An Error carrying the C library's status. */
+export interface MsdaError extends Error {
+  /** The C status name, e.g. 'MSDA_ERR_SHAPE_MISMATCH'. */
+  code: string;
+  /** The numeric C status. */
+  status: number;
+}
+
+/** Loads a backend; memoised per option set. */
+export function init(options?: InitOptions): Promise<Msda>;
+/** The native Node addon with the same API (Node only; needs `make native`). */
+export function initNative(options?: { addonPath?: string }): Promise<Msda>;
+/** True when this runtime can run the SIMD128 module. */
+export function simdSupported(): boolean;
+/** The reference API's defaults. */
+export const DEFAULTS: Readonly<Required<Options>>;

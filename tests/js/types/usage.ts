@@ -1,0 +1,63 @@
+// Compiled by `tsc --strict --noEmit` in tests/js/types.test.js: the whole public API as a user
+// writes it, through the package's own name (its `exports` and `types`). Lines under an expect-error
+// directive must stay errors, so the typings cannot silently loosen.
+import { init, initNative, simdSupported, DEFAULTS, Msda, Prepared, Tensor, Gradients, MsdaError } from 'ms-deform-attn';
+import { initNative as initNative2 } from 'ms-deform-attn/native';
+import { referenceForward, referenceBackward } from 'ms-deform-attn/reference';
+
+export async function usage(): Promise<number> {
+  const msda: Msda = await init({ simd: 'auto' });
+  const scalar = await init({ simd: false, backend: 'wasm-scalar' });
+  const native = await initNative();
+  const native2 = await initNative2({ addonPath: '/x/msda.node' });
+  const fromBytes = await init({ wasmBinary: new Uint8Array(8) });
+  const supported: boolean = simdSupported();
+  const layout: 'BLNC' | 'BNLC' = DEFAULTS.valueLayout;
+
+  const value = { data: new Float32Array(16), shape: [1, 16, 1, 1] };
+  const samplingLocations = { data: new Float32Array(2), dims: [1, 1, 1, 1, 1, 2] };
+  const attentionWeights = { data: new Float32Array(1), shape: [1, 1, 1, 1, 1] };
+  const out: Tensor = msda.forward({
+    value, spatialShapes: [[4, 4]], levelStartIndex: [0], samplingLocations, attentionWeights,
+    valueLayout: 'BLNC', samplingLocationsLayout: 'BQHLP2', alignCorners: false, paddingMode: 'zeros',
+  });
+  const grads: Gradients = scalar.backward({
+    value, spatialShapes: [[4, 4]], samplingLocations, attentionWeights,
+    gradOutput: { data: out.data, shape: out.shape },
+  });
+  const gv: Float32Array = grads.gradValue.data;
+
+  const p: Prepared = native.prepare({
+    batch: 1, numQueries: 1, numHeads: 1, channels: 1, numPoints: 1, spatialShapes: [[4, 4]], paddingMode: 'border',
+  }, { mode: 'both' });
+  p.value.set(value.data);
+  const o: Float32Array = p.forward().data;
+  const g: Float32Array = p.backward().gradSamplingLocations.data;
+  const shape: number[] | undefined = p.shapes.value;
+  p.dispose();
+
+  try {
+    msda.forward({ value, spatialShapes: [[4, 4]], samplingLocations, attentionWeights });
+  } catch (e) {
+    const code: string = (e as MsdaError).code;
+    void code;
+  }
+  const heap: number = msda.wasm ? msda.wasm.heapInUse() : 0;
+  const ref: Float64Array = referenceForward({ value, spatialShapes: [[4, 4]], samplingLocations, attentionWeights }).data;
+  const refGrad: Float64Array = referenceBackward({ value, spatialShapes: [[4, 4]], samplingLocations, attentionWeights,
+    gradOutput: out }).gradValue.data;
+
+  // @ts-expect-error: not a layout
+  msda.forward({ value, spatialShapes: [[4, 4]], samplingLocations, attentionWeights, valueLayout: 'NCHW' });
+  // @ts-expect-error: gradOutput is required by backward
+  msda.backward({ value, spatialShapes: [[4, 4]], samplingLocations, attentionWeights });
+  // @ts-expect-error: data must be a Float32Array
+  msda.forward({ value: { data: new Float64Array(16), shape: [1, 16, 1, 1] }, spatialShapes: [[4, 4]], samplingLocations, attentionWeights });
+  // @ts-expect-error: simd takes 'auto' or a boolean
+  await init({ simd: 'yes' });
+  // @ts-expect-error: views are read-only properties
+  p.value = new Float32Array(1);
+
+  return out.data.length + gv.length + o.length + g.length + (shape?.length ?? 0) + heap + ref.length + refGrad.length
+    + (supported ? 1 : 0) + layout.length + (native2.simd ? 1 : 0) + (fromBytes.simd ? 1 : 0);
+}
