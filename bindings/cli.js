@@ -392,7 +392,7 @@ export function compareArrays(got, ref, tol = TOLERANCE) {
 
 const fmt = (x) => (x === 0 ? '0' : x.toExponential(2));
 
-async function crosscheck(o) {
+async function crosscheck(o, print) {
   const gradPath = joinPath(o.in, 'grad_output.npy');
   let expected = null;
   if (o.expect !== null) {
@@ -430,7 +430,7 @@ async function crosscheck(o) {
     if (wantForward) ref = { ...ref, ...compute(native, 'forward', args) };
     if (wantBackward) ref = { ...ref, ...compute(native, 'backward', args) };
     pairs = Object.keys(mine).map((n) => [n, mine[n].data, ref[n].data]);
-    console.log(`crosscheck ${o.in}: ${testedName} against native`);
+    print(`crosscheck ${o.in}: ${testedName} against native`);
   } else {
     pairs = Object.keys(expected).map((n) => {
       const e = expected[n];
@@ -439,10 +439,10 @@ async function crosscheck(o) {
       }
       return [n, e.data, mine[n].data];
     });
-    console.log(`crosscheck ${o.in}: the files in ${o.expect} against ${testedName}`);
+    print(`crosscheck ${o.in}: the files in ${o.expect} against ${testedName}`);
   }
-  if (!wantBackward && expected === null) console.log(`  backward skipped: no ${gradPath}`);
-  console.log("  pass when |got - ref| <= 1e-5 + 1e-4*|ref| for every element");
+  if (!wantBackward && expected === null) print(`  backward skipped: no ${gradPath}`);
+  print("  pass when |got - ref| <= 1e-5 + 1e-4*|ref| for every element");
   const failures = [];
   for (const [name, got, ref] of pairs) {
     const c = compareArrays(got, ref);
@@ -451,24 +451,29 @@ async function crosscheck(o) {
       verdict = `DISAGREE: ${c.bad} of ${c.count} elements, worst [${c.worst}] ${got[c.worst]} vs ${ref[c.worst]}`;
       failures.push(`${name} (${c.bad} of ${c.count} elements)`);
     }
-    console.log(`  ${name.padEnd(24)} max abs diff ${fmt(c.maxAbs).padEnd(9)} max rel diff ${fmt(c.maxRel).padEnd(9)} ${verdict}`);
+    print(`  ${name.padEnd(24)} max abs diff ${fmt(c.maxAbs).padEnd(9)} max rel diff ${fmt(c.maxRel).padEnd(9)} ${verdict}`);
   }
   if (failures.length) throw new CliError(1, `crosscheck: ${failures.join(', ')} beyond tolerance`);
-  console.log(`crosscheck: all ${pairs.length} outputs agree`);
+  print(`crosscheck: all ${pairs.length} outputs agree`);
 }
 
 // ---- main ------------------------------------------------------------------------------------------
 
-/** Runs the command line; returns the exit status (prints the one error line itself). */
-export async function main(argv) {
+const STDIO = { out: (s) => process.stdout.write(s), err: (s) => process.stderr.write(s) };
+
+/**
+ * Runs the command line on argv (without node and the script); returns the exit status.
+ * io.out / io.err receive stdout and stderr text (default: the process's).
+ */
+export async function main(argv, io = STDIO) {
   try {
     const o = parseArgs(argv);
     if (o === null) {
-      process.stdout.write(USAGE);
+      io.out(USAGE);
       return 0;
     }
     if (o.command === 'crosscheck') {
-      await crosscheck(o);
+      await crosscheck(o, (line) => io.out(`${line}\n`));
       return 0;
     }
     const files = loadCase(o.in, o.command === 'backward');
@@ -479,7 +484,7 @@ export async function main(argv) {
     return 0;
   } catch (e) {
     const code = e instanceof CliError ? e.exitCode : 1;
-    process.stderr.write(`msda: ${String(e && e.message ? e.message : e).replace(/\n/g, ' ')}\n`);
+    io.err(`msda: ${String(e && e.message ? e.message : e).replace(/\n/g, ' ')}\n`);
     return code;
   }
 }

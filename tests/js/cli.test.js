@@ -1,0 +1,274 @@
+// bindings/cli.js (the package's `msda` bin) end to end:
+//  - forward and backward on every backend against the native CLI's outputs, all 16 option
+//    combinations (bit for bit on the native backend);
+//  - every bad argument and bad input: exit 2 and the very same one-line message as the native
+//    CLI, and no outputs left behind;
+//  - crosscheck: exit 0 on an agreeing case, exit 1 on a tampered output (--expect DIR), exit 2
+//    on unusable expectations.
+// The JS CLI runs in-process through its exported main() (fast); a few runs spawn the real bin.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { main } from '../../bindings/cli.js';
+import { parseNpy, serializeNpy } from '../../bindings/npy.js';
+import { assertClose, OPTION_COMBOS, randomCase } from './helpers.js';
+
+const NATIVE_CLI = fileURLToPath(new URL('../../build/native/msda', import.meta.url));
+const JS_CLI = fileURLToPath(new URL('../../bindings/cli.js', import.meta.url));
+let root;
+before(() => { root = mkdtempSync(`${tmpdir()}/msda-cli-js-`); });
+after(() => rmSync(root, { recursive: true, force: true }));
+
+async function js(args) {
+  let out = '', err = '';
+  const status = await main(args, { out: (s) => { out += s; }, err: (s) => { err += s; } });
+  return { status, out, err };
+}
+function native(args) {
+  const r = spawnSync(NATIVE_CLI, args, { encoding: 'utf8' });
+  return { status: r.status, out: r.stdout, err: r.stderr };
+}
+function bin(args) {
+  const r = spawnSync(process.execPath, [JS_CLI, ...args], { encoding: 'utf8' });
+  return { status: r.status, out: r.stdout, err: r.stderr };
+}
+
+const OUTPUTS = ['output', 'grad_value', 'grad_sampling_locations', 'grad_attention_weights'];
+const flagsOf = (o) => ['--value-layout', o.valueLayout, '--sampling-locations-layout', o.samplingLocationsLayout,
+  '--padding-mode', o.paddingMode, ...(o.alignCorners ? ['--align-corners'] : [])];
+
+/** Writes a case directory from helpers.randomCase; int32 shape files when ints32. */
+function writeCase(dir, c, ints32 = false) {
+  mkdirSync(dir, { recursive: true });
+  const w = (name, t) => writeFileSync(`${dir}/${name}.npy`, serializeNpy(t));
+  const shapes = c.args.spatialShapes;
+  const starts = [];
+  let total = 0;
+  for (const [h, wd] of shapes) { starts.push(total); total += h * wd; }
+  const ints = (xs) => (ints32 ? Int32Array.from(xs) : BigInt64Array.from(xs.map(BigInt)));
+  w('value', c.args.value);
+  w('spatial_shapes', { data: ints(shapes.flat()), shape: [shapes.length, 2] });
+  w('level_start_index', { data: ints(starts), shape: [shapes.length] });
+  w('sampling_locations', c.args.samplingLocations);
+  w('attention_weights', c.args.attentionWeights);
+  w('grad_output', c.gradOutput);
+}
+const load = (path) => parseNpy(readFileSync(path));
+
+test('--help prints the usage and exits 0 (bin and in-process)', async () => {
+  const r = bin(['--help']);
+  assert.equal(r.status, 0);
+  assert.match(r.out, /msda crosscheck --in DIR \[--expect DIR\]/);
+  assert.match((await js(['forward', '--help'])).out, /--backend wasm\|wasm-scalar\|native/);
+});
+
+test('forward and backward on wasm, wasm-scalar and native agree with the native CLI on all 16 option combinations', async () => {
+  const backends = ['wasm', 'wasm-scalar', 'native'];
+  for (const [k, options] of OPTION_COMBOS.entries()) {
+    const c = randomCase(500 + k, options);
+    const dir = `${root}/e2e${k}`;
+    writeCase(dir, c, k % 2 === 1);
+    const flags = flagsOf(options);
+    for (const op of ['forward', 'backward']) {
+      const n = native([op, '--in', dir, '--out', `${dir}/native`, ...flags]);
+      assert.equal(n.status, 0, n.err);
+      const backend = backends[k % 3];
+      const j = await js([op, '--in', dir, '--out', `${dir}/js/`, '--backend', backend, '--threads', '2', ...flags]);
+      assert.equal(j.status, 0, j.err);
+      assert.equal(j.err, '');
+      for (const name of op === 'forward' ? ['output'] : OUTPUTS.slice(1)) {
+        const want = load(`${dir}/native/${name}.npy`), got = load(`${dir}/js/${name}.npy`);
+        assert.deepEqual(got.shape, want.shape, `${name} shape`);
+        const context = `seed ${c.seed} ${JSON.stringify(options)} ${backend} ${name}`;
+        if (backend === 'native') {
+          assert.deepEqual(readFileSync(`${dir}/js/${name}.npy`), readFileSync(`${dir}/native/${name}.npy`), `${context}: bytes`);
+        } else {
+          assertClose(got.data, want.data, context);
+        }
+      }
+    }
+    assert.deepEqual(readdirSync(`${dir}/js`).sort(), OUTPUTS.map((n) => `${n}.npy`).sort(), 'no temporaries left');
+  }
+});
+
+// Each entry edits a fresh copy of a valid case (or the arguments) and must be refused by both
+// CLIs with the same line.
+const GOOD = randomCase(42, OPTION_COMBOS[0]);
+const edit = (file, from, to) => (dir) => {
+  const p = `${dir}/${file}`;
+  const b = readFileSync(p);
+  const at = b.indexOf(from, 0, 'latin1');
+  assert.ok(at >= 0, `${from} in ${file}`);
+  b.write(to, at, 'latin1');
+  writeFileSync(p, b);
+};
+const resize = (file, delta) => (dir) => {
+  const b = readFileSync(`${dir}/${file}`);
+  writeFileSync(`${dir}/${file}`, delta < 0 ? b.subarray(0, b.length + delta) : Buffer.concat([b, Buffer.alloc(delta, 0x41)]));
+};
+const replace = (file, tensor) => (dir) => writeFileSync(`${dir}/${file}`, serializeNpy(tensor));
+const S = GOOD.args;
+const REFUSALS = [
+  // arguments
+  ['unknown flag', null, ['--bogus'], "unknown option '--bogus'"],
+  ['stray argument', null, ['stray'], "unexpected argument 'stray'"],
+  ['bad --value-layout', null, ['--value-layout', 'NCHW'], "--value-layout: 'NCHW', expected BLNC or BNLC"],
+  ['bad --sampling-locations-layout', null, ['--sampling-locations-layout=BQHL2P'], '--sampling-locations-layout'],
+  ['bad --padding-mode', null, ['--padding-mode', 'reflect'], '--padding-mode'],
+  ['--threads 0', null, ['--threads', '0'], "--threads: '0'"],
+  ['--threads 2x', null, ['--threads=2x'], "--threads: '2x'"],
+  ['--align-corners=1', null, ['--align-corners=1'], '--align-corners takes no value'],
+  ['--in twice', null, ['--in', '/tmp'], '--in given more than once'],
+  ['--padding-mode without value', null, ['--padding-mode'], '--padding-mode needs a value'],
+  // malformed files, one per class
+  ['wrong magic', edit('value.npy', 'NUMPY', 'NUMPX'), [], 'value.npy: not a .npy file'],
+  ['unsupported version', edit('attention_weights.npy', 'NUMPY\x01', 'NUMPY\x04'), [], 'unsupported .npy format version 4.0'],
+  ['big-endian', edit('sampling_locations.npy', "'<f4'", "'>f4'"), [], "big-endian dtype '>f4'"],
+  ['big-endian ints', edit('spatial_shapes.npy', "'<i8'", "'>i8'"), [], "big-endian dtype '>i8'"],
+  ['Fortran order', edit('value.npy', 'False', 'True '), [], 'Fortran-order'],
+  ['other dtype', edit('value.npy', "'<f4'", "'<f8'"), [], "unsupported dtype '<f8'"],
+  ['header not a dict', edit('attention_weights.npy', "{'descr'", "['descr'"), [], "header: expected '{'"],
+  ['unknown key', edit('value.npy', "'shape'", "'shapf'"), [], "unexpected key 'shapf'"],
+  ['shape not a tuple', (dir) => {
+    const n = S.spatialShapes.length;
+    const dict = `{'descr': '<i8', 'fortran_order': False, 'shape': (${n}), }`;
+    const header = Buffer.from(`\x93NUMPY\x01\x00${String.fromCharCode(118, 0)}${dict.padEnd(117)}\n`, 'latin1');
+    writeFileSync(`${dir}/level_start_index.npy`, Buffer.concat([header, Buffer.alloc(8 * n)]));
+  }, [], `'shape' (${S.spatialShapes.length}) is not a tuple, expected (${S.spatialShapes.length},)`],
+  ['truncated data', resize('value.npy', -4), [], 'value.npy: truncated'],
+  ['truncated header', resize('level_start_index.npy', -60), [], 'truncated: the header'],
+  ['trailing garbage', resize('sampling_locations.npy', 8), [], '8 bytes of trailing data'],
+  ['overflowing shape', replace('value.npy', { data: new Float32Array(0), shape: [0, 4294967296, 4294967296, 4294967296] }), [],
+    'value.npy: shape (0, 4294967296, 4294967296, 4294967296), expected every dimension'],
+  // missing files, wrong dtypes and shapes
+  ['missing file', (dir) => unlinkSync(`${dir}/attention_weights.npy`), [], 'attention_weights.npy: cannot open: No such file or directory'],
+  ['value as <i8', replace('value.npy', { data: new BigInt64Array(S.value.data.length), shape: S.value.shape }), [],
+    "value.npy: dtype '<i8', expected '<f4'"],
+  ['spatial_shapes as <f4', replace('spatial_shapes.npy', { data: new Float32Array(2 * S.spatialShapes.length), shape: [S.spatialShapes.length, 2] }), [],
+    "spatial_shapes.npy: dtype '<f4', expected '<i8' or '<i4'"],
+  ['locations in the other layout', null, ['--sampling-locations-layout', 'B2QHLP'], 'per --sampling-locations-layout B2QHLP'],
+  ['value in the other layout', null, ['--value-layout', 'BNLC'], 'value.npy: shape'],
+  ['value not 4-d', replace('value.npy', { data: S.value.data, shape: [S.value.data.length] }), [], 'expected 4 dimensions'],
+  ['attention_weights of the wrong shape', replace('attention_weights.npy', { data: new Float32Array(3), shape: [3] }), [],
+    'attention_weights.npy: shape (3,)'],
+  ['level_start_index of the wrong length', replace('level_start_index.npy', { data: new BigInt64Array(9), shape: [9] }), [],
+    'level_start_index.npy: shape (9,)'],
+  ['level_start_index not the prefix sums', (dir) => {
+    const n = S.spatialShapes.length;
+    const bad = BigInt64Array.from({ length: n }, (_, i) => BigInt(7 * i + 1));
+    writeFileSync(`${dir}/level_start_index.npy`, serializeNpy({ data: bad, shape: [n] }));
+  }, [], 'level_start_index.npy: level_start_index[0] is 1, expected 0'],
+  ['a level of height 0', replace('spatial_shapes.npy', { data: new BigInt64Array(2 * S.spatialShapes.length), shape: [S.spatialShapes.length, 2] }), [],
+    'spatial_shapes.npy: row 0 is (0, 0)'],
+  // paths
+  ['missing --in directory', null, ['!', '--in', '/nonexistent/msda', '--out', '@-out'], '--in /nonexistent/msda: No such file or directory'],
+  ['--in is a file', null, ['!', '--in', '@/value.npy', '--out', '@-out'], 'not a directory'],
+  ['--out under a file', null, ['!', '--in', '@', '--out', '@/value.npy/sub'], 'cannot create directory'],
+];
+
+test('every bad argument and input: exit 2, the same one line as the native CLI, no outputs', async () => {
+  for (const [what, prepare, extra, words] of REFUSALS) {
+    for (const op of ['forward', 'backward']) {
+      const dir = `${root}/bad`, out = `${root}/bad-out`;
+      rmSync(dir, { recursive: true, force: true });
+      rmSync(out, { recursive: true, force: true });
+      writeCase(dir, GOOD);
+      if (prepare) prepare(dir);
+      const resolved = extra.map((a) => a.replace('@', dir));
+      // '!': the entry gives --in and --out itself ('@' is the case directory)
+      const args = resolved[0] === '!' ? [op, ...resolved.slice(1)] : [op, '--in', dir, '--out', out, ...resolved];
+      const n = native(args);
+      const j = await js(args);
+      assert.equal(n.status, 2, `${what} (${op}): native exit ${n.status}: ${n.err}`);
+      assert.equal(j.status, 2, `${what} (${op}): js exit ${j.status}: ${j.err}`);
+      assert.match(j.err, /^msda: [^\n]*\n$/, `${what}: one line starting msda:`);
+      assert.ok(j.err.includes(words), `${what}: "${j.err.trim()}" lacks "${words}"`);
+      assert.equal(j.err, n.err, `${what} (${op}): the two CLIs say the same`);
+      assert.ok(!existsSync(out) || readdirSync(out).length === 0, `${what}: outputs left in ${out}: ${existsSync(out) && readdirSync(out)}`);
+    }
+  }
+});
+
+test('missing --in, --out or command, and unknown commands: exit 2 with one line', async () => {
+  for (const [args, words] of [
+    [['forward', '--out', `${root}/x`], 'missing --in'],
+    [['backward', '--in', root], 'missing --out'],
+    [[], 'missing command'],
+    [['sideways'], "unknown command 'sideways'"],
+    [['crosscheck', '--in', root, '--out', root], '--out is not used by crosscheck'],
+    [['forward', '--in', root, '--out', root, '--expect', root], '--expect is only for msda crosscheck'],
+    [['crosscheck', '--in', root, '--backend', 'native'], '--backend native'],
+    [['forward', '--in', root, '--out', root, '--backend', 'gpu'], "--backend: 'gpu', expected wasm, wasm-scalar or native"],
+  ]) {
+    const r = await js(args);
+    assert.equal(r.status, 2, `${args.join(' ')}: exit ${r.status}`);
+    assert.match(r.err, /^msda: [^\n]*\n$/);
+    assert.ok(r.err.includes(words), `"${r.err.trim()}" lacks "${words}"`);
+  }
+  const r = bin(['forward', '--in', `${root}/none`, '--out', `${root}/none-out`]);
+  assert.equal(r.status, 2, 'the bin exits 2 too');
+  assert.match(r.err, /^msda: --in .*none: No such file or directory\n$/);
+  assert.ok(!existsSync(`${root}/none-out`));
+});
+
+test('crosscheck: exit 0 when wasm and native agree, exit 1 on a tampered expectation, exit 2 on unusable ones', async () => {
+  const dir = `${root}/cross`;
+  const c = randomCase(7, OPTION_COMBOS[13]);
+  writeCase(dir, c);
+  const flags = flagsOf(OPTION_COMBOS[13]);
+  const agree = bin(['crosscheck', '--in', dir, ...flags]);
+  assert.equal(agree.status, 0, agree.err + agree.out);
+  for (const name of OUTPUTS) assert.match(agree.out, new RegExp(`${name} +max abs diff \\S+ +max rel diff \\S+ +ok`));
+  assert.match(agree.out, /all 4 outputs agree/);
+  assert.match((await js(['crosscheck', '--in', dir, '--backend', 'wasm-scalar', ...flags])).out, /: wasm-scalar against native/);
+
+  // "your kernel's" outputs: ours from the native CLI, then one element pushed past tolerance
+  const expect = `${dir}/expect`;
+  for (const op of ['forward', 'backward']) assert.equal(native([op, '--in', dir, '--out', expect, ...flags]).status, 0);
+  const same = bin(['crosscheck', '--in', dir, '--expect', expect, ...flags]);
+  assert.equal(same.status, 0, same.err + same.out);
+  const tamper = (name, index, delta) => {
+    const t = load(`${expect}/${name}.npy`);
+    t.data[index] += delta;
+    writeFileSync(`${expect}/${name}.npy`, serializeNpy(t));
+    return t.data.length;
+  };
+  const n = tamper('grad_sampling_locations', 3, 1e-3);
+  const tampered = bin(['crosscheck', '--in', dir, '--expect', expect, ...flags]);
+  assert.equal(tampered.status, 1, tampered.out);
+  assert.match(tampered.out, /grad_sampling_locations +max abs diff 1\.00e-3 .* DISAGREE: 1 of \d+ elements, worst \[3\]/);
+  assert.match(tampered.out, /grad_value +max abs diff \S+ +max rel diff \S+ +ok/);
+  assert.equal(tampered.err, `msda: crosscheck: grad_sampling_locations (1 of ${n} elements) beyond tolerance\n`);
+
+  // within tolerance passes: restore, then nudge by less than 1e-5
+  tamper('grad_sampling_locations', 3, -1e-3);
+  tamper('output', 0, 5e-6);
+  assert.equal((await js(['crosscheck', '--in', dir, '--expect', expect, ...flags])).status, 0);
+
+  // only the files present are compared; a wrong shape or an empty directory is bad input
+  unlinkSync(`${expect}/grad_value.npy`);
+  const partial = await js(['crosscheck', '--in', dir, '--expect', expect, ...flags]);
+  assert.equal(partial.status, 0, partial.err);
+  assert.doesNotMatch(partial.out, /grad_value /);
+  writeFileSync(`${expect}/output.npy`, serializeNpy({ data: new Float32Array(2), shape: [2] }));
+  const wrong = await js(['crosscheck', '--in', dir, '--expect', expect, ...flags]);
+  assert.equal(wrong.status, 2);
+  assert.match(wrong.err, /^msda: .*expect\/output\.npy: shape \(2,\), expected \(\d+, \d+, \d+\) \(the shape of output\)\n$/);
+  const empty = `${dir}/empty`;
+  mkdirSync(empty);
+  const none = await js(['crosscheck', '--in', dir, '--expect', empty]);
+  assert.equal(none.status, 2);
+  assert.match(none.err, /none of output\.npy/);
+
+  // no grad_output.npy: forward only
+  const fwdOnly = `${root}/cross-fwd`;
+  cpSync(dir, fwdOnly, { recursive: true });
+  unlinkSync(`${fwdOnly}/grad_output.npy`);
+  const f = await js(['crosscheck', '--in', fwdOnly, ...flags]);
+  assert.equal(f.status, 0, f.err);
+  assert.match(f.out, /backward skipped/);
+  assert.match(f.out, /all 1 outputs agree/);
+});

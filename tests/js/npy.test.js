@@ -1,0 +1,164 @@
+// bindings/npy.js: round trips in every dtype, NumPy's exact header, the Python-literal forms
+// NumPy accepts, and one refusal per malformed class with the words of its message (the same
+// messages as src/cli/npy.c; test_cli.js checks the two CLIs print identical lines).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { formatShape, NpyError, parseNpy, serializeNpy } from '../../bindings/npy.js';
+
+const SIX = new Float32Array([1.5, -2, 0, 3.25, -0, 1e-30]);
+
+/** A file image: magic, version, header length, dict (NumPy's padding when pad), data bytes. */
+function image(dict, { major = 1, minor = 0, pad = true, data = new Uint8Array(SIX.buffer) } = {}) {
+  const prefix = major === 1 ? 10 : 12;
+  const hl = pad ? Math.ceil((prefix + dict.length + 1) / 64) * 64 - prefix : dict.length;
+  const out = new Uint8Array(prefix + hl + data.length);
+  out.set([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, major, minor]);
+  for (let k = 0; k < prefix - 8; k++) out[8 + k] = (hl >> (8 * k)) & 0xff;
+  for (let i = 0; i < dict.length; i++) out[prefix + i] = dict.charCodeAt(i);
+  if (pad) {
+    out.fill(0x20, prefix + dict.length, prefix + hl - 1);
+    out[prefix + hl - 1] = 0x0a;
+  }
+  out.set(data, prefix + hl);
+  return out;
+}
+const D23 = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
+const dict = (descr, shape, fortran = 'False') => `{'descr': '${descr}', 'fortran_order': ${fortran}, 'shape': ${shape}, }`;
+
+function refused(bytes, words) {
+  assert.throws(() => parseNpy(bytes), (e) => {
+    assert.ok(e instanceof NpyError, `expected an NpyError, got ${e}`);
+    assert.ok(e.message.includes(words), `message "${e.message}" lacks "${words}"`);
+    return true;
+  });
+}
+
+test("serializeNpy writes NumPy's header: (2, 3) <f4 has header length 118 and data at 128", () => {
+  const b = serializeNpy({ data: SIX, shape: [2, 3] });
+  assert.equal(b.length, 128 + 24);
+  assert.deepEqual([...b.subarray(0, 10)], [0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, 1, 0, 118, 0]);
+  assert.equal(Buffer.from(b.subarray(10, 10 + D23.length)).toString('latin1'), D23);
+  assert.equal(b[127], 0x0a);
+  assert.equal(b[126], 0x20);
+  for (const shape of [[], [3], [1, 2, 3]]) {
+    const n = shape.reduce((a, c) => a * c, 1);
+    const bytes = serializeNpy({ data: new Float32Array(n), shape });
+    assert.equal((bytes.length - 4 * n) % 64, 0, `header of ${formatShape(shape)} is 64-aligned`);
+  }
+});
+
+test('round trips: <f4 bit for bit (NaN payload, -0), <i4 and <i8 extremes, () and zero-sized shapes', () => {
+  const f = new Float32Array([NaN, -0, Infinity, -Infinity, 1e-45, 3.4e38]);
+  new Uint32Array(f.buffer)[0] = 0x7fc12345; // a NaN with a payload
+  const back = parseNpy(serializeNpy({ data: f, shape: [3, 2] }));
+  assert.equal(back.dtype, '<f4');
+  assert.deepEqual(back.shape, [3, 2]);
+  assert.deepEqual(new Uint32Array(back.data.buffer), new Uint32Array(f.buffer));
+  const i4 = new Int32Array([0, -1, 2147483647, -2147483648]);
+  assert.deepEqual(parseNpy(serializeNpy({ data: i4, shape: [4] })).data, i4);
+  const i8 = new BigInt64Array([0n, -1n, (1n << 63n) - 1n, -(1n << 63n)]);
+  const r8 = parseNpy(serializeNpy({ data: i8, shape: [2, 2] }));
+  assert.equal(r8.dtype, '<i8');
+  assert.deepEqual(r8.data, i8);
+  const scalar = parseNpy(serializeNpy({ data: new Float32Array([7]), shape: [] }));
+  assert.deepEqual([scalar.shape, scalar.count, scalar.data[0]], [[], 1, 7]);
+  const empty = parseNpy(serializeNpy({ data: new Float32Array(0), shape: [0, 3] }));
+  assert.deepEqual([empty.shape, empty.count], [[0, 3], 0]);
+  // a Node Buffer with a non-zero offset into a shared pool parses (and is copied, not aliased)
+  const buf = Buffer.concat([Buffer.alloc(3), Buffer.from(serializeNpy({ data: SIX, shape: [6] }))]).subarray(3);
+  const p = parseNpy(buf);
+  assert.deepEqual(p.data, SIX);
+  buf.fill(0);
+  assert.deepEqual(p.data, SIX);
+});
+
+test('versions 1.0, 2.0 and 3.0 and the dict forms NumPy accepts', () => {
+  for (const major of [1, 2, 3]) assert.deepEqual(parseNpy(image(D23, { major })).shape, [2, 3], `version ${major}.0`);
+  assert.deepEqual(parseNpy(image(D23, { pad: false })).shape, [2, 3], 'no padding, no newline');
+  const odd = '{"shape":(6,),"fortran_order":False,"descr":"<f4"}';
+  assert.deepEqual(parseNpy(image(odd)).shape, [6], 'double quotes, other order, no trailing comma');
+  const spaced = "{\n  'descr' : '<i4' ,\n  'fortran_order' : False ,\n  'shape' : ( 6 , ) ,\n}";
+  assert.equal(parseNpy(image(spaced)).dtype, '<i4');
+  assert.deepEqual(parseNpy(image(dict('<i8', '(3L,)'))).shape, [3], "Python 2's long suffix");
+  assert.deepEqual(parseNpy(image(dict('<f4', '(2, 3,)'))).shape, [2, 3], 'trailing comma');
+});
+
+test('refuses a wrong magic, another version and a cut preamble or header', () => {
+  refused(new Uint8Array(0), 'empty file');
+  const bad = image(D23);
+  bad[1] = 0x6e;
+  refused(bad, 'does not start with the magic string');
+  refused(new Uint8Array([0x50, 0x4b, 3, 4, 0, 0, 0, 0, 0, 0]), 'not a .npy file');
+  refused(image(D23).subarray(0, 7), 'truncated: 7 bytes');
+  refused(image(D23).subarray(0, 9), 'too short for the version 1.0 preamble');
+  refused(image(D23, { major: 4 }), 'unsupported .npy format version 4.0');
+  refused(image(D23, { minor: 1 }), 'unsupported .npy format version 1.1');
+  refused(image(D23).subarray(0, 100), 'truncated: the header is 118 bytes but only 90');
+  const huge = image(D23, { major: 2 });
+  huge[11] = 0x7f;
+  refused(huge, 'truncated: the header is');
+});
+
+test('refuses big-endian, byte-order-less, other and structured dtypes and Fortran order', () => {
+  refused(image(dict('>f4', '(2, 3)')), "big-endian dtype '>f4'");
+  refused(image(dict('>i8', '(3,)')), "big-endian dtype '>i8'");
+  refused(image(dict('|f4', '(2, 3)')), "'|' is for 1-byte types");
+  refused(image(dict('<f8', '(3,)')), "unsupported dtype '<f8', expected '<f4', '<i4' or '<i8'");
+  refused(image(dict('|u1', '(24,)')), "unsupported dtype '|u1'");
+  refused(image("{'descr': [('x', '<f4')], 'fortran_order': False, 'shape': (6,), }"), 'structured dtypes are not supported');
+  refused(image(dict('<f4', '(2, 3)', 'True')), 'Fortran-order');
+  refused(image(dict('<f4', '(2, 3)', 'Tru')), 'expected True or False');
+  refused(image(dict('<f4', '(2, 3)', 'Falsey')), 'expected True or False');
+  refused(image(dict('<f4', '(2, 3)', '0')), 'expected True or False');
+});
+
+test('refuses a header that is not a well-formed dict with exactly the three keys', () => {
+  refused(image('', { pad: false }), "expected '{' at the start");
+  refused(image("['descr', '<f4']"), "expected '{'");
+  refused(image("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), "), 'expected a quoted string for a key, found the end');
+  refused(image("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)}}"), "after the closing '}'");
+  refused(image("{'descr': '<f4' 'fortran_order': False, 'shape': (2, 3), }"), "expected ',' or '}' after the value of 'descr'");
+  refused(image("{'descr' '<f4', 'fortran_order': False, 'shape': (2, 3), }"), "expected ':' after a key");
+  refused(image("{descr: '<f4', 'fortran_order': False, 'shape': (2, 3), }"), "expected a quoted string for a key, found 'd'");
+  refused(image("{'descr': '<f4", { pad: false }), 'unterminated string');
+  refused(image("{'descr': '<f\\x34', 'fortran_order': False, 'shape': (2, 3), }"), 'unsupported character 0x5c');
+  refused(image("{'fortran_order': False, 'shape': (2, 3), }"), "missing key 'descr'");
+  refused(image("{'descr': '<f4', 'shape': (2, 3), }"), "missing key 'fortran_order'");
+  refused(image("{'descr': '<f4', 'fortran_order': False, }"), "missing key 'shape'");
+  refused(image("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), 'extra': 1, }"), "unexpected key 'extra'");
+  refused(image("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"), "key 'descr' appears twice");
+});
+
+test('refuses shapes that are not tuples of non-negative integers or whose size overflows', () => {
+  refused(image(dict('<f4', '(6)')), "'shape' (6) is not a tuple, expected (6,)");
+  refused(image(dict('<f4', '[2, 3]')), "expected '(' to open the tuple");
+  refused(image(dict('<f4', '(2, -3)')), 'negative dimension');
+  refused(image(dict('<f4', '(2, 3.0)')), "expected ',' or ')' in 'shape', found '.'");
+  refused(image(dict('<f4', '(2, 03)')), 'leading zero');
+  refused(image(dict('<f4', '(,)')), "expected an integer in 'shape', found ','");
+  refused(image(dict('<f4', '(2, 3')), "expected an integer in 'shape', found '}'");
+  refused(image(dict('<f4', '(99999999999999999999,)')), 'exceeds 9223372036854775807');
+  refused(image(dict('<f4', '(4294967296, 4294967296)')), 'more elements than fit');
+  refused(image(dict('<i8', '(2305843009213693952,)')), 'more elements than fit');
+  refused(image(dict('<f4', `(${'1, '.repeat(33)})`), { data: new Uint8Array(4) }), 'more than 32 dimensions');
+});
+
+test('refuses data shorter or longer than the shape says', () => {
+  const bytes = new Uint8Array(SIX.buffer);
+  refused(image(D23, { data: bytes.subarray(0, 20) }), "truncated: shape (2, 3) of '<f4' needs 24 data bytes, the file has 20");
+  refused(image(D23, { data: new Uint8Array(0) }), 'needs 24 data bytes, the file has 0');
+  refused(image(dict('<f4', '(5,)')), "4 bytes of trailing data after the 20 that shape (5,) of '<f4' needs");
+  refused(image(dict('<i8', '(2, 3)')), 'needs 48 data bytes, the file has 24');
+  refused(image(dict('<f4', '(0, 3)'), { data: new Uint8Array(4) }), '4 bytes of trailing data after the 0');
+});
+
+test('every proper prefix of a valid file is refused with an NpyError', () => {
+  const whole = image(D23, { major: 2 });
+  for (let n = 0; n < whole.length; n++) assert.throws(() => parseNpy(whole.slice(0, n)), NpyError, `prefix of ${n} bytes`);
+});
+
+test('serializeNpy refuses data and shape that disagree', () => {
+  assert.throws(() => serializeNpy({ data: new Float64Array(2), shape: [2] }), TypeError);
+  assert.throws(() => serializeNpy({ data: new Float32Array(5), shape: [2, 3] }), /shape \(2, 3\) has 6 elements, data has 5/);
+  assert.throws(() => serializeNpy({ data: new Float32Array(1), shape: [-1] }), TypeError);
+});
