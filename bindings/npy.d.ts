@@ -1,0 +1,30 @@
+// Types for `ms-deform-attn/npy` (bindings/npy.js): a strict .npy parser and serializer.
+
+export declare const NPY_MAX_DIMS: 32;
+
+/** A malformed or unsupported .npy file; the message says what is wrong. */
+export declare class NpyError extends Error {
+  name: 'NpyError';
+}
+
+export type NpyDtype = '<f4' | '<i4' | '<i8';
+export type NpyData = Float32Array | Int32Array | BigInt64Array;
+
+export interface NpyArray {
+  /** Format version major number: 1, 2 or 3. */
+  version: 1 | 2 | 3;
+  dtype: NpyDtype;
+  shape: number[];
+  /** A fresh typed array: Float32Array for '<f4', Int32Array for '<i4', BigInt64Array for '<i8'. */
+  data: NpyData;
+  count: number;
+}
+
+/** Parses a whole .npy file (versions 1.0-3.0, '<f4' | '<i4' | '<i8', C order). Throws NpyError. */
+export declare function parseNpy(bytes: Uint8Array | ArrayBuffer | ArrayBufferView): NpyArray;
+
+/** A version 1.0 .npy file with NumPy's 64-byte-aligned header; the dtype follows data. */
+export declare function serializeNpy(tensor: { data: NpyData; shape: number[] }): Uint8Array;
+
+/** "()", "(3,)", "(2, 3)": a shape the way NumPy prints it. */
+export declare function formatShape(shape: ArrayLike<number | bigint>): string;
