@@ -442,7 +442,7 @@ async function crosscheck(o, print) {
     print(`crosscheck ${o.in}: the files in ${o.expect} against ${testedName}`);
   }
   if (!wantBackward && expected === null) print(`  backward skipped: no ${gradPath}`);
-  print("  pass when |got - ref| <= 1e-5 + 1e-4*|ref| for every element");
+  print("  pass when |got - ref| <= 1e-5 + 1e-4*|ref| for every element (max rel diff: over ref != 0)");
   const failures = [];
   for (const [name, got, ref] of pairs) {
     const c = compareArrays(got, ref);
