@@ -27,6 +27,8 @@ export interface Options {
   alignCorners?: boolean;
   /** 'zeros' (default): corners outside read 0; 'border': coordinates clamp to the edge. */
   paddingMode?: PaddingMode;
+  /** Threads the native library may use (default 1); results are the same bits for any count. */
+  threads?: number;
 }
 
 export interface ForwardArgs extends Options {
@@ -161,4 +163,4 @@ export function initNative(options?: { addonPath?: string }): Promise<Msda>;
 /** True when this runtime can run the SIMD128 module. */
 export function simdSupported(): boolean;
 /** The reference API's defaults. */
-export const DEFAULTS: Readonly<Required<Options>>;
+export const DEFAULTS: Readonly<Required<Omit<Options, 'threads'>>>;

@@ -25,7 +25,9 @@ export const DEFAULTS = Object.freeze({
   paddingMode: 'zeros',
 });
 
-const OPTION_KEYS = Object.keys(DEFAULTS);
+// threads: how many threads the native library (or a threads-enabled wasm module) may use;
+// results are bit-for-bit the same for any count. The single-threaded modules run on one.
+const OPTION_KEYS = [...Object.keys(DEFAULTS), 'threads'];
 const PROBLEM_KEYS = ['batch', 'numQueries', 'numHeads', 'channels', 'numPoints', 'spatialShapes', 'levelStartIndex',
   ...OPTION_KEYS];
 const FORWARD_KEYS = ['value', 'spatialShapes', 'levelStartIndex', 'samplingLocations', 'attentionWeights',
@@ -85,6 +87,8 @@ function readOptions(fn, args) {
     }
     o.alignCorners = args.alignCorners;
   }
+  o.threads = args.threads === undefined ? 1 : positiveInteger(fn, 'threads', args.threads);
+  if (o.threads > 2 ** 31 - 1) throw new RangeError(`${fn}: threads is ${o.threads}, expected at most ${2 ** 31 - 1}`);
   return o;
 }
 
@@ -204,7 +208,7 @@ function makeProblem(dims, options) {
   const desc = new BigInt64Array(12 + 3 * NL);
   [B, Q, H, C, NL, P, L,
     VALUE_LAYOUTS.indexOf(options.valueLayout), LOCATION_LAYOUTS.indexOf(options.samplingLocationsLayout),
-    options.alignCorners ? 1 : 0, PADDING_MODES.indexOf(options.paddingMode), 1,
+    options.alignCorners ? 1 : 0, PADDING_MODES.indexOf(options.paddingMode), options.threads,
     ...shapes.flat(), ...starts].forEach((v, i) => { desc[i] = BigInt(v); });
   return {
     batch: B, numQueries: Q, numHeads: H, channels: C, numLevels: NL, numPoints: P, valueLength: L,

@@ -90,6 +90,15 @@ test('forward and backward return { data, shape } and accept dims, typed level s
   assert.deepEqual(g.gradValue.shape, [2, 16, 2, 3]);
   assert.deepEqual(g.gradSamplingLocations.shape, [2, 5, 2, 2, 2, 2]);
   assert.deepEqual(g.gradAttentionWeights.shape, [2, 5, 2, 2, 2]);
+  // Any thread count gives the same bits (the wasm modules run on one thread, native splits).
+  const native = await initNative();
+  const nativeOut = native.forward(args).data;
+  const nativeGrad = native.backward({ ...args, gradOutput: gradOutput() }).gradValue.data;
+  for (const threads of [1, 2, 7]) {
+    assert.deepEqual(msda.forward({ ...args, threads }).data, out.data);
+    assert.deepEqual(native.forward({ ...args, threads }).data, nativeOut);
+    assert.deepEqual(native.backward({ ...args, threads, gradOutput: gradOutput() }).gradValue.data, nativeGrad);
+  }
   // Inputs are not modified.
   assert.deepEqual(args.value.data, validArgs().value.data);
 });
@@ -174,6 +183,8 @@ const FORWARD_ERRORS = [
   ['samplingLocationsLayout value', (a) => ({ ...a, samplingLocationsLayout: 'BQHLP' }), RangeError, /samplingLocationsLayout is 'BQHLP', expected one of 'BQHLP2', 'B2QHLP'/],
   ['alignCorners type', (a) => ({ ...a, alignCorners: 1 }), TypeError, /alignCorners is number 1, expected true or false/],
   ['paddingMode value', (a) => ({ ...a, paddingMode: 'reflection' }), RangeError, /paddingMode is 'reflection', expected one of 'zeros', 'border'/],
+  ['threads zero', (a) => ({ ...a, threads: 0 }), RangeError, /threads is 0, expected an integer >= 1/],
+  ['threads type', (a) => ({ ...a, threads: '4' }), TypeError, /threads is the string "4", expected a positive integer/],
 ];
 
 const BACKWARD_ERRORS = [
