@@ -126,7 +126,7 @@ export function parseArgs(argv) {
         '--padding-mode': 'paddingMode', '--backend': 'backend' }[name];
       o[key] = value;
     } else if (name === '--threads') {
-      if (!/^[+-]?\d+$/.test(value) || Number(value) < 1 || Number(value) > 4096) {
+      if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 4096) {
         throw bad(`--threads: '${value}', expected an integer from 1 to 4096`);
       }
       o.threads = Number(value);

@@ -66,12 +66,17 @@ typedef struct options {
     msda_problem problem; /* options only; dimensions are filled in from the files */
 } options;
 
+/* Decimal digits only (strtol alone would take " 3" and "+3"). */
 static int parse_threads(const char *s, int *out)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || errno || v < 1 || v > 4096) return -1;
+    long v = 0;
+    if (!*s) return -1;
+    for (const char *c = s; *c; c++) {
+        if (*c < '0' || *c > '9') return -1;
+        v = v * 10 + (*c - '0');
+        if (v > 4096) return -1;
+    }
+    if (v < 1) return -1;
     *out = (int)v;
     return 0;
 }

@@ -303,6 +303,10 @@ static void test_bad_arguments(void)
     expect_refusal("--threads 0", &r, "--threads: '0'");
     RUN(&r, "forward", "--in", good_dir, "--out", out_dir, "--threads", "2x");
     expect_refusal("--threads 2x", &r, "--threads: '2x'");
+    RUN(&r, "forward", "--in", good_dir, "--out", out_dir, "--threads", " 3");
+    expect_refusal("--threads with a space", &r, "--threads: ' 3'");
+    RUN(&r, "forward", "--in", good_dir, "--out", out_dir, "--threads", "4097");
+    expect_refusal("--threads past 4096", &r, "--threads: '4097', expected an integer from 1 to 4096");
     RUN(&r, "forward", "--in", good_dir, "--out", out_dir, "--threads", "99999999999999999999");
     expect_refusal("--threads huge", &r, "--threads: '99999999999999999999'");
     RUN(&r, "forward", "--in", good_dir, "--out", out_dir, "--align-corners=yes");

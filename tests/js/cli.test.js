@@ -120,6 +120,8 @@ const REFUSALS = [
   ['bad --padding-mode', null, ['--padding-mode', 'reflect'], '--padding-mode'],
   ['--threads 0', null, ['--threads', '0'], "--threads: '0'"],
   ['--threads 2x', null, ['--threads=2x'], "--threads: '2x'"],
+  ['--threads +3', null, ['--threads', '+3'], "--threads: '+3'"],
+  ['--threads 4097', null, ['--threads', '4097'], "--threads: '4097', expected an integer from 1 to 4096"],
   ['--align-corners=1', null, ['--align-corners=1'], '--align-corners takes no value'],
   ['--in twice', null, ['--in', '/tmp'], '--in given more than once'],
   ['--padding-mode without value', null, ['--padding-mode'], '--padding-mode needs a value'],
