@@ -277,7 +277,7 @@ export function deriveProblem(o, f) {
     value: tensor(value), spatialShapes: pairs, levelStartIndex: expectedStarts.map(Number),
     samplingLocations: tensor(loc), attentionWeights: tensor(weights),
     valueLayout: o.valueLayout, samplingLocationsLayout: o.samplingLocationsLayout,
-    alignCorners: o.alignCorners, paddingMode: o.paddingMode,
+    alignCorners: o.alignCorners, paddingMode: o.paddingMode, threads: o.threads,
   };
   if (f.gradOutput) args.gradOutput = tensor(f.gradOutput);
   return args;
