@@ -348,6 +348,21 @@ static void test_bad_paths(void)
         RUN(&r, "forward", "--in", good_dir, "--out", ro);
         tu_check(r.status == 2 && strstr(r.err, "not writable"), "read-only --out: exit %d, \"%s\"", r.status, r.err);
     }
+    /* all or nothing: when one output cannot be put in place, none is left (the second of
+     * backward's three renames fails because a directory holds its name) */
+    fresh_case();
+    mkdir(out_dir, 0777);
+    char blocker[600];
+    snprintf(blocker, sizeof blocker, "%s/grad_sampling_locations.npy", out_dir);
+    mkdir(blocker, 0777);
+    char kept[1200];
+    snprintf(kept, sizeof kept, "%s/keep", blocker);
+    FILE *keep = fopen(kept, "w");
+    if (keep) fclose(keep);
+    run_case(&r, "backward");
+    tu_check(r.status == 1 && strstr(r.err, "grad_sampling_locations.npy: cannot rename into place") &&
+             !strcmp(listing(out_dir), "grad_sampling_locations.npy"),
+             "a failed rename leaves no outputs: exit %d, \"%s\", out dir [%s]", r.status, r.err, listing(out_dir));
     /* a missing input file */
     fresh_case();
     unlink(path_in(good_dir, "attention_weights.npy"));

@@ -194,6 +194,24 @@ test('every bad argument and input: exit 2, the same one line as the native CLI,
   }
 });
 
+test('all or nothing: when one output cannot be put in place, none is left (exit 1, same line as native)', async () => {
+  const dir = `${root}/rename`;
+  writeCase(dir, GOOD);
+  const results = [];
+  for (const run of [native, js]) {
+    const out = `${dir}/out`;
+    rmSync(out, { recursive: true, force: true });
+    mkdirSync(`${out}/grad_sampling_locations.npy`, { recursive: true }); // a directory holds the second name
+    writeFileSync(`${out}/grad_sampling_locations.npy/keep`, '');
+    const r = await run(['backward', '--in', dir, '--out', out]);
+    assert.equal(r.status, 1, r.err);
+    assert.match(r.err, /^msda: .*grad_sampling_locations\.npy: cannot rename into place: [^\n]*\n$/);
+    assert.deepEqual(readdirSync(out), ['grad_sampling_locations.npy'], 'nothing else left behind');
+    results.push(r.err);
+  }
+  assert.equal(results[1], results[0]);
+});
+
 test('missing --in, --out or command, and unknown commands: exit 2 with one line', async () => {
   for (const [args, words] of [
     [['forward', '--out', `${root}/x`], 'missing --in'],
