@@ -63,6 +63,21 @@ static void test_valid_base(void)
     tu_check(msda_validate(&p, NULL) == MSDA_OK, "validate with err NULL");
 }
 
+static void test_problem_init(void)
+{
+    msda_problem p;
+    memset(&p, 0x5A, sizeof p);
+    msda_problem_init(&p);
+    tu_check(p.value_layout == MSDA_VALUE_BLNC && p.locations_layout == MSDA_LOCATIONS_BQHLP2 &&
+             p.align_corners == 0 && p.padding == MSDA_PADDING_ZEROS && p.threads == 1 && p.batch == 0 &&
+             p.spatial_shapes == NULL && p.level_start_index == NULL,
+             "msda_problem_init defaults");
+    msda_error err;
+    expect("msda_problem_init leaves sizes to fill in", validate(&p, &err), &err, MSDA_ERR_INVALID_SIZE, "batch",
+           NULL);
+    msda_problem_init(NULL);   /* must not crash */
+}
+
 static void test_sizes(void)
 {
     static const char *names[] = {"batch", "num_queries", "num_heads", "channels", "num_levels", "num_points",
@@ -386,6 +401,7 @@ static void test_status_string(void)
 
 int main(void)
 {
+    test_problem_init();
     test_valid_base();
     test_sizes();
     test_spatial_shapes();
