@@ -1,5 +1,6 @@
-# libFuzzer targets (clang, ASan + UBSan + LeakSanitizer): the .npy reader and the library's
-# validation + forward + backward on small problems built from the fuzz bytes. Seeds are in
+# libFuzzer targets (clang; ASan, LeakSanitizer, UBSan plus float-cast-overflow, which neither
+# compiler's -fsanitize=undefined includes): the .npy reader, and the library's validation +
+# forward + backward on small problems built from the fuzz bytes. Seeds are in
 # tests/fuzz/corpus/<target>/, fixed findings in tests/fuzz/regressions/<target>/.
 #   make fuzz                  runs every target, FUZZ_SECONDS in total (default one hour)
 #   make test-fuzz             (part of make test) replays seeds and regressions, then fuzzes each
@@ -11,7 +12,7 @@ FUZZ_TARGETS      := kernel npy
 FUZZ_SECONDS      ?= 3600
 FUZZ_TEST_SECONDS ?= 25
 FUZZ_FLAGS        := $(CSTD) $(CWARN) -O1 -g -fno-omit-frame-pointer \
-                     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+                     -fsanitize=fuzzer,address,undefined,float-cast-overflow -fno-sanitize-recover=all
 
 .PHONY: fuzz fuzz-build test-fuzz
 fuzz-build: $(patsubst %,$(FUZZ_DIR)/fuzz_%,$(FUZZ_TARGETS))

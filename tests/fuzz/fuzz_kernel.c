@@ -493,7 +493,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     p.num_heads = 1 + next_byte(&s) % 3;
     p.channels = channel_choices[next_byte(&s) % (sizeof channel_choices / sizeof channel_choices[0])];
     p.num_levels = 1 + next_byte(&s) % 4;
-    p.num_points = 1 + next_byte(&s) % 4;
+    /* Mostly 1..4 points; sometimes 17..32, so levels x points passes 64 (kernels that gather
+     * a query's corners into a fixed-size list must flush it). */
+    const uint8_t points = next_byte(&s);
+    p.num_points = points >= 0xf0 ? 17 + points % 16 : 1 + points % 4;
     const uint8_t options = next_byte(&s);
     p.value_layout = (options & 1) ? MSDA_VALUE_BNLC : MSDA_VALUE_BLNC;
     p.locations_layout = (options & 2) ? MSDA_LOCATIONS_B2QHLP : MSDA_LOCATIONS_BQHLP2;
