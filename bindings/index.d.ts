@@ -27,7 +27,7 @@ export interface Options {
   alignCorners?: boolean;
   /** 'zeros' (default): corners outside read 0; 'border': coordinates clamp to the edge. */
   paddingMode?: PaddingMode;
-  /** Threads the native library may use (default 1); results are the same bits for any count. */
+  /** Threads this call uses (default: init's `threads`, msda.threads); the same bits for any count. */
   threads?: number;
 }
 
@@ -125,6 +125,9 @@ export class Msda {
   readonly backend: BackendName;
   /** True when the SIMD128 module runs. */
   readonly simd: boolean;
+  /** Threads each call uses unless it passes `threads`: init's option, or 1 where the runtime
+   *  cannot run wasm threads (a page that is not cross-origin isolated). */
+  readonly threads: number;
   /** Wasm backends: the module's memory and the allocator's bytes in use; null for native. */
   readonly wasm: { memory: WebAssembly.Memory; heapInUse(): number } | null;
   /** output (B, N_q, N_h·C_h). Throws TypeError/RangeError on bad input, Error with .code on a C status. */
@@ -146,6 +149,9 @@ export interface InitOptions {
   backend?: BackendName;
   /** native only: the path of msda.node (default: build/native/msda.node in this package). */
   addonPath?: string;
+  /** Threads every call uses, default 1; 'auto': this machine's CPUs (at most 64). Wasm needs
+   *  SharedArrayBuffer (browsers: a cross-origin isolated page) and falls back to 1 with a notice. */
+  threads?: number | 'auto';
 }
 
 /** An Error carrying the C library's status. */
@@ -159,7 +165,7 @@ export interface MsdaError extends Error {
 /** Loads a backend; memoised per option set. */
 export function init(options?: InitOptions): Promise<Msda>;
 /** The native Node addon with the same API (Node only; needs `make native`). */
-export function initNative(options?: { addonPath?: string }): Promise<Msda>;
+export function initNative(options?: { addonPath?: string; threads?: number | 'auto' }): Promise<Msda>;
 /** True when this runtime can run the SIMD128 module. */
 export function simdSupported(): boolean;
 /** The reference API's defaults. */

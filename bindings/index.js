@@ -10,6 +10,7 @@
 // Every call goes through Prepared#run, the one place that calls the C entry points.
 
 import { describe, loadWasm, simdSupported, WASM_MAX_BYTES, wasmBytesNeeded } from './loader.js';
+import { checkThreadsOption, loadThreadedWasm, resolveThreads } from './threads.js';
 
 export { simdSupported };
 
@@ -87,7 +88,8 @@ function readOptions(fn, args) {
     }
     o.alignCorners = args.alignCorners;
   }
-  o.threads = args.threads === undefined ? 1 : positiveInteger(fn, 'threads', args.threads);
+  // undefined: the backend's own count, init's `threads` (see Prepared).
+  o.threads = args.threads === undefined ? undefined : positiveInteger(fn, 'threads', args.threads);
   if (o.threads > 2 ** 31 - 1) throw new RangeError(`${fn}: threads is ${o.threads}, expected at most ${2 ** 31 - 1}`);
   return o;
 }
@@ -208,7 +210,7 @@ function makeProblem(dims, options) {
   const desc = new BigInt64Array(12 + 3 * NL);
   [B, Q, H, C, NL, P, L,
     VALUE_LAYOUTS.indexOf(options.valueLayout), LOCATION_LAYOUTS.indexOf(options.samplingLocationsLayout),
-    options.alignCorners ? 1 : 0, PADDING_MODES.indexOf(options.paddingMode), options.threads,
+    options.alignCorners ? 1 : 0, PADDING_MODES.indexOf(options.paddingMode), options.threads ?? 1,
     ...shapes.flat(), ...starts].forEach((v, i) => { desc[i] = BigInt(v); });
   return {
     batch: B, numQueries: Q, numHeads: H, channels: C, numLevels: NL, numPoints: P, valueLength: L,
@@ -281,6 +283,10 @@ const elementsOf = (shape) => shape.reduce((a, b) => a * b, 1);
  */
 export class Prepared {
   constructor(backend, problem, mode) {
+    if (problem.threads === undefined) {
+      problem.threads = backend.threads ?? 1;
+      problem.desc[11] = BigInt(problem.threads);
+    }
     this.problem = problem;
     this.mode = mode;
     this.backend = backend.name;
@@ -360,6 +366,8 @@ export class Prepared {
 export class Msda {
   constructor(backend) {
     this._backend = backend;
+    /** Threads each call uses unless it passes its own `threads` (init's option; 1 without threads). */
+    this.threads = backend.threads ?? 1;
     /** 'wasm' (SIMD module), 'wasm-scalar' or 'native'. */
     this.backend = backend.name;
     /** True when the SIMD128 wasm module runs. */
@@ -424,7 +432,7 @@ export class Msda {
 
 const cache = new Map();
 const cacheByObject = new WeakMap();
-const INIT_KEYS = ['simd', 'wasmBinary', 'module', 'backend', 'addonPath'];
+const INIT_KEYS = ['simd', 'wasmBinary', 'module', 'backend', 'addonPath', 'threads'];
 
 /**
  * Loads a backend and returns its API (memoised per option set).
@@ -433,6 +441,9 @@ const INIT_KEYS = ['simd', 'wasmBinary', 'module', 'backend', 'addonPath'];
  *   wasmBinary / module: the .wasm bytes or a compiled WebAssembly.Module to use instead of
  *         fetching/reading the file next to this package.
  *   backend: 'wasm' (default), 'wasm-scalar' (same as simd: false) or 'native' (Node addon).
+ *   threads: a positive integer or 'auto' (this machine's CPUs), default 1: threads every call
+ *         uses (bindings/threads.js). Wasm falls back to 1, with a console notice, where the
+ *         runtime cannot (a page that is not cross-origin isolated); msda.threads says which.
  */
 export function init(options = {}) {
   if (options === null || typeof options !== 'object') {
@@ -450,7 +461,13 @@ export function init(options = {}) {
   if (!['wasm', 'wasm-scalar', 'native'].includes(backend)) {
     return Promise.reject(new RangeError(`init: backend is ${describe(backend)}, expected 'wasm', 'wasm-scalar' or 'native'`));
   }
-  if (backend === 'native') return initNative({ addonPath });
+  let threads;
+  try {
+    threads = checkThreadsOption(options.threads);
+  } catch (e) {
+    return Promise.reject(e);
+  }
+  if (backend === 'native') return initNative({ addonPath, threads });
   if (module !== undefined && !(module instanceof WebAssembly.Module)) {
     return Promise.reject(new TypeError(`init: module is ${describe(module)}, expected a WebAssembly.Module`));
   }
@@ -463,12 +480,15 @@ export function init(options = {}) {
   if (useSimd === true && source === undefined && !simdSupported()) {
     return Promise.reject(new Error('init: simd is true but this runtime does not support WebAssembly SIMD128'));
   }
-  const key = `wasm:${useSimd}`;
+  const key = `wasm:${useSimd}:${threads ?? 1}`;
   const memo = source !== undefined ? cacheByObject : cache;
   const memoKey = memo === cacheByObject ? source : key;
   let promise = memo.get(memoKey);
   if (promise === undefined) {
-    promise = loadWasm({ simd: useSimd, wasmBinary, module }).then((b) => new Msda(b));
+    const loadPlain = () => loadWasm({ simd: useSimd, wasmBinary, module });
+    promise = resolveThreads(threads)
+      .then((n) => (n > 1 ? loadThreadedWasm({ threads: n, simd: useSimd, wasmBinary, module, loadPlain }) : loadPlain()))
+      .then((b) => new Msda(b));
     promise.catch(() => memo.delete(memoKey));
     memo.set(memoKey, promise);
   }
@@ -478,11 +498,20 @@ export function init(options = {}) {
 const nativePromise = new Map();
 
 /** The native Node addon (build/native/msda.node, built by `make native`) with the same API. */
-export function initNative({ addonPath } = {}) {
-  const key = addonPath === undefined ? '' : String(addonPath);
+export function initNative({ addonPath, threads } = {}) {
+  try {
+    checkThreadsOption(threads);
+  } catch (e) {
+    return Promise.reject(e);
+  }
+  const key = `${addonPath === undefined ? '' : String(addonPath)}\0${threads ?? 1}`;
   let promise = nativePromise.get(key);
   if (promise === undefined) {
-    promise = import('./native.js').then(({ loadNative }) => new Msda(loadNative(addonPath)));
+    promise = Promise.all([import('./native.js'), resolveThreads(threads)]).then(([{ loadNative }, n]) => {
+      const b = loadNative(addonPath);
+      b.threads = n;
+      return new Msda(b);
+    });
     promise.catch(() => nativePromise.delete(key));
     nativePromise.set(key, promise);
   }

@@ -100,7 +100,8 @@ export class WasmBackend {
   cString(ptr) {
     const bytes = new Uint8Array(this.memory.buffer, ptr >>> 0);
     const end = bytes.indexOf(0);
-    return textDecoder.decode(bytes.subarray(0, end < 0 ? 0 : end));
+    // slice, not subarray: TextDecoder refuses views of a SharedArrayBuffer (threads.js).
+    return textDecoder.decode(bytes.slice(0, end < 0 ? 0 : end));
   }
 
   /**

@@ -42,9 +42,40 @@ void msda__job_run_part(const msda_job *job, int part, int parts)
         msda__backward_range(&job->plan, &job->tensors, begin, end);
 }
 
-#if defined(__EMSCRIPTEN__) || defined(MSDA_NO_THREADS)
+#if defined(__EMSCRIPTEN__) && defined(MSDA_WASM_THREADS)
 
-/* The wasm modules run single-threaded here; the wasm threads module splits jobs from JS. */
+/* The wasm threads module (dist/msda-simd-threads.wasm, on a shared memory): JS hands the parts
+ * to its workers (bindings/threads.js), each of which calls msda_wasm_run_part on its own
+ * instance, runs part 0 itself the same way, and returns when every part is done; nonzero when
+ * a worker failed. */
+__attribute__((import_module("env"), import_name("msda_wasm_run_parallel")))
+int msda_wasm_run_parallel(const msda_job *job, int parts);
+void msda_wasm_run_part(const msda_job *job, int part, int parts);
+
+void msda_wasm_run_part(const msda_job *job, int part, int parts)
+{
+    msda__job_run_part(job, part, parts);
+}
+
+msda_status msda__run(const msda_job *job, msda_error *err)
+{
+    const int parts = msda__job_parts(job, job->threads);
+    if (parts == 1) {
+        msda__job_run_part(job, 0, 1);
+        return MSDA_OK;
+    }
+    if (msda_wasm_run_parallel(job, parts) != 0) {
+        msda__set_error(err, MSDA_ERR_THREADS,
+                        "threads is %d: a worker thread failed, expected every worker to finish its part",
+                        job->threads);
+        return MSDA_ERR_THREADS;
+    }
+    return MSDA_OK;
+}
+
+#elif defined(__EMSCRIPTEN__) || defined(MSDA_NO_THREADS)
+
+/* The other wasm modules run on one thread. */
 msda_status msda__run(const msda_job *job, msda_error *err)
 {
     (void)err;

@@ -157,7 +157,7 @@ static void *concurrent_caller(void *p)
 
 int main(void)
 {
-    /* batch x heads: 3, 10, 7; backward units (x levels): 9, 20, 7. */
+    /* batch x heads: 3, 10, 7 (none divides by 2, 3 or 8). */
     static const int64_t shapes_a[] = {40, 30, 20, 15, 7, 9};
     static const int64_t shapes_b[] = {17, 23, 5, 1};
     static const int64_t shapes_c[] = {64, 48};

@@ -1,0 +1,281 @@
+// Threads for the wasm backend: dist/msda-simd-threads.wasm on a shared WebAssembly.Memory,
+// instantiated once on this thread and once in each worker (worker_threads in Node, Web
+// Workers in browsers). No Emscripten glue and no Emscripten pthreads.
+//
+// A call runs as usual until the library has validated it and built its job (src/pool.c); the
+// module then calls env.msda_wasm_run_parallel(job, parts), implemented here: the workers and
+// this thread each run some of the parts (msda_wasm_run_part on their own instance), and the
+// call returns when all are done. Every part writes its own outputs, so the bits never depend on
+// the number of threads. This thread waits with Atomics.wait where it may block (Node, workers)
+// and spins on the browser's main thread, where blocking is not allowed.
+//
+// Workers are started once, by init(), and reused; in Node they are unref'd, so a process that
+// used threads exits by itself when its own work is done.
+
+import { describe, simdSupported, WasmBackend } from './loader.js';
+
+/** Most threads a wasm backend starts (the native pool's limit too). */
+export const MAX_THREADS = 64;
+
+// Must match the module: -sINITIAL_MEMORY=16MB and -sMAXIMUM_MEMORY=4GB in mk/threads.mk.
+const INITIAL_PAGES = 256;
+const MAXIMUM_PAGES = 65536;
+const WORKER_STACK_BYTES = 256 * 1024;
+
+// The control block, Int32 slots in the shared memory.
+const GENERATION = 0; // bumped once per call; workers wait on it
+const PENDING = 1;    // workers still running a part of this call
+const JOB = 2;        // job pointer
+const PARTS = 3;      // parts of this call
+const THREADS = 4;    // threads of the pool (this thread + workers)
+const FAILED = 5;     // set when a part threw (a trap)
+const QUIT = 6;       // set by terminate()
+const WORKER_PARTS = 7; // parts the workers have run, for tests and diagnostics
+const CONTROL_BYTES = 64;
+
+const isNode = typeof process !== 'undefined' && process.versions != null && process.versions.node != null;
+// Atomics.wait throws on a browser's main thread; Node's main thread and workers may block.
+const canBlock = isNode || (typeof WorkerGlobalScope !== 'undefined' && globalThis instanceof WorkerGlobalScope);
+
+/** Logical CPUs of this machine (Node: os.availableParallelism; browsers: hardwareConcurrency). */
+export async function hardwareThreads() {
+  if (isNode) {
+    const os = await import(/* webpackIgnore: true */ 'node:os');
+    return typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length || 1;
+  }
+  return (typeof navigator !== 'undefined' && navigator.hardwareConcurrency) || 1;
+}
+
+/** Checks init's `threads` option: undefined, 'auto' or a positive integer; throws otherwise. */
+export function checkThreadsOption(threads) {
+  if (threads === undefined || threads === 'auto') return threads;
+  if (typeof threads !== 'number' || !Number.isInteger(threads)) {
+    throw new TypeError(`init: threads is ${describe(threads)}, expected a positive integer or 'auto'`);
+  }
+  if (threads < 1) throw new RangeError(`init: threads is ${threads}, expected an integer >= 1 or 'auto'`);
+  return threads;
+}
+
+/** The thread count for a checked `threads` option ('auto': this machine's CPUs), at most MAX_THREADS. */
+export async function resolveThreads(threads) {
+  if (threads === undefined) return 1;
+  return Math.min(threads === 'auto' ? await hardwareThreads() : threads, MAX_THREADS);
+}
+
+/** Why this runtime cannot run wasm threads, or null when it can. */
+export function threadsUnavailableReason({ simd = true, custom = false } = {}) {
+  if (typeof SharedArrayBuffer === 'undefined' || (!isNode && globalThis.crossOriginIsolated !== true)) {
+    return 'the page is not cross-origin isolated (serve it with Cross-Origin-Opener-Policy: same-origin and '
+      + 'Cross-Origin-Embedder-Policy: require-corp)';
+  }
+  if (!isNode && typeof Worker === 'undefined') return 'this runtime has no Web Workers';
+  if (!simd || !simdSupported()) return 'threads need the SIMD module and this runtime has no WebAssembly SIMD';
+  if (custom) return 'a module or wasmBinary given to init is used as is, on one thread';
+  return null;
+}
+
+function notice(requested, reason) {
+  console.info(`ms-deform-attn: using 1 thread instead of ${requested}: ${reason}`);
+}
+
+async function threadsModule() {
+  const url = new URL('../dist/msda-simd-threads.wasm', import.meta.url);
+  if (isNode && url.protocol === 'file:') {
+    const { readFile } = await import(/* webpackIgnore: true */ 'node:fs/promises');
+    return WebAssembly.compile(await readFile(url));
+  }
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`ms-deform-attn: fetching ${url} failed with HTTP ${response.status}`);
+  if (typeof WebAssembly.compileStreaming === 'function') {
+    try {
+      return await WebAssembly.compileStreaming(response.clone());
+    } catch {
+      // Served without `application/wasm`: compile from the bytes.
+    }
+  }
+  return WebAssembly.compile(await response.arrayBuffer());
+}
+
+// Node workers inherit the process's flags, but refuse those of an inline script
+// (`node --input-type=module -e ...`): keep the rest.
+function workerExecArgv() {
+  const kept = [];
+  const args = process.execArgv;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    if (['-e', '--eval', '-p', '--print', '--input-type'].includes(a)) i++;
+    else if (!a.startsWith('--input-type=') && !a.startsWith('--eval=') && !a.startsWith('--print=')) kept.push(a);
+  }
+  return kept;
+}
+
+async function startWorker(init) {
+  const url = new URL('./threads-worker.js', import.meta.url);
+  let worker;
+  if (isNode) {
+    const { Worker } = await import(/* webpackIgnore: true */ 'node:worker_threads');
+    worker = new Worker(url, { execArgv: workerExecArgv() });
+    worker.unref();
+  } else {
+    worker = new Worker(url, { type: 'module', name: `ms-deform-attn worker ${init.index}` });
+  }
+  const on = (type, fn) => (isNode ? worker.on(type, fn) : worker.addEventListener(type, fn));
+  const off = (type, fn) => (isNode ? worker.off(type, fn) : worker.removeEventListener(type, fn));
+  await new Promise((resolve, reject) => {
+    const onMessage = (m) => {
+      const data = isNode ? m : m.data;
+      cleanup();
+      if (data && data.ready) resolve();
+      else reject(new Error(`ms-deform-attn: worker ${init.index} failed to start: ${data && data.error}`));
+    };
+    const onError = (e) => {
+      cleanup();
+      reject(new Error(`ms-deform-attn: worker ${init.index} failed to start: ${e && e.message ? e.message : e}`));
+    };
+    const cleanup = () => {
+      off('message', onMessage);
+      off('error', onError);
+    };
+    on('message', onMessage);
+    on('error', onError);
+    worker.postMessage(init);
+  });
+  return worker;
+}
+
+/** The pool of one threaded backend: the control block, the workers, the parallel run. */
+class Pool {
+  constructor(threads, memory) {
+    this.threads = threads;
+    this.memory = memory;
+    this.workers = [];
+    this.exports = null;
+    this.control = null;
+    this.broken = null;
+  }
+
+  // env.msda_wasm_run_parallel: runs parts 0..parts-1, part k on thread k % threads; returns
+  // nonzero when a part failed. Called from inside the wasm call, so it must return synchronously.
+  run(job, parts) {
+    const c = this.control;
+    if (this.broken !== null) {
+      // A worker has gone: run every part here (same bits).
+      for (let k = 0; k < parts; k++) this.exports.msda_wasm_run_part(job, k, parts);
+      return 0;
+    }
+    c[JOB] = job;
+    c[PARTS] = parts;
+    c[FAILED] = 0;
+    const busy = Math.min(parts, this.threads) - 1;
+    Atomics.store(c, PENDING, busy);
+    Atomics.add(c, GENERATION, 1);
+    Atomics.notify(c, GENERATION);
+    let failed = 0;
+    try {
+      for (let k = 0; k < parts; k += this.threads) this.exports.msda_wasm_run_part(job, k, parts);
+    } catch {
+      failed = 1;
+    }
+    // Wait even after a failure: the workers read the job from this call's stack.
+    for (let pending = Atomics.load(c, PENDING); pending !== 0; pending = Atomics.load(c, PENDING)) {
+      if (canBlock) Atomics.wait(c, PENDING, pending);
+    }
+    return failed || Atomics.load(c, FAILED) ? 1 : 0;
+  }
+
+  /** Parts run by workers (not this thread) since the pool started. */
+  workerParts() {
+    return this.control === null ? 0 : Atomics.load(this.control, WORKER_PARTS);
+  }
+
+  terminate() {
+    if (this.control !== null) {
+      Atomics.store(this.control, QUIT, 1);
+      Atomics.add(this.control, GENERATION, 1);
+      Atomics.notify(this.control, GENERATION);
+    }
+    for (const w of this.workers) w.terminate();
+    this.workers = [];
+    this.broken = 'terminated';
+  }
+}
+
+/**
+ * The wasm backend on `threads` threads, or, where this runtime cannot (no cross-origin
+ * isolation, no SIMD, no workers, a worker fails to start), the plain module on one thread with a
+ * one-line console notice. backend.threads says which.
+ */
+export async function loadThreadedWasm({ threads, simd, wasmBinary, module, loadPlain }) {
+  const reason = threadsUnavailableReason({ simd: simd !== false, custom: wasmBinary !== undefined || module !== undefined });
+  if (reason === null) {
+    try {
+      return await startThreads(threads);
+    } catch (e) {
+      notice(threads, e.message);
+      const backend = await loadPlain();
+      backend.threads = 1;
+      return backend;
+    }
+  }
+  notice(threads, reason);
+  const backend = await loadPlain();
+  backend.threads = 1;
+  return backend;
+}
+
+async function startThreads(threads) {
+  const compiled = await threadsModule();
+  const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: MAXIMUM_PAGES, shared: true });
+  const pool = new Pool(threads, memory);
+  const imports = {
+    env: {
+      memory,
+      emscripten_notify_memory_growth() {},
+      msda_wasm_run_parallel: (job, parts) => pool.run(job, parts),
+    },
+  };
+  const instance = await WebAssembly.instantiate(compiled, imports);
+  const exports = instance.exports;
+  exports._initialize();
+  pool.exports = exports;
+  // Control block and worker stacks live in the heap for the backend's lifetime; the control
+  // block never moves, and shared memory growth keeps old views valid.
+  const control = exports.malloc(CONTROL_BYTES) >>> 0;
+  if (control === 0) throw new Error('ms-deform-attn: no heap for the threads control block');
+  pool.control = new Int32Array(memory.buffer, control, CONTROL_BYTES / 4);
+  pool.control.fill(0);
+  pool.control[THREADS] = threads;
+  try {
+    const starting = [];
+    for (let index = 1; index < threads; index++) {
+      const stack = exports.malloc(WORKER_STACK_BYTES) >>> 0;
+      if (stack === 0) throw new Error('ms-deform-attn: no heap for a worker stack');
+      // The stack grows down from its top, 16-byte aligned.
+      const stackTop = (stack + WORKER_STACK_BYTES) & ~15;
+      starting.push(startWorker({ module: compiled, memory, control, stackTop, index }).then((w) => {
+        pool.workers.push(w);
+        return w;
+      }));
+    }
+    const results = await Promise.allSettled(starting);
+    const failure = results.find((r) => r.status === 'rejected');
+    if (failure) throw failure.reason;
+  } catch (e) {
+    pool.terminate();
+    throw e;
+  }
+  for (const w of pool.workers) {
+    const gone = () => { if (pool.broken === null) pool.broken = 'a worker exited'; };
+    if (isNode) {
+      w.on('exit', gone);
+      w.on('error', gone);
+    } else {
+      w.addEventListener('error', gone);
+    }
+  }
+  // WasmBackend reads exports.memory; this module imports its memory instead of exporting it.
+  const backend = new WasmBackend({ exports: { ...exports, memory } });
+  backend.threads = threads;
+  backend.pool = pool;
+  return backend;
+}

@@ -1,0 +1,215 @@
+// Threads in Node: the wasm threads module (workers on a shared memory) and the native addon give
+// the same bits for 1, 2, 3 and 8 threads on cases whose batch x heads does not divide by the
+// thread count; the workers really run parts; memory growth during threaded calls; a process that
+// used threads exits by itself; the threads option is checked; the fallback prints one notice.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
+import { init, initNative } from '../../bindings/index.js';
+import { resolveThreads } from '../../bindings/threads.js';
+import { referenceForward } from '../../bindings/reference.js';
+import { assertClose, rng } from './helpers.js';
+
+const GRADS = ['gradValue', 'gradSamplingLocations', 'gradAttentionWeights'];
+
+// Big enough that the library splits it into 8 parts (it keeps tiny work on one thread).
+function makeCase(seed, { B, Q, H, C, P, spatialShapes, ...options }) {
+  const r = rng(seed);
+  const NL = spatialShapes.length;
+  const L = spatialShapes.reduce((s, [h, w]) => s + h * w, 0);
+  const fill = (n, f) => Float32Array.from({ length: n }, f);
+  const blnc = (options.valueLayout ?? 'BLNC') === 'BLNC';
+  const bq = (options.samplingLocationsLayout ?? 'BQHLP2') === 'BQHLP2';
+  const locShape = bq ? [B, Q, H, NL, P, 2] : [B, 2, Q, H, NL, P];
+  return {
+    args: {
+      value: { data: fill(B * L * H * C, () => r.uniform(-1, 1)), shape: blnc ? [B, L, H, C] : [B, H, L, C] },
+      spatialShapes,
+      samplingLocations: { data: fill(B * Q * H * NL * P * 2, () => r.uniform(-0.1, 1.1)), shape: locShape },
+      attentionWeights: { data: fill(B * Q * H * NL * P, () => r.uniform(0, 1)), shape: [B, Q, H, NL, P] },
+      ...options,
+    },
+    gradOutput: { data: fill(B * Q * H * C, () => r.uniform(-1, 1)), shape: [B, Q, H * C] },
+  };
+}
+
+const CASES = [
+  // batch x heads = 3, 10, 7; backward units (x levels) = 9, 20, 7
+  { B: 1, Q: 2000, H: 3, C: 8, P: 4, spatialShapes: [[30, 40], [15, 20], [7, 9]] },
+  { B: 2, Q: 300, H: 5, C: 33, P: 3, spatialShapes: [[17, 23], [5, 1]], valueLayout: 'BNLC',
+    samplingLocationsLayout: 'B2QHLP', alignCorners: true, paddingMode: 'border' },
+  { B: 1, Q: 5000, H: 7, C: 4, P: 4, spatialShapes: [[64, 48]], samplingLocationsLayout: 'B2QHLP' },
+];
+
+function sameBits(got, want, context) {
+  assert.equal(got.length, want.length, `${context}: length`);
+  const a = new Uint32Array(got.buffer, got.byteOffset, got.length);
+  const b = new Uint32Array(want.buffer, want.byteOffset, want.length);
+  for (let i = 0; i < a.length; i++) {
+    if (a[i] !== b[i]) assert.fail(`${context}: element ${i} is ${got[i]}, expected ${want[i]} (threads 1)`);
+  }
+}
+
+function run(msda, c, threads) {
+  const extra = threads === undefined ? {} : { threads };
+  const output = msda.forward({ ...c.args, ...extra }).data;
+  const grads = msda.backward({ ...c.args, ...extra, gradOutput: c.gradOutput });
+  return { output, ...Object.fromEntries(GRADS.map((k) => [k, grads[k].data])) };
+}
+
+function assertSameResults(got, want, context) {
+  for (const k of ['output', ...GRADS]) sameBits(got[k], want[k], `${context}: ${k}`);
+}
+
+test('wasm threads module: imports only the shared memory, the run hook and the growth hook', async () => {
+  const module = new WebAssembly.Module(await readFile(new URL('../../dist/msda-simd-threads.wasm', import.meta.url)));
+  const imports = WebAssembly.Module.imports(module).map((i) => `${i.module}.${i.name}:${i.kind}`).sort();
+  assert.deepEqual(imports, ['env.emscripten_notify_memory_growth:function', 'env.memory:memory',
+    'env.msda_wasm_run_parallel:function']);
+  const exports = WebAssembly.Module.exports(module).map((e) => e.name);
+  for (const name of ['msda_wasm_run_part', 'stackRestore', '_initialize', 'malloc', 'msda_wasm_forward']) {
+    assert.ok(exports.includes(name), `exports ${name}`);
+  }
+  // A non-shared memory is refused: the module really declares a shared one.
+  await assert.rejects(WebAssembly.instantiate(module, { env: {
+    memory: new WebAssembly.Memory({ initial: 256, maximum: 65536 }),
+    emscripten_notify_memory_growth() {}, msda_wasm_run_parallel() { return 1; } } }));
+});
+
+test('wasm: threads 1, 2, 3, 8 give the bits of one thread, and the workers run parts', async () => {
+  const one = await init({ simd: true });
+  const wasm8 = await init({ threads: 8 });
+  assert.equal(one.threads, 1);
+  assert.equal(wasm8.threads, 8);
+  assert.equal(wasm8.backend, 'wasm');
+  assert.equal(wasm8.simd, true);
+  const pool = wasm8._backend.pool;
+  for (const [i, spec] of CASES.entries()) {
+    const c = makeCase(100 + i, spec);
+    const base = run(one, c);
+    // The single-thread answer is a real one.
+    const ref = referenceForward(c.args);
+    assertClose(base.output, ref.data ?? ref, `case ${i}: threads 1 against the float64 reference`);
+    for (const threads of [1, 2, 3, 8]) {
+      const before = pool.workerParts();
+      const output = wasm8.forward({ ...c.args, threads }).data;
+      // Forward has enough units and work for 8 parts here: one per worker.
+      const byWorkers = pool.workerParts() - before;
+      assert.equal(byWorkers, threads - 1, `case ${i}, threads ${threads}: workers ran ${byWorkers} forward parts`);
+      const grads = wasm8.backward({ ...c.args, threads, gradOutput: c.gradOutput });
+      assertSameResults({ output, ...Object.fromEntries(GRADS.map((k) => [k, grads[k].data])) }, base,
+        `case ${i}, wasm threads ${threads}`);
+      if (threads > 1) assert.ok(pool.workerParts() - before > byWorkers, `case ${i}: workers ran backward parts`);
+    }
+    // init's count is the default for calls that do not pass one.
+    const before = pool.workerParts();
+    assertSameResults(run(wasm8, c), base, `case ${i}, wasm default threads`);
+    assert.ok(pool.workerParts() - before >= 7, `case ${i}: default threads (8) used the workers`);
+  }
+});
+
+test('wasm: a pool smaller than the call\'s threads runs several parts per thread, same bits', async () => {
+  const one = await init({ simd: true });
+  const wasm3 = await init({ threads: 3 });
+  assert.equal(wasm3.threads, 3);
+  const c = makeCase(7, CASES[0]);
+  assertSameResults(run(wasm3, c, 8), run(one, c), 'pool of 3, call with threads 8');
+});
+
+test('wasm: memory growth between and during threaded calls, prepared problems, errors', async () => {
+  const one = await init({ simd: true });
+  const wasm2 = await init({ threads: 2 });
+  const before = wasm2.wasm.memory.buffer.byteLength;
+  // value alone is ~24 MB: more than the 16 MB the module starts with.
+  const c = makeCase(11, { B: 1, Q: 3000, H: 8, C: 32, P: 2, spatialShapes: [[100, 150], [50, 75]] });
+  assertSameResults(run(wasm2, c), run(one, c), 'after growth');
+  assert.ok(wasm2.wasm.memory.buffer.byteLength > before, 'the shared memory grew');
+  assert.ok(wasm2.wasm.memory.buffer instanceof SharedArrayBuffer, 'the memory is shared');
+
+  const spec = CASES[0];
+  const p = wasm2.prepare({ batch: spec.B, numQueries: spec.Q, numHeads: spec.H, channels: spec.C, numPoints: spec.P,
+    spatialShapes: spec.spatialShapes });
+  try {
+    assert.equal(p.problem.threads, 2);
+    const small = makeCase(3, spec);
+    p.value.set(small.args.value.data);
+    p.samplingLocations.set(small.args.samplingLocations.data);
+    p.attentionWeights.set(small.args.attentionWeights.data);
+    p.gradOutput.set(small.gradOutput.data);
+    const out = p.forward().data.slice();
+    const grads = p.backward();
+    const want = run(one, small);
+    sameBits(out, want.output, 'prepared forward');
+    for (const k of GRADS) sameBits(grads[k].data, want[k], `prepared ${k}`);
+  } finally {
+    p.dispose();
+  }
+  // Errors from C read through the shared memory.
+  assert.throws(() => wasm2.forward({ ...makeCase(1, CASES[0]).args, threads: 2 ** 31 }), RangeError);
+  const heap = wasm2.wasm.heapInUse();
+  assert.throws(() => wasm2.forward({ ...c.args, spatialShapes: [[100, 150], [50, 74]] }), /value/);
+  assert.equal(wasm2.wasm.heapInUse(), heap, 'a throwing call leaves the heap as it was');
+});
+
+test('native addon: threads 1, 2, 3, 8 give the same bits', async () => {
+  const native = await initNative();
+  const native3 = await initNative({ threads: 3 });
+  assert.equal(native.threads, 1);
+  assert.equal(native3.threads, 3);
+  for (const [i, spec] of CASES.entries()) {
+    const c = makeCase(200 + i, spec);
+    const base = run(native, c);
+    for (const threads of [2, 3, 8]) assertSameResults(run(native, c, threads), base, `case ${i}, native threads ${threads}`);
+    assertSameResults(run(native3, c), base, `case ${i}, native init threads 3`);
+  }
+});
+
+test('init: threads option checked; auto is this machine\'s CPUs', async () => {
+  await assert.rejects(init({ threads: 0 }), { name: 'RangeError', message: /init: threads is 0, expected an integer >= 1 or 'auto'/ });
+  await assert.rejects(init({ threads: '2' }), { name: 'TypeError', message: /init: threads is the string "2", expected a positive integer or 'auto'/ });
+  await assert.rejects(init({ threads: 1.5 }), TypeError);
+  await assert.rejects(initNative({ threads: -1 }), RangeError);
+  assert.equal((await init({ threads: 'auto' })).threads, Math.min(availableParallelism(), 64));
+  assert.equal(await resolveThreads(1000), 64, 'at most 64 threads');
+  assert.equal(await init({ threads: 2 }), await init({ threads: 2 }), 'memoised per thread count');
+});
+
+test('a module given to init runs on one thread, with one console notice', async () => {
+  const bytes = await readFile(new URL('../../dist/msda-simd.wasm', import.meta.url));
+  const notices = [];
+  const info = console.info;
+  console.info = (...a) => notices.push(a.join(' '));
+  let msda;
+  try {
+    msda = await init({ wasmBinary: bytes, threads: 4 });
+  } finally {
+    console.info = info;
+  }
+  assert.equal(msda.threads, 1);
+  assert.equal(notices.length, 1, notices.join('\n'));
+  assert.match(notices[0], /^ms-deform-attn: using 1 thread instead of 4: /);
+});
+
+test('a Node process that used threads exits by itself', () => {
+  const script = `
+    import { init } from ${JSON.stringify(new URL('../../bindings/index.js', import.meta.url).href)};
+    const msda = await init({ threads: 2 });
+    const L = 64 * 64;
+    const out = msda.forward({
+      value: { data: new Float32Array(L * 8 * 32).fill(1), shape: [1, L, 8, 32] },
+      spatialShapes: [[64, 64]],
+      samplingLocations: { data: new Float32Array(4096 * 8 * 4 * 2).fill(0.5), shape: [1, 4096, 8, 1, 4, 2] },
+      attentionWeights: { data: new Float32Array(4096 * 8 * 4).fill(0.25), shape: [1, 4096, 8, 1, 4] },
+    });
+    console.log(msda.threads, msda._backend.pool.workerParts(), out.data[0]);
+  `;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20000 });
+  assert.equal(r.error, undefined, `the child did not exit within 20 s: ${r.error}`);
+  assert.equal(r.status, 0, r.stderr);
+  const [threads, parts, first] = r.stdout.trim().split(' ').map(Number);
+  assert.equal(threads, 2);
+  assert.ok(parts >= 1, 'the worker ran a part');
+  assert.equal(first, 1);
+});
