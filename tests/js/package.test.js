@@ -20,11 +20,12 @@ test('npm pack + install the tarball into an empty project + import works', asyn
     const [{ filename, files }] = JSON.parse(stdout);
     const paths = files.map((f) => f.path);
     for (const needed of ['package.json', 'README.md', 'bindings/index.js', 'bindings/loader.js', 'bindings/index.d.ts',
-      'bindings/native.js', 'bindings/reference.js', 'dist/msda-simd.wasm', 'dist/msda-scalar.wasm']) {
+      'bindings/native.js', 'bindings/reference.js', 'dist/msda-simd.wasm', 'dist/msda-scalar.wasm',
+      'bindings/threads.js', 'bindings/threads-worker.js', 'dist/msda-simd-threads.wasm']) {
       assert.ok(paths.includes(needed), `the tarball has ${needed}`);
     }
     for (const p of paths) {
-      assert.match(p, /^(package\.json|README\.md|LICENSE|bindings\/[^/]+\.(js|d\.ts)|dist\/msda-(simd|scalar)\.wasm)$/, `only what users need, not ${p}`);
+      assert.match(p, /^(package\.json|README\.md|LICENSE|bindings\/[^/]+\.(js|d\.ts)|dist\/msda-(simd|scalar|simd-threads)\.wasm)$/, `only what users need, not ${p}`);
     }
 
     const project = join(dir, 'project');
