@@ -1,0 +1,58 @@
+// The Node demos in demo/ run to completion and print what they promise.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const demo = (name, args = []) => {
+  const r = spawnSync(process.execPath, [path.join(ROOT, 'demo', name), ...args], { cwd: ROOT, encoding: 'utf8', timeout: 60000 });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+};
+
+test('quickstart: shapes, values and a passing finite-difference check', () => {
+  const r = demo('quickstart.js');
+  assert.equal(r.code, 0, r.err + r.out);
+  assert.match(r.out, /output\s+\[1,3,6\]/);
+  for (const g of ['gradValue', 'gradSamplingLocations', 'gradAttentionWeights']) assert.match(r.out, new RegExp(`${g}\\s+\\[`));
+  const errs = [...r.out.matchAll(/rel err (\S+)/g)].map((m) => Number(m[1]));
+  assert.ok(errs.length >= 12, 'prints one line per checked element');
+  assert.ok(Math.max(...errs) < 1e-3, `finite differences agree: ${Math.max(...errs)}`);
+  assert.match(r.out, /gradients agree/);
+});
+
+test('train-toy: a progress bar and a loss per step, ending lower than it started', () => {
+  const r = demo('train-toy.js', ['--steps', '60']);
+  assert.equal(r.code, 0, r.err + r.out);
+  const losses = [...r.out.matchAll(/^step +\d+\/60 [█░]+ loss (\S+)$/gm)].map((m) => Number(m[1]));
+  assert.equal(losses.length, 60, 'one line per step');
+  const final = Number(/final loss (\S+) after 60 steps \(started at (\S+),/.exec(r.out)[1]);
+  const start = Number(/started at (\S+),/.exec(r.out)[1]);
+  assert.equal(final, losses[59]);
+  assert.ok(final < 0.1 * start, `loss ${start} -> ${final}`);
+  assert.equal(demo('train-toy.js', ['--steps', 'x']).code, 2, 'bad --steps is refused');
+});
+
+test('crosscheck: native and wasm command lines agree on a written case', () => {
+  const native = path.join(ROOT, 'build', 'native', 'msda');
+  assert.ok(fs.existsSync(native), 'build/native/msda exists (make native)');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'msda-demo-test-'));
+  try {
+    const r = demo('crosscheck.js', ['--dir', dir, '--padding-mode', 'border', '--value-layout', 'BNLC']);
+    assert.equal(r.code, 0, r.err + r.out);
+    for (const f of ['value', 'spatial_shapes', 'level_start_index', 'sampling_locations', 'attention_weights', 'grad_output']) {
+      assert.ok(fs.existsSync(path.join(dir, 'case', `${f}.npy`)), `case/${f}.npy written`);
+    }
+    for (const f of ['output', 'grad_value', 'grad_sampling_locations', 'grad_attention_weights']) {
+      assert.ok(fs.existsSync(path.join(dir, 'native', `${f}.npy`)) && fs.existsSync(path.join(dir, 'wasm', `${f}.npy`)), `${f}.npy from both`);
+      assert.match(r.out, new RegExp(`${f}\\.npy .*(bit-identical|within tolerance)`));
+    }
+    assert.match(r.out, /grad_value\.npy \(2×4×420×8\)/, 'the BNLC option reached both command lines');
+    assert.match(r.out, /native and wasm agree/);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
