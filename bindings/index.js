@@ -174,7 +174,8 @@ function readTensor(fn, name, t, expected, labels, note) {
   }
   const shape = t.shape !== undefined ? t.shape : t.dims;
   if (!Array.isArray(shape) || !shape.every((d) => typeof d === 'number' && Number.isInteger(d))) {
-    throw new TypeError(`${fn}: ${name}.shape is ${shape === undefined ? 'missing' : describe(shape)}, expected an array of ${labels.length} integers ${fmtShape(labels)}`);
+    const actual = Array.isArray(shape) ? `[${shape.map((d) => (typeof d === 'string' ? JSON.stringify(d) : String(d))).join(', ')}]` : describe(shape);
+    throw new TypeError(`${fn}: ${name}.shape is ${actual}, expected an array of ${labels.length} integers ${fmtShape(labels)}`);
   }
   const expectText = fmtShape(expected.map((e, i) => (e === null ? labels[i] : e)));
   if (shape.length !== expected.length) {
@@ -390,7 +391,7 @@ export class Msda {
 
   prepare(problemOptions, { mode = 'both' } = {}) {
     const problem = problemFromOptions('prepare', problemOptions);
-    if (!(mode in TENSORS)) throw new RangeError(`prepare: mode is ${describe(mode)}, expected 'forward', 'backward' or 'both'`);
+    if (!Object.hasOwn(TENSORS, mode)) throw new RangeError(`prepare: mode is ${describe(mode)}, expected 'forward', 'backward' or 'both'`);
     this._checkSize('prepare', problem, mode);
     return new Prepared(this._backend, problem, mode);
   }

@@ -70,6 +70,7 @@ export async function loadWasm({ simd, wasmBinary, module } = {}) {
 
 export function describe(x) {
   if (x === null) return 'null';
+  if (x === undefined) return 'missing';
   if (Array.isArray(x)) return 'an Array';
   if (typeof x === 'object' || typeof x === 'function') return (x.constructor && x.constructor.name) || typeof x;
   if (typeof x === 'string') return `the string ${JSON.stringify(x)}`;

@@ -158,7 +158,7 @@ const FORWARD_ERRORS = [
   ['value.data Float64Array', (a) => ({ ...a, value: { data: new Float64Array(192), shape: [2, 16, 2, 3] } }), TypeError, /value.data is Float64Array, expected a Float32Array/],
   ['value.data plain Array', (a) => ({ ...a, value: { data: [1, 2], shape: [2, 16, 2, 3] } }), TypeError, /value.data is an Array, expected a Float32Array/],
   ['value.shape missing', (a) => ({ ...a, value: { data: a.value.data } }), TypeError, /value.shape is missing, expected an array of 4 integers \[B, L, N_h, C_h\]/],
-  ['value.shape not integers', (a) => ({ ...a, value: { data: a.value.data, shape: [2, 16, 2, 1.5] } }), TypeError, /value.shape is an Array, expected an array of 4 integers/],
+  ['value.shape not integers', (a) => ({ ...a, value: { data: a.value.data, shape: [2, 16, 2, 1.5] } }), TypeError, /value.shape is \[2, 16, 2, 1.5\], expected an array of 4 integers \[B, L, N_h, C_h\]/],
   ['value rank', (a) => ({ ...a, value: { data: a.value.data, shape: [32, 2, 3] } }), RangeError, /value.shape is \[32, 2, 3\], expected \[B, 16, N_h, C_h\] \(4 dimensions/],
   ['value L', (a) => ({ ...a, value: { data: a.value.data, shape: [2, 8, 4, 3] } }), RangeError, /value.shape is \[2, 8, 4, 3\], expected \[B, 16, N_h, C_h\] \(L must be 16; L = 16 is the sum of H\*W over spatialShapes\)/],
   ['value BNLC L', (a) => ({ ...a, valueLayout: 'BNLC' }), RangeError, /value.shape is \[2, 16, 2, 3\], expected \[B, N_h, 16, C_h\]/],
@@ -197,7 +197,7 @@ const BACKWARD_ERRORS = [
 const PREPARE_ERRORS = [
   ['batch zero', { batch: 0 }, RangeError, /prepare: batch is 0, expected an integer >= 1/],
   ['batch string', { batch: '2' }, TypeError, /prepare: batch is the string "2", expected a positive integer/],
-  ['channels missing', { channels: undefined }, TypeError, /prepare: channels is undefined undefined, expected a positive integer/],
+  ['channels missing', { channels: undefined }, TypeError, /prepare: channels is missing, expected a positive integer/],
   ['unknown key', { queries: 3 }, TypeError, /prepare: unknown argument 'queries'/],
   ['paddingMode', { paddingMode: 'edge' }, RangeError, /prepare: paddingMode is 'edge'/],
 ];
@@ -230,6 +230,7 @@ for (const [backendName, options] of [['wasm', {}], ['native', { backend: 'nativ
         return true;
       }, what);
     }
+    assert.throws(() => msda.prepare(good, { mode: 'toString' }), RangeError);
     assert.throws(() => msda.prepare(good, { mode: 'sideways' }), { name: 'RangeError', message: /mode is the string "sideways", expected 'forward', 'backward' or 'both'/ });
     if (msda.wasm) assert.equal(msda.wasm.heapInUse(), heap, 'nothing left allocated');
   });
