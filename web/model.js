@@ -79,7 +79,7 @@ export function evaluate(msda, data, state, opts) {
 // weights in [MIN_WEIGHT, 1]: a point whose weight reached 0 would get no location gradient
 // and stop, while with a small weight Adam still moves it at full pace.
 export const MIN_WEIGHT = 0.02;
-export const LEARNING_RATE = { locations: 0.01, weights: 0.01 };
+export const LEARNING_RATE = { locations: 0.01, weights: 0.003 };
 
 export function newOptimizer() {
   return { t: 0, mLoc: new Float64Array(NUM_SLOTS * 2), vLoc: new Float64Array(NUM_SLOTS * 2),
