@@ -7,6 +7,7 @@ native: $(NATIVE)/msda.node
 
 # No node-gyp: one shared object from the addon and the library sources (see TOOLCHAIN.md).
 $(NATIVE)/msda.node: $(ADDON_SRC) $(LIB_SRC) $(LIB_HDR) bindings/wasm/problem_desc.h mk/js.mk
+	@test -f "$(NODE_INCLUDE)/node_api.h" || { echo "mk/js.mk: node_api.h not found in '$(NODE_INCLUDE)' (Debian's nodejs package ships it)" >&2; exit 1; }
 	@mkdir -p $(dir $@)
 	$(CC) -O3 $(CSTD) $(CWARN) -DNAPI_VERSION=8 -fPIC -shared -pthread -I"$(NODE_INCLUDE)" -Isrc -Ibindings/wasm \
 	  $(ADDON_SRC) $(LIB_SRC) -lm -o $@
