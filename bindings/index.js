@@ -7,7 +7,7 @@
 //
 // This file validates arguments and names errors, turns them into a problem description, and
 // moves tensors in and out through a backend store (loader.js for wasm, native.js for the addon).
-// Every call goes through Prepared#run, the one place that calls the C entry points.
+// Every call goes through Prepared#_run and its store's run(): the one place that calls C.
 
 import { describe, loadWasm, simdSupported, WASM_MAX_BYTES, wasmBytesNeeded } from './loader.js';
 import { checkThreadsOption, loadThreadedWasm, resolveThreads } from './threads.js';
