@@ -285,10 +285,12 @@ export function deriveProblem(o, f) {
 
 // ---- running and writing -------------------------------------------------------------------------
 
-async function backendApi(backend) {
+// --threads N > 1 on the wasm backend loads the threaded module (README "Threads"); native and
+// the scalar module take threads per call.
+async function backendApi(backend, threads = 1) {
   const { init } = await import('./index.js');
   try {
-    return await init({ backend });
+    return await init(backend === 'wasm' && threads > 1 ? { backend, threads } : { backend });
   } catch (e) {
     throw new CliError(1, `--backend ${backend}: ${e.message}`);
   }
@@ -417,7 +419,7 @@ async function crosscheck(o, print) {
   const files = loadCase(o.in, wantBackward);
   const args = deriveProblem(o, files);
 
-  const tested = await backendApi(o.backend);
+  const tested = await backendApi(o.backend, o.threads);
   const testedName = tested.backend === 'wasm' ? `wasm (${tested.simd ? 'SIMD' : 'scalar'})` : tested.backend;
   let mine = {};
   if (wantForward) mine = { ...mine, ...compute(tested, 'forward', args) };
@@ -479,7 +481,7 @@ export async function main(argv, io = STDIO) {
     const files = loadCase(o.in, o.command === 'backward');
     const args = deriveProblem(o, files);
     prepareOut(o.out);
-    const msda = await backendApi(o.backend);
+    const msda = await backendApi(o.backend, o.threads);
     writeOutputs(o.out, compute(msda, o.command, args));
     return 0;
   } catch (e) {
