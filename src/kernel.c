@@ -1,92 +1,270 @@
-/* The forward and backward kernels over ranges of work units (see internal.h). */
+/* The forward and backward kernels over ranges of work units (see internal.h).
+ *
+ * Bits do not depend on the build: every channel sums its terms in the same order in the
+ * scalar and the SIMD build (simd.h), and a dot product over C channels is always four lane
+ * partials over the first C - C % 4 channels, combined as (s0 + s1) + (s2 + s3), then the
+ * remaining channels in order.
+ *
+ * Both passes walk (query, head) and, inside, the levels and the points four at a time: the
+ * bilinear corners and weights of four points are computed in one go with the points as
+ * vector lanes, then the channel work runs per point with the channels as vector lanes. */
 #include "internal.h"
+#include "simd.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
-/* The four bilinear corners of one sample, written once for both passes. */
-typedef struct corners {
-    int64_t offset[4];    /* element offset of each corner's row from the level's first pixel */
-    float weight[4];      /* bilinear weights w00, w01, w10, w11 */
-    int valid[4];         /* corner inside the level */
-    float fx, fy;
-    float grad_scale_x;   /* su * du'/du */
-    float grad_scale_y;   /* sv * dv'/dv */
-} corners;
+#define MSDA_INLINE static inline __attribute__((always_inline))
 
-/* Maps a normalised coordinate to pixel space along one axis of `size` pixels.
- * Returns 0 when no corner along this axis can be in bounds (zeros padding), or the
- * coordinate is NaN; never converts a non-finite or out-of-range float to an integer. */
-static inline int axis(float coord, int64_t size, int align_corners, msda_padding padding,
-                       int64_t *index0, float *frac, float *grad_scale)
+/* One axis of a level, with the per-level constants hoisted out of the sample loop. */
+typedef struct axis_geom {
+    float scale;        /* W (or W - 1 with align_corners): u = x * scale - shift */
+    float shift;        /* 0.5, or 0 with align_corners */
+    float last;         /* size - 1 */
+    float size;
+    ptrdiff_t size_i;
+    int degenerate;     /* align_corners with size 1: every coordinate maps to pixel 0 */
+} axis_geom;
+
+typedef struct level_geom {
+    axis_geom x, y;
+    ptrdiff_t pixel_stride, row_stride;
+    ptrdiff_t start;    /* element offset of the level's first pixel from the (batch, head) base */
+    int border;
+    int narrow;         /* every offset in this level fits int32: the lane-parallel corner path */
+} level_geom;
+
+static void level_geom_init(level_geom *g, const msda_plan *p, int64_t l)
+{
+    const int64_t sizes[2] = {p->spatial_shapes[2 * l + 1], p->spatial_shapes[2 * l]};
+    axis_geom *axes[2] = {&g->x, &g->y};
+    for (int i = 0; i < 2; i++) {
+        axis_geom *a = axes[i];
+        a->size_i = (ptrdiff_t)sizes[i];
+        a->size = (float)sizes[i];
+        a->last = (float)(sizes[i] - 1);
+        a->scale = p->align_corners ? (float)(sizes[i] - 1) : (float)sizes[i];
+        a->shift = p->align_corners ? 0.0f : 0.5f;
+        a->degenerate = p->align_corners && sizes[i] == 1;
+    }
+    g->pixel_stride = (ptrdiff_t)p->value_stride_pixel;
+    g->row_stride = (ptrdiff_t)(sizes[0] * p->value_stride_pixel);
+    g->start = (ptrdiff_t)(p->level_start_index[l] * p->value_stride_pixel);
+    g->border = p->padding == MSDA_PADDING_BORDER;
+    /* sizes below 2^24 keep pixel indices exact as floats; offsets up to (H + 1) rows fit int32 */
+    const int64_t limit = (int64_t)1 << 24;
+    g->narrow = sizes[0] < limit && sizes[1] < limit &&
+                (sizes[1] + 1) * (sizes[0] + 1) <= INT32_MAX / p->value_stride_pixel;
+}
+
+/* Level geometry for every level, computed once per range of units (levels beyond the cache
+ * are recomputed when used). */
+#define MSDA_CACHED_LEVELS 16
+
+typedef struct geom_cache {
+    level_geom level[MSDA_CACHED_LEVELS];
+    level_geom spare;
+} geom_cache;
+
+static void geom_cache_init(geom_cache *gc, const msda_plan *p)
+{
+    for (int64_t l = 0; l < p->num_levels && l < MSDA_CACHED_LEVELS; l++) level_geom_init(&gc->level[l], p, l);
+}
+
+static inline const level_geom *geom_of(geom_cache *gc, const msda_plan *p, int64_t l)
+{
+    if (l < MSDA_CACHED_LEVELS) return &gc->level[l];
+    level_geom_init(&gc->spare, p, l);
+    return &gc->spare;
+}
+
+/* ---- corners of up to four points ---- */
+
+/* The corners of up to four points of one level, points as lanes. */
+typedef struct point_group {
+    ptrdiff_t offset[4];   /* per point: element offset of corner 00 from the level's first pixel;
+                              only corners in `mask` may be dereferenced */
+    unsigned mask[4];      /* per point: bit k set when corner k (00, 01, 10, 11) is inside the
+                              level; 0 drops the sample (NaN, or outside under zeros padding) */
+    v4i live;              /* -1 where mask != 0 */
+    v4 weight[4];          /* bilinear weight of corner k */
+    v4 fx, fy;
+    v4 grad_scale_x;       /* su * du'/du */
+    v4 grad_scale_y;       /* sv * dv'/dv */
+} point_group;
+
+/* Maps normalised coordinates to pixel space along one axis, four lanes at a time.
+ * `ok` comes back -1 where a corner along this axis can be in bounds. Lanes are set to 0
+ * before conversion unless known finite and in [-1, size), so no conversion is undefined. */
+MSDA_INLINE void axis4(v4 coord, const axis_geom *a, int border, v4i *index0, v4 *frac, v4 *grad_scale,
+                       v4i *ok)
+{
+    const v4 zero = v4_zero();
+    v4 pos = a->degenerate ? zero : v4_sub(v4_mul(coord, v4_splat(a->scale)), v4_splat(a->shift));
+    v4i valid = v4_eq(coord, coord);   /* not NaN */
+    v4 gs = v4_splat(a->scale);
+    if (border) {
+        const v4 last = v4_splat(a->last);
+        const v4i inside = v4i_and(v4_gt(pos, zero), v4_lt(pos, last));
+        gs = v4_select(inside, gs, zero);
+        pos = v4_select(inside, pos, v4_select(v4_le(pos, zero), zero, last));
+    } else {
+        valid = v4i_and(valid, v4i_and(v4_ge(pos, v4_splat(-1.0f)), v4_lt(pos, v4_splat(a->size))));
+    }
+    pos = v4_select(valid, pos, zero);
+    v4i i = v4_trunc(pos);
+    i = v4i_add(i, v4_gt(v4i_to_float(i), pos));   /* floor: one less where truncation went up */
+    *index0 = i;
+    *frac = v4_sub(pos, v4i_to_float(i));
+    *grad_scale = gs;
+    *ok = valid;
+}
+
+/* The same mapping for one coordinate with pointer-width indices, for levels too large for
+ * int32 lanes. Returns 0 when no corner along this axis can be in bounds. */
+static inline int axis1(float coord, const axis_geom *a, int border, ptrdiff_t *index0, float *frac,
+                        float *grad_scale)
 {
     if (isnan(coord)) return 0;
-    float scale, pos;
-    if (align_corners) {
-        scale = (float)(size - 1);
-        pos = size == 1 ? 0.0f : coord * scale;   /* 0 * inf would be NaN */
-    } else {
-        scale = (float)size;
-        pos = coord * scale - 0.5f;
-    }
-    float derivative = 1.0f;
-    const float last = (float)(size - 1);
-    if (padding == MSDA_PADDING_BORDER) {
-        if (!(pos > 0.0f && pos < last)) {
-            derivative = 0.0f;
-            pos = pos <= 0.0f ? 0.0f : last;
+    float pos = a->degenerate ? 0.0f : coord * a->scale - a->shift;   /* 0 * inf would be NaN */
+    *grad_scale = a->scale;
+    if (border) {
+        if (!(pos > 0.0f && pos < a->last)) {
+            *grad_scale = 0.0f;
+            pos = pos <= 0.0f ? 0.0f : a->last;
         }
-    } else if (!(pos >= -1.0f && pos < (float)size)) {
+    } else if (!(pos >= -1.0f && pos < a->size)) {
         return 0;
     }
-    const float floor_pos = floorf(pos);
-    *index0 = (int64_t)floor_pos;
-    *frac = pos - floor_pos;
-    *grad_scale = scale * derivative;
+    ptrdiff_t i = (ptrdiff_t)pos;
+    if ((float)i > pos) i--;
+    *index0 = i;
+    *frac = pos - (float)i;
     return 1;
 }
 
-static inline int sample_corners(float x, float y, int64_t height, int64_t width, int align_corners,
-                                 msda_padding padding, int64_t pixel_stride, corners *c)
+MSDA_INLINE v4 one_minus(v4 a) { return v4_sub(v4_splat(1.0f), a); }
+
+/* x, y: the points' coordinates (unused lanes NaN). */
+MSDA_INLINE void group_corners(v4 x, v4 y, const level_geom *g, point_group *pg)
 {
-    int64_t x0, y0;
-    if (!axis(x, width, align_corners, padding, &x0, &c->fx, &c->grad_scale_x)) return 0;
-    if (!axis(y, height, align_corners, padding, &y0, &c->fy, &c->grad_scale_y)) return 0;
-    const float fx = c->fx, fy = c->fy;
-    c->weight[0] = (1.0f - fy) * (1.0f - fx);
-    c->weight[1] = (1.0f - fy) * fx;
-    c->weight[2] = fy * (1.0f - fx);
-    c->weight[3] = fy * fx;
-    for (int k = 0; k < 4; k++) {
-        const int64_t i = y0 + (k >> 1), j = x0 + (k & 1);
-        c->valid[k] = i >= 0 && i < height && j >= 0 && j < width;
-        c->offset[k] = c->valid[k] ? (i * width + j) * pixel_stride : 0;
+    if (g->narrow) {
+        v4i ix, iy, okx, oky;
+        axis4(x, &g->x, g->border, &ix, &pg->fx, &pg->grad_scale_x, &okx);
+        axis4(y, &g->y, g->border, &iy, &pg->fy, &pg->grad_scale_y, &oky);
+        /* ix <= W - 1 and iy <= H - 1 always hold here */
+        const v4i minus1 = v4i_splat(-1), one = v4i_splat(1);
+        const v4i vx0 = v4i_lt(minus1, ix), vx1 = v4i_lt(v4i_add(ix, one), v4i_splat((int32_t)g->x.size_i));
+        const v4i vy0 = v4i_lt(minus1, iy), vy1 = v4i_lt(v4i_add(iy, one), v4i_splat((int32_t)g->y.size_i));
+        v4i mask = v4i_or(v4i_or(v4i_and(v4i_and(vx0, vy0), v4i_splat(1)), v4i_and(v4i_and(vx1, vy0), v4i_splat(2))),
+                          v4i_or(v4i_and(v4i_and(vx0, vy1), v4i_splat(4)), v4i_and(v4i_and(vx1, vy1), v4i_splat(8))));
+        const v4i ok = v4i_and(okx, oky);
+        mask = v4i_and(mask, ok);
+        pg->live = ok;
+        const v4i offset = v4i_add(v4i_mul(iy, v4i_splat((int32_t)g->row_stride)),
+                                   v4i_mul(ix, v4i_splat((int32_t)g->pixel_stride)));
+        int32_t m[4], o[4];
+        v4i_store(m, mask);
+        v4i_store(o, offset);
+        for (int i = 0; i < 4; i++) {
+            pg->mask[i] = (unsigned)m[i];
+            pg->offset[i] = o[i];
+        }
+    } else {
+        float fx[4] = {0}, fy[4] = {0}, gx[4] = {0}, gy[4] = {0};
+        int32_t live[4];
+        for (int i = 0; i < 4; i++) {
+            ptrdiff_t x0 = 0, y0 = 0;
+            const int ok = axis1(v4_lane(x, i), &g->x, g->border, &x0, &fx[i], &gx[i]) &&
+                           axis1(v4_lane(y, i), &g->y, g->border, &y0, &fy[i], &gy[i]);
+            if (!ok) {
+                fx[i] = fy[i] = 0.0f;
+                x0 = y0 = 0;
+            }
+            const unsigned vx0 = x0 >= 0, vx1 = x0 + 1 < g->x.size_i, vy0 = y0 >= 0, vy1 = y0 + 1 < g->y.size_i;
+            pg->mask[i] = ok ? ((vx0 & vy0) | (vx1 & vy0) << 1 | (vx0 & vy1) << 2 | (vx1 & vy1) << 3) : 0u;
+            pg->offset[i] = y0 * g->row_stride + x0 * g->pixel_stride;
+            live[i] = ok ? -1 : 0;
+        }
+        pg->fx = v4_set(fx[0], fx[1], fx[2], fx[3]);
+        pg->fy = v4_set(fy[0], fy[1], fy[2], fy[3]);
+        pg->grad_scale_x = v4_set(gx[0], gx[1], gx[2], gx[3]);
+        pg->grad_scale_y = v4_set(gy[0], gy[1], gy[2], gy[3]);
+        pg->live = v4i_set(live[0], live[1], live[2], live[3]);
     }
-    return 1;
+    const v4 fx = pg->fx, fy = pg->fy;
+    pg->weight[0] = v4_mul(one_minus(fy), one_minus(fx));
+    pg->weight[1] = v4_mul(one_minus(fy), fx);
+    pg->weight[2] = v4_mul(fy, one_minus(fx));
+    pg->weight[3] = v4_mul(fy, fx);
 }
 
-/* Dot product in a fixed order: four interleaved partial sums over the first C - C % 4
- * channels, combined as (s0 + s1) + (s2 + s3), then the tail in order. SIMD builds must
- * keep this order so that every build gives the same bits. */
-static inline float dot(const float *restrict a, const float *restrict b, int64_t n)
+/* Coordinates of points pt .. pt + count - 1 (count <= 4) of one (query, head, level); the
+ * missing lanes are NaN, which drops them. */
+MSDA_INLINE void load_points(const float *loc, ptrdiff_t point_stride, ptrdiff_t xy, int count, v4 *x, v4 *y)
 {
-    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
-    const int64_t n4 = n & ~(int64_t)3;
-    for (int64_t c = 0; c < n4; c += 4) {
-        s0 += a[c] * b[c];
-        s1 += a[c + 1] * b[c + 1];
-        s2 += a[c + 2] * b[c + 2];
-        s3 += a[c + 3] * b[c + 3];
+    if (count == 4) {
+        *x = v4_set(loc[0], loc[point_stride], loc[2 * point_stride], loc[3 * point_stride]);
+        *y = v4_set(loc[xy], loc[point_stride + xy], loc[2 * point_stride + xy], loc[3 * point_stride + xy]);
+        return;
     }
-    float s = (s0 + s1) + (s2 + s3);
-    for (int64_t c = n4; c < n; c++) s += a[c] * b[c];
-    return s;
+    float xs[4] = {NAN, NAN, NAN, NAN}, ys[4] = {NAN, NAN, NAN, NAN};
+    for (int i = 0; i < count; i++) {
+        xs[i] = loc[i * point_stride];
+        ys[i] = loc[i * point_stride + xy];
+    }
+    *x = v4_load(xs);
+    *y = v4_load(ys);
 }
 
-/* acc[c] += w * row[c] */
-static inline void axpy(float *restrict acc, float w, const float *restrict row, int64_t n)
+MSDA_INLINE v4 load_partial(const float *p, int count)
 {
-    for (int64_t c = 0; c < n; c++) acc[c] += w * row[c];
+    if (count == 4) return v4_load(p);
+    float tmp[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int i = 0; i < count; i++) tmp[i] = p[i];
+    return v4_load(tmp);
+}
+
+/* ---- forward ----
+ * Each (query, head) first lists its in-bounds corners as taps (offset, weight) in (level,
+ * point, corner) order, then sums them channel block by channel block with the block's
+ * accumulators in registers. */
+
+#define MSDA_TAPS 256
+
+typedef struct taps {
+    ptrdiff_t offset[MSDA_TAPS];   /* element offset of the corner's row from the (batch, head) base */
+    float weight[MSDA_TAPS];
+} taps;
+
+/* out[c0 .. c0 + 4V) = (first ? 0 : out) + sum_t weight[t] * row[t][c0 ..] */
+MSDA_INLINE void sum_taps_block(float *restrict out, const float *restrict base, const taps *restrict tp, int n,
+                                int first, ptrdiff_t c0, const int V)
+{
+    v4 acc[8];
+    for (int v = 0; v < V; v++) acc[v] = first ? v4_zero() : v4_load(out + c0 + 4 * v);
+    for (int t = 0; t < n; t++) {
+        const v4 w = v4_splat(tp->weight[t]);
+        const float *row = base + tp->offset[t] + c0;
+        for (int v = 0; v < V; v++) acc[v] = v4_madd(acc[v], w, v4_load(row + 4 * v));
+    }
+    for (int v = 0; v < V; v++) v4_store(out + c0 + 4 * v, acc[v]);
+}
+
+static void sum_taps(float *restrict out, const float *restrict base, const taps *restrict tp, int n, int first,
+                     ptrdiff_t C)
+{
+    ptrdiff_t c = 0;
+    for (; c + 32 <= C; c += 32) sum_taps_block(out, base, tp, n, first, c, 8);
+    if (C - c >= 16) { sum_taps_block(out, base, tp, n, first, c, 4); c += 16; }
+    if (C - c >= 8) { sum_taps_block(out, base, tp, n, first, c, 2); c += 8; }
+    if (C - c >= 4) { sum_taps_block(out, base, tp, n, first, c, 1); c += 4; }
+    for (; c < C; c++) {
+        float acc = first ? 0.0f : out[c];
+        for (int t = 0; t < n; t++) acc += tp->weight[t] * base[tp->offset[t] + c];
+        out[c] = acc;
+    }
 }
 
 static int64_t query_blocks(const msda_plan *p)
@@ -101,13 +279,18 @@ int64_t msda__forward_units(const msda_plan *p)
 
 int64_t msda__backward_units(const msda_plan *p)
 {
-    return p->batch * p->num_heads * p->num_levels;
+    return p->batch * p->num_heads;
 }
 
 void msda__forward_range(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end)
 {
-    const int64_t Q = p->num_queries, H = p->num_heads, C = p->channels, NL = p->num_levels,
-                  P = p->num_points, blocks = query_blocks(p);
+    const int64_t Q = p->num_queries, H = p->num_heads, NL = p->num_levels, P = p->num_points,
+                  blocks = query_blocks(p);
+    const ptrdiff_t C = (ptrdiff_t)p->channels, xy = (ptrdiff_t)p->loc_stride_xy,
+                    point_stride = (ptrdiff_t)p->loc_stride_point;
+    geom_cache gc;
+    geom_cache_init(&gc, p);
+    taps tp;
     for (int64_t unit = begin; unit < end; unit++) {
         const int64_t b = unit / (H * blocks), h = (unit / blocks) % H, block = unit % blocks;
         const int64_t q_begin = block * MSDA_FORWARD_QUERY_BLOCK;
@@ -115,74 +298,167 @@ void msda__forward_range(const msda_plan *p, const msda_tensors *t, int64_t begi
         const float *value_bh = t->value + b * p->value_stride_batch + h * p->value_stride_head;
         for (int64_t q = q_begin; q < q_end; q++) {
             float *out = t->output + ((b * Q + q) * H + h) * C;
-            memset(out, 0, (size_t)C * sizeof *out);
             const float *loc_qh = t->sampling_locations + b * p->loc_stride_batch + q * p->loc_stride_query +
                                   h * p->loc_stride_head;
             const float *weights_qh = t->attention_weights + ((b * Q + q) * H + h) * NL * P;
+            int n = 0, first = 1;
             for (int64_t l = 0; l < NL; l++) {
-                const int64_t height = p->spatial_shapes[2 * l], width = p->spatial_shapes[2 * l + 1];
-                const float *value_level = value_bh + p->level_start_index[l] * p->value_stride_pixel;
-                for (int64_t pt = 0; pt < P; pt++) {
-                    const float *loc = loc_qh + l * p->loc_stride_level + pt * p->loc_stride_point;
-                    corners c;
-                    if (!sample_corners(loc[0], loc[p->loc_stride_xy], height, width, p->align_corners,
-                                        p->padding, p->value_stride_pixel, &c))
-                        continue;
-                    const float a = weights_qh[l * P + pt];
-                    for (int k = 0; k < 4; k++)
-                        if (c.valid[k]) axpy(out, a * c.weight[k], value_level + c.offset[k], C);
+                const level_geom *g = geom_of(&gc, p, l);
+                const ptrdiff_t delta[4] = {0, g->pixel_stride, g->row_stride, g->row_stride + g->pixel_stride};
+                for (int64_t pt = 0; pt < P; pt += 4) {
+                    const int count = P - pt < 4 ? (int)(P - pt) : 4;
+                    v4 x, y;
+                    load_points(loc_qh + l * p->loc_stride_level + pt * point_stride, point_stride, xy, count, &x, &y);
+                    point_group pg;
+                    group_corners(x, y, g, &pg);
+                    const v4 a = load_partial(weights_qh + l * P + pt, count);
+                    float aw[4][4];
+                    for (int k = 0; k < 4; k++) v4_store(aw[k], v4_mul(a, pg.weight[k]));
+                    if (n + 16 > MSDA_TAPS) {   /* more samples than fit: sum what we have */
+                        sum_taps(out, value_bh, &tp, n, first, C);
+                        first = 0;
+                        n = 0;
+                    }
+                    for (int i = 0; i < count; i++) {
+                        const ptrdiff_t base = g->start + pg.offset[i];
+                        const unsigned m = pg.mask[i];
+                        for (int k = 0; k < 4; k++) {   /* written always, kept when inside */
+                            tp.offset[n] = base + delta[k];
+                            tp.weight[n] = aw[k][i];
+                            n += (int)(m >> k & 1u);
+                        }
+                    }
                 }
             }
+            sum_taps(out, value_bh, &tp, n, first, C);
         }
     }
 }
 
+/* ---- backward ----
+ * Per sample: d_k = <G, V(c_k)> and grad_value(c_k) += a w_k G for the corners inside, one
+ * pass over the channels for all four when all are inside. */
+MSDA_INLINE void backward_corners(const float *restrict g, const float *restrict value, float *restrict grad_value,
+                                  const ptrdiff_t off[4], const float aw[4], ptrdiff_t C, float d[4])
+{
+    const float *v0 = value + off[0], *v1 = value + off[1], *v2 = value + off[2], *v3 = value + off[3];
+    float *gv0 = grad_value + off[0], *gv1 = grad_value + off[1], *gv2 = grad_value + off[2],
+          *gv3 = grad_value + off[3];
+    const v4 w0 = v4_splat(aw[0]), w1 = v4_splat(aw[1]), w2 = v4_splat(aw[2]), w3 = v4_splat(aw[3]);
+    v4 s0 = v4_zero(), s1 = v4_zero(), s2 = v4_zero(), s3 = v4_zero();
+    ptrdiff_t c = 0;
+    for (; c + 4 <= C; c += 4) {
+        const v4 gc = v4_load(g + c);
+        s0 = v4_madd(s0, gc, v4_load(v0 + c));
+        v4_store(gv0 + c, v4_madd(v4_load(gv0 + c), w0, gc));
+        s1 = v4_madd(s1, gc, v4_load(v1 + c));
+        v4_store(gv1 + c, v4_madd(v4_load(gv1 + c), w1, gc));
+        s2 = v4_madd(s2, gc, v4_load(v2 + c));
+        v4_store(gv2 + c, v4_madd(v4_load(gv2 + c), w2, gc));
+        s3 = v4_madd(s3, gc, v4_load(v3 + c));
+        v4_store(gv3 + c, v4_madd(v4_load(gv3 + c), w3, gc));
+    }
+    d[0] = v4_sum(s0); d[1] = v4_sum(s1); d[2] = v4_sum(s2); d[3] = v4_sum(s3);
+    for (; c < C; c++) {
+        d[0] += g[c] * v0[c]; gv0[c] += aw[0] * g[c];
+        d[1] += g[c] * v1[c]; gv1[c] += aw[1] * g[c];
+        d[2] += g[c] * v2[c]; gv2[c] += aw[2] * g[c];
+        d[3] += g[c] * v3[c]; gv3[c] += aw[3] * g[c];
+    }
+}
+
+MSDA_INLINE float backward_corner(const float *restrict g, const float *restrict v, float *restrict gv, float aw,
+                                  ptrdiff_t C)
+{
+    const v4 w = v4_splat(aw);
+    v4 s = v4_zero();
+    ptrdiff_t c = 0;
+    for (; c + 4 <= C; c += 4) {
+        const v4 gc = v4_load(g + c);
+        s = v4_madd(s, gc, v4_load(v + c));
+        v4_store(gv + c, v4_madd(v4_load(gv + c), w, gc));
+    }
+    float sum = v4_sum(s);
+    for (; c < C; c++) {
+        sum += g[c] * v[c];
+        gv[c] += aw * g[c];
+    }
+    return sum;
+}
+
 void msda__backward_range(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end)
 {
-    const int64_t Q = p->num_queries, H = p->num_heads, C = p->channels, NL = p->num_levels,
-                  P = p->num_points;
+    const int64_t Q = p->num_queries, H = p->num_heads, NL = p->num_levels, P = p->num_points;
+    const ptrdiff_t C = (ptrdiff_t)p->channels, xy = (ptrdiff_t)p->loc_stride_xy,
+                    point_stride = (ptrdiff_t)p->loc_stride_point;
+    geom_cache gc;
+    geom_cache_init(&gc, p);
     for (int64_t unit = begin; unit < end; unit++) {
-        const int64_t b = unit / (H * NL), h = (unit / NL) % H, l = unit % NL;
-        const int64_t height = p->spatial_shapes[2 * l], width = p->spatial_shapes[2 * l + 1];
-        const int64_t level_offset = b * p->value_stride_batch + h * p->value_stride_head +
-                                     p->level_start_index[l] * p->value_stride_pixel;
-        const float *value_level = t->value + level_offset;
-        float *grad_value_level = t->grad_value + level_offset;
-        for (int64_t pixel = 0; pixel < height * width; pixel++)
-            memset(grad_value_level + pixel * p->value_stride_pixel, 0, (size_t)C * sizeof(float));
+        const int64_t b = unit / H, h = unit % H;
+        const int64_t head_offset = b * p->value_stride_batch + h * p->value_stride_head;
+        const float *value_bh = t->value + head_offset;
+        float *grad_value_bh = t->grad_value + head_offset;
+        for (int64_t pixel = 0; pixel < p->value_length; pixel++)
+            memset(grad_value_bh + pixel * p->value_stride_pixel, 0, (size_t)C * sizeof(float));
 
         for (int64_t q = 0; q < Q; q++) {
-            const float *g = t->grad_output + ((b * Q + q) * H + h) * C;
-            const int64_t weight_index = (((b * Q + q) * H + h) * NL + l) * P;
-            const int64_t loc_index = b * p->loc_stride_batch + q * p->loc_stride_query +
-                                      h * p->loc_stride_head + l * p->loc_stride_level;
-            for (int64_t pt = 0; pt < P; pt++) {
-                const int64_t li = loc_index + pt * p->loc_stride_point;
-                const float *loc = t->sampling_locations + li;
-                float *grad_loc = t->grad_sampling_locations + li;
-                corners c;
-                if (!sample_corners(loc[0], loc[p->loc_stride_xy], height, width, p->align_corners,
-                                    p->padding, p->value_stride_pixel, &c)) {
-                    grad_loc[0] = 0.0f;
-                    grad_loc[p->loc_stride_xy] = 0.0f;
-                    t->grad_attention_weights[weight_index + pt] = 0.0f;
-                    continue;
-                }
-                const float a = t->attention_weights[weight_index + pt];
-                float d[4];
-                for (int k = 0; k < 4; k++) {
-                    if (c.valid[k]) {
-                        d[k] = dot(g, value_level + c.offset[k], C);
-                        axpy(grad_value_level + c.offset[k], a * c.weight[k], g, C);
-                    } else {
-                        d[k] = 0.0f;
+            const float *go = t->grad_output + ((b * Q + q) * H + h) * C;
+            const int64_t loc_qh = b * p->loc_stride_batch + q * p->loc_stride_query + h * p->loc_stride_head;
+            for (int64_t l = 0; l < NL; l++) {
+                const level_geom *g = geom_of(&gc, p, l);
+                const ptrdiff_t delta[4] = {0, g->pixel_stride, g->row_stride, g->row_stride + g->pixel_stride};
+                const float *value_level = value_bh + g->start;
+                float *grad_value_level = grad_value_bh + g->start;
+                for (int64_t pt = 0; pt < P; pt += 4) {
+                    const int count = P - pt < 4 ? (int)(P - pt) : 4;
+                    const int64_t weight_index = (((b * Q + q) * H + h) * NL + l) * P + pt;
+                    const int64_t loc_index = loc_qh + l * p->loc_stride_level + pt * point_stride;
+                    v4 x, y;
+                    load_points(t->sampling_locations + loc_index, point_stride, xy, count, &x, &y);
+                    point_group pg;
+                    group_corners(x, y, g, &pg);
+                    const v4 a = load_partial(t->attention_weights + weight_index, count);
+                    float aw[4][4], d[4][4] = {{0.0f}};   /* [corner][point] */
+                    for (int k = 0; k < 4; k++) v4_store(aw[k], v4_mul(a, pg.weight[k]));
+                    for (int i = 0; i < count; i++) {
+                        const unsigned m = pg.mask[i];
+                        const ptrdiff_t off[4] = {pg.offset[i] + delta[0], pg.offset[i] + delta[1],
+                                                  pg.offset[i] + delta[2], pg.offset[i] + delta[3]};
+                        const float awi[4] = {aw[0][i], aw[1][i], aw[2][i], aw[3][i]};
+                        if (m == 15) {
+                            float di[4];
+                            if (C == 32) backward_corners(go, value_level, grad_value_level, off, awi, 32, di);
+                            else backward_corners(go, value_level, grad_value_level, off, awi, C, di);
+                            for (int k = 0; k < 4; k++) d[k][i] = di[k];
+                        } else {
+                            for (int k = 0; k < 4; k++)
+                                if (m >> k & 1u)
+                                    d[k][i] = backward_corner(go, value_level + off[k], grad_value_level + off[k],
+                                                              awi[k], C);
+                        }
+                    }
+                    const v4 d0 = v4_load(d[0]), d1 = v4_load(d[1]), d2 = v4_load(d[2]), d3 = v4_load(d[3]);
+                    const v4 fx = pg.fx, fy = pg.fy, zero = v4_zero();
+                    const v4 ga = v4_add(v4_add(v4_add(v4_mul(pg.weight[0], d0), v4_mul(pg.weight[1], d1)),
+                                                v4_mul(pg.weight[2], d2)),
+                                         v4_mul(pg.weight[3], d3));
+                    const v4 gx = v4_mul(v4_mul(a, v4_add(v4_mul(one_minus(fy), v4_sub(d1, d0)),
+                                                          v4_mul(fy, v4_sub(d3, d2)))),
+                                         pg.grad_scale_x);
+                    const v4 gy = v4_mul(v4_mul(a, v4_add(v4_mul(one_minus(fx), v4_sub(d2, d0)),
+                                                          v4_mul(fx, v4_sub(d3, d1)))),
+                                         pg.grad_scale_y);
+                    float ga_s[4], gx_s[4], gy_s[4];
+                    v4_store(ga_s, v4_select(pg.live, ga, zero));
+                    v4_store(gx_s, v4_select(pg.live, gx, zero));
+                    v4_store(gy_s, v4_select(pg.live, gy, zero));
+                    float *grad_loc = t->grad_sampling_locations + loc_index;
+                    for (int i = 0; i < count; i++) {
+                        t->grad_attention_weights[weight_index + i] = ga_s[i];
+                        grad_loc[i * point_stride] = gx_s[i];
+                        grad_loc[i * point_stride + xy] = gy_s[i];
                     }
                 }
-                const float fx = c.fx, fy = c.fy;
-                t->grad_attention_weights[weight_index + pt] =
-                    c.weight[0] * d[0] + c.weight[1] * d[1] + c.weight[2] * d[2] + c.weight[3] * d[3];
-                grad_loc[0] = a * ((1.0f - fy) * (d[1] - d[0]) + fy * (d[3] - d[2])) * c.grad_scale_x;
-                grad_loc[p->loc_stride_xy] = a * ((1.0f - fx) * (d[2] - d[0]) + fx * (d[3] - d[1])) * c.grad_scale_y;
             }
         }
     }

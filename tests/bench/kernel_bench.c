@@ -1,0 +1,163 @@
+/* Kernel microbenchmark: the CONTRACT.md configs through the C API, one thread, min of N.
+ * Built natively and (with Emscripten's glue) as wasm SIMD and wasm scalar by mk/bench.mk,
+ * so the kernel can be tuned before any JS exists. Prints one JSON line per config with a
+ * hash of every output, so builds can be compared bit for bit.
+ *   kernel_bench [--config small|decoder|encoder|all] [--repeats N] [--wall]
+ *                [--spread PIXELS] [--fixed-ref]   (tuning: locality of the samples) */
+#define _POSIX_C_SOURCE 199309L
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "msda.h"
+
+/* CPU time by default: the machine is shared, and a descheduled run is not the kernel's cost.
+ * --wall switches to wall-clock time. */
+#ifdef __EMSCRIPTEN__
+static clockid_t bench_clock = CLOCK_MONOTONIC;   /* no CPU clock in wasm */
+#else
+static clockid_t bench_clock = CLOCK_PROCESS_CPUTIME_ID;
+#endif
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(bench_clock, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+static uint64_t rng_state;
+static uint32_t rng_next(void)   /* splitmix64, upper half */
+{
+    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return (uint32_t)((z ^ (z >> 31)) >> 32);
+}
+static float uniform(float lo, float hi) { return lo + (hi - lo) * (float)(rng_next() >> 8) * (1.0f / 16777216.0f); }
+
+typedef struct config {
+    const char *name;
+    int64_t batch, queries;     /* queries 0: one per value pixel (encoder self-attention) */
+    int near_reference;         /* locations within a few pixels of a per-query reference point */
+} config;
+
+static const int64_t SMALL_SHAPES[8] = {32, 32, 16, 16, 8, 8, 4, 4};
+static const int64_t DETR_SHAPES[8] = {100, 167, 50, 84, 25, 42, 13, 21};
+
+/* FNV-1a over the bits of a float array. */
+static uint64_t hash_floats(const float *x, int64_t n, uint64_t h)
+{
+    const unsigned char *b = (const unsigned char *)x;
+    for (int64_t i = 0; i < n * (int64_t)sizeof(float); i++) h = (h ^ b[i]) * 0x100000001B3ull;
+    return h;
+}
+
+static void *xmalloc(int64_t bytes)
+{
+    void *p = malloc((size_t)bytes);
+    if (!p) {
+        fprintf(stderr, "kernel_bench: out of memory (%lld bytes)\n", (long long)bytes);
+        exit(1);
+    }
+    return p;
+}
+
+/* tuning knobs, not part of the configs: offset spread in pixels, one reference point for all */
+static float spread = 4.0f;
+static int fixed_ref = 0;
+
+static int run(const char *name, int repeats)
+{
+    const int64_t *shapes = strcmp(name, "small") == 0 ? SMALL_SHAPES : DETR_SHAPES;
+    int64_t starts[4], L = 0;
+    for (int l = 0; l < 4; l++) { starts[l] = L; L += shapes[2 * l] * shapes[2 * l + 1]; }
+    msda_problem p;
+    msda_problem_init(&p);
+    p.batch = strcmp(name, "small") == 0 ? 2 : 1;
+    p.num_queries = strcmp(name, "decoder") == 0 ? 300 : L;
+    p.num_heads = 8; p.channels = 32; p.num_levels = 4; p.num_points = 4; p.value_length = L;
+    p.spatial_shapes = shapes; p.level_start_index = starts;
+    const int64_t B = p.batch, Q = p.num_queries, H = 8, NL = 4, P = 4;
+
+    rng_state = 12345;
+    const int64_t nv = msda_value_elements(&p), nl = msda_locations_elements(&p),
+                  nw = msda_weights_elements(&p), no = msda_output_elements(&p);
+    float *value = xmalloc(nv * 4), *loc = xmalloc(nl * 4), *attn = xmalloc(nw * 4), *gout = xmalloc(no * 4);
+    float *out = xmalloc(no * 4), *gv = xmalloc(nv * 4), *gl = xmalloc(nl * 4), *ga = xmalloc(nw * 4);
+    for (int64_t i = 0; i < nv; i++) value[i] = uniform(-1, 1);
+    for (int64_t i = 0; i < no; i++) gout[i] = uniform(-1, 1);
+    for (int64_t i = 0; i < nw; i++) attn[i] = uniform(0, 1) / (float)(NL * P);
+    const int near = strcmp(name, "small") != 0;
+
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t q = 0; q < Q; q++) {
+            float rx = uniform(0, 1), ry = uniform(0, 1);
+            if (fixed_ref) rx = ry = 0.5f;
+            else if (near && Q == L) {   /* encoder: the query's own pixel centre */
+                int l = 0;
+                while (l < 3 && q >= starts[l + 1]) l++;
+                int64_t pix = q - starts[l], w = shapes[2 * l + 1], h = shapes[2 * l];
+                rx = ((float)(pix % w) + 0.5f) / (float)w;
+                ry = ((float)(pix / w) + 0.5f) / (float)h;
+            }
+            for (int64_t i = 0; i < H * NL * P; i++) {
+                const int64_t l = (i / P) % NL;
+                float *xy = loc + (((b * Q + q) * H * NL * P) + i) * 2;
+                if (near) {
+                    xy[0] = rx + uniform(-spread, spread) / (float)shapes[2 * l + 1];
+                    xy[1] = ry + uniform(-spread, spread) / (float)shapes[2 * l];
+                } else {
+                    xy[0] = uniform(0, 1);
+                    xy[1] = uniform(0, 1);
+                }
+            }
+        }
+
+    double fwd = 1e30, bwd = 1e30;
+    msda_error err;
+    for (int r = 0; r < repeats; r++) {
+        double t0 = now_ms();
+        if (msda_forward(&p, value, loc, attn, out, &err) != MSDA_OK) {
+            fprintf(stderr, "kernel_bench: %s\n", err.message);
+            return 1;
+        }
+        double t1 = now_ms();
+        if (msda_backward(&p, gout, value, loc, attn, gv, gl, ga, &err) != MSDA_OK) {
+            fprintf(stderr, "kernel_bench: %s\n", err.message);
+            return 1;
+        }
+        double t2 = now_ms();
+        if (t1 - t0 < fwd) fwd = t1 - t0;
+        if (t2 - t1 < bwd) bwd = t2 - t1;
+    }
+    uint64_t hf = hash_floats(out, no, 0xCBF29CE484222325ull);
+    uint64_t hb = hash_floats(ga, nw, hash_floats(gl, nl, hash_floats(gv, nv, 0xCBF29CE484222325ull)));
+    printf("{\"config\":\"%s\",\"fwd_ms\":%.2f,\"bwd_ms\":%.2f,\"fwd_hash\":\"%016llx\",\"bwd_hash\":\"%016llx\"}\n",
+           name, fwd, bwd, (unsigned long long)hf, (unsigned long long)hb);
+    free(value); free(loc); free(attn); free(gout); free(out); free(gv); free(gl); free(ga);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *which = "all";
+    int repeats = 5;
+    for (int i = 1; i < argc; i += 2) {
+        if (strcmp(argv[i], "--wall") == 0) { bench_clock = CLOCK_MONOTONIC; i--; continue; }
+        if (strcmp(argv[i], "--fixed-ref") == 0) { fixed_ref = 1; i--; continue; }
+        if (i + 1 >= argc) { fprintf(stderr, "kernel_bench: %s needs a value\n", argv[i]); return 2; }
+        if (strcmp(argv[i], "--config") == 0) which = argv[i + 1];
+        else if (strcmp(argv[i], "--repeats") == 0) repeats = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--spread") == 0) spread = (float)atof(argv[i + 1]);
+        else { fprintf(stderr, "kernel_bench: unknown argument %s\n", argv[i]); return 2; }
+    }
+    if (repeats < 1) repeats = 1;
+    const char *names[3] = {"small", "decoder", "encoder"};
+    for (int i = 0; i < 3; i++)
+        if (strcmp(which, "all") == 0 || strcmp(which, names[i]) == 0)
+            if (run(names[i], repeats)) return 1;
+    return 0;
+}
