@@ -43,8 +43,9 @@ void msda__set_error(msda_error *err, msda_status status, const char *fmt, ...)
 /* Work is split into independent units; each output element belongs to exactly one unit
  * and each unit sums in a fixed order, so any partition of units over threads gives the
  * same bits.
- * Forward units are (batch, head, block of queries); backward units are (batch, head, level),
- * which own that level's slice of grad_value and the matching location/weight gradients. */
+ * Forward units are (batch, head, block of queries); backward units are (batch, head), which
+ * own that head's slice of grad_value (all levels) and the matching location/weight gradients
+ * (one pass over grad_output and the locations instead of one per level). */
 int64_t msda__forward_units(const msda_plan *plan);
 int64_t msda__backward_units(const msda_plan *plan);
 void msda__forward_range(const msda_plan *plan, const msda_tensors *t, int64_t begin, int64_t end);
