@@ -106,7 +106,8 @@ test('loads without page or console errors, and shows the numbers the Node API c
   const s = await snapshot();
   assert.ok(s.loss > 0, `initial loss ${s.loss}`);
   await checkAgainstNode(s);
-  assert.equal(await page.locator('#threads').textContent(), '1');
+  // The threads field shows the count the module runs with (1, or more when isolated and threaded).
+  assert.match(await page.locator('#threads').textContent(), /^[1-9]\d*$/);
   await page.screenshot({ path: screenshotPath('page-start-1280x800.png') });
 });
 
@@ -155,7 +156,8 @@ test('clicking away from the points moves the target; keys move a point and its 
 test('Step lowers the loss, Reset returns to the start', async () => {
   await page.click('#reset');
   const start = await snapshot();
-  for (let k = 0; k < 40; k++) await page.click('#step');
+  await page.click('#step');
+  await page.evaluate(() => { for (let k = 1; k < 40; k++) document.getElementById('step').click(); });
   const s = await snapshot();
   assert.equal(s.steps, 40);
   assert.ok(s.loss < 0.5 * start.loss, `40 steps: loss ${start.loss} -> ${s.loss}`);
@@ -171,7 +173,7 @@ test('Play runs descent until paused', async () => {
   await page.click('#reset');
   const start = await snapshot();
   await page.click('#play');
-  await page.waitForFunction(() => window.__msda.steps >= 20, null, { timeout: 10000 });
+  await page.waitForFunction(() => window.__msda.steps >= 20, null, { timeout: 30000 });
   await page.click('#play');
   const s = await snapshot();
   assert.equal(await page.getAttribute('#play', 'aria-pressed'), 'false');
@@ -182,7 +184,7 @@ test('Play runs descent until paused', async () => {
 
 test('every toggle re-renders with the Node API\'s numbers', async () => {
   await page.click('#reset');
-  for (let k = 0; k < 5; k++) await page.click('#step');
+  await page.evaluate(() => { for (let k = 0; k < 5; k++) document.getElementById('step').click(); });
   const changes = [
     ['select', '#padding', 'border'], ['select', '#value-layout', 'BNLC'], ['select', '#loc-layout', 'B2QHLP'],
     ['check', '#align-corners', true], ['select', '#simd', 'scalar'], ['select', '#head', '2'],
@@ -225,9 +227,9 @@ test('readable at phone width: no horizontal scroll, controls reachable', async 
   try {
     const overflow = await phone.page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
     assert.ok(overflow <= 0, `horizontal overflow ${overflow}px at 390px`);
-    for (let k = 0; k < 30; k++) await phone.page.tap('#step');
+    for (let k = 0; k < 5; k++) await phone.page.tap('#step');
     const s = await phone.page.evaluate(() => window.__msda.steps);
-    assert.equal(s, 30);
+    assert.equal(s, 5);
     await phone.page.screenshot({ path: screenshotPath('page-phone-390.png'), fullPage: true });
     assert.deepEqual(phone.problems, []);
   } finally {
