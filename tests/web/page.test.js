@@ -147,6 +147,17 @@ test('clicking away from the points moves the target; keys move a point and its 
   const i = (0 * 3 + 2) * 4 + 1;
   assert.ok(Math.abs(s.forwardArgs.samplingLocations.data[2 * i] - before.forwardArgs.samplingLocations.data[2 * i] - 0.01) < 1e-6, 'ArrowRight moved point 2 by 0.01');
   assert.ok(Math.abs(s.forwardArgs.attentionWeights.data[i] - before.forwardArgs.attentionWeights.data[i] - 0.02) < 1e-6, '+ raised its weight by 0.02');
+  // The wheel over a point and its slider change its weight.
+  const at = await page.evaluate(() => window.__msda.pointOnScreen(2, 1));
+  await page.mouse.move(at.x, at.y);
+  await page.mouse.wheel(0, -100);
+  const w = await snapshot();
+  assert.ok(Math.abs(w.forwardArgs.attentionWeights.data[i] - s.forwardArgs.attentionWeights.data[i] - 0.02) < 1e-6, 'wheel up raised the weight by 0.02');
+  await page.fill('#w-2-1', '0.5');
+  const w2 = await snapshot();
+  assert.equal(w2.forwardArgs.attentionWeights.data[i], Math.fround(0.5), 'the slider sets the weight');
+  assert.notEqual(w2.loss, w.loss);
+  await page.focus('#level-2');
   await page.keyboard.press('Shift+ArrowUp');
   const t = await snapshot();
   assert.ok(Math.abs(t.target[1] - (s.target[1] - 0.01)) < 1e-9, 'Shift+ArrowUp moved the target');
