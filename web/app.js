@@ -9,8 +9,10 @@ import { evaluate, descend, newOptimizer } from './model.js';
 
 const NL = LEVELS.length;
 const POINT_COLOURS = ['#ff5a8a', '#ffd23f', '#5ef2a0', '#59c3ff'];
-const CANVAS_W = 480, CANVAS_H = 360;   // backing store of each level canvas (4:3 like the levels)
-const ARROW_MAX = 64;                   // backing pixels of the longest arrow on a level
+// Level canvases are drawn in logical units of CANVAS_W × CANVAS_H (4:3 like the levels, about
+// CSS pixels on a laptop); the backing store follows the displayed size and devicePixelRatio.
+const CANVAS_W = 320, CANVAS_H = 240;
+const ARROW_MAX = 52;                   // logical length of the longest arrow on a level
 const PLAY_MAX_STEPS = 400;
 
 const $ = (id) => document.getElementById(id);
@@ -77,7 +79,9 @@ function drawLevel(l) {
   const v = levelViews[l];
   const g = v.ctx;
   const head = ui.head;
+  const scale = fitBackingStore(v.canvas);
   g.save();
+  g.setTransform(scale, 0, 0, scale, 0, 0);
   g.fillStyle = '#000';
   g.fillRect(0, 0, CANVAS_W, CANVAS_H);
   g.imageSmoothingEnabled = false;
@@ -106,22 +110,39 @@ function drawLevel(l) {
   for (let p = 0; p < NUM_POINTS; p++) {
     const i = slot(head, l, p);
     const x = state.samplingLocations[2 * i] * CANVAS_W, y = state.samplingLocations[2 * i + 1] * CANVAS_H;
+    // A ring (radius by weight) keeps the heat map under the point visible; a dot marks the
+    // exact sampling location; the number sits outside.
     const rad = pointRadius(state.attentionWeights[i]);
     g.beginPath(); g.arc(x, y, rad, 0, 2 * Math.PI);
+    g.lineWidth = 6; g.strokeStyle = 'rgba(0,0,0,0.85)'; g.stroke();
+    g.lineWidth = 3; g.strokeStyle = POINT_COLOURS[p]; g.stroke();
+    g.beginPath(); g.arc(x, y, 2.5, 0, 2 * Math.PI);
     g.fillStyle = POINT_COLOURS[p]; g.fill();
-    g.lineWidth = 2; g.strokeStyle = '#000'; g.stroke();
+    g.lineWidth = 1; g.strokeStyle = '#000'; g.stroke();
     if (ui.selected[l] === p && document.activeElement === v.canvas) {
-      g.beginPath(); g.arc(x, y, rad + 5, 0, 2 * Math.PI);
+      g.beginPath(); g.arc(x, y, rad + 6, 0, 2 * Math.PI);
       g.lineWidth = 2.5; g.strokeStyle = '#fff'; g.setLineDash([5, 4]); g.stroke(); g.setLineDash([]);
     }
-    g.fillStyle = '#000'; g.font = 'bold 13px sans-serif'; g.textAlign = 'center'; g.textBaseline = 'middle';
-    g.fillText(String(p + 1), x, y + 0.5);
+    const lx = x - (rad + 6) * 0.72, ly = y - (rad + 6) * 0.72;
+    g.font = 'bold 12px sans-serif'; g.textAlign = 'center'; g.textBaseline = 'middle';
+    g.lineWidth = 4; g.strokeStyle = '#000'; g.strokeText(String(p + 1), lx, ly);
+    g.fillStyle = POINT_COLOURS[p]; g.fillText(String(p + 1), lx, ly);
   }
   g.restore();
   v.gradMax.textContent = gmax > 0 ? `max |∂loss/∂loc| ${fmt(gmax, 2)}` : 'no location gradient';
 }
 
-const pointRadius = (w) => 6 + 14 * Math.sqrt(Math.max(0, Math.min(1, w)));
+// Sizes the backing store to the canvas's displayed pixels; returns logical → backing scale.
+function fitBackingStore(canvas) {
+  const dpr = Math.min(3, window.devicePixelRatio || 1);
+  const css = canvas.clientWidth || CANVAS_W;
+  const scale = (css * dpr) / CANVAS_W;
+  const w = Math.max(1, Math.round(CANVAS_W * scale)), h = Math.max(1, Math.round(CANVAS_H * scale));
+  if (canvas.width !== w || canvas.height !== h) { canvas.width = w; canvas.height = h; }
+  return w / CANVAS_W;
+}
+
+const pointRadius = (w) => 5 + 11 * Math.sqrt(Math.max(0, Math.min(1, w)));
 
 function crosshair(g, x, y) {
   g.beginPath(); g.arc(x, y, 11, 0, 2 * Math.PI);
@@ -158,7 +179,7 @@ function drawHeat(l, r) {
     if (s > max) max = s;
   }
   const v = levelViews[l];
-  v.ctx.fillStyle = 'rgba(0,0,0,0.3)';
+  v.ctx.fillStyle = 'rgba(0,0,0,0.45)';
   v.ctx.fillRect(0, 0, CANVAS_W, CANVAS_H);
   if (max === 0) return;
   const img = v.heatCtx.createImageData(w, h);
@@ -170,7 +191,12 @@ function drawHeat(l, r) {
     img.data[4 * i + 3] = Math.round(235 * t);
   }
   v.heatCtx.putImageData(img, 0, 0);
+  // A soft halo so the few touched pixels of a fine level stay visible at small sizes.
+  v.ctx.save();
+  v.ctx.shadowColor = 'rgba(255, 190, 60, 0.9)';
+  v.ctx.shadowBlur = 10;
   v.ctx.drawImage(v.heat, r.x, r.y, r.w, r.h);
+  v.ctx.restore();
 }
 
 function drawCurve() {
@@ -528,6 +554,11 @@ function bindControls() {
     ev.preventDefault();
   });
   window.addEventListener('resize', () => drawCurve());
+  // Redraw crisply whenever a level's displayed size changes (layout, zoom, rotation).
+  if (typeof ResizeObserver === 'function') {
+    const ro = new ResizeObserver(() => { if (result) guarded(() => levelViews.forEach((_, l) => drawLevel(l))); });
+    levelViews.forEach((v) => ro.observe(v.canvas));
+  }
 }
 
 async function main() {
