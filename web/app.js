@@ -254,6 +254,8 @@ function render() {
   $('t-forward').textContent = `${result.forwardMs.toFixed(3)} ms`;
   $('t-backward').textContent = `${result.backwardMs.toFixed(3)} ms`;
   $('module').textContent = modules[ui.module].simd ? 'wasm SIMD' : 'wasm scalar';
+  // The spot for the thread count: what the module in use runs with (1 unless threaded).
+  $('threads').textContent = String(modules[ui.module].threads ?? 1);
   $('steps').textContent = String(ui.steps);
   drawCurve();
   ui.renders += 1;
@@ -339,6 +341,7 @@ function publish() {
     head: ui.head,
     module: ui.module,
     simd: modules[ui.module].simd,
+    threads: modules[ui.module].threads ?? 1,
     options: { ...ui.opts },
     target: Array.from(state.target),
     forwardArgs: result.args,
@@ -572,7 +575,6 @@ async function main() {
     ui.module = 'scalar';
     $('simd').value = 'scalar';
   }
-  if (modules.simd.threads !== undefined) $('threads').textContent = String(modules.simd.threads);
   data = buildPyramid(drawPicture());
   state = initialState();
   buildLevels();

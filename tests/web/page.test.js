@@ -107,7 +107,9 @@ test('loads without page or console errors, and shows the numbers the Node API c
   assert.ok(s.loss > 0, `initial loss ${s.loss}`);
   await checkAgainstNode(s);
   // The threads field shows the count the module runs with (1, or more when isolated and threaded).
-  assert.match(await page.locator('#threads').textContent(), /^[1-9]\d*$/);
+  const threads = await page.locator('#threads').textContent();
+  assert.match(threads, /^[1-9]\d*$/);
+  assert.equal(threads, String(await page.evaluate(() => window.__msda.threads)));
   await page.screenshot({ path: screenshotPath('page-start-1280x800.png') });
 });
 
