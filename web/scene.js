@@ -5,12 +5,15 @@
 export const PICTURE = { width: 160, height: 120 };
 export const LEVELS = [[60, 80], [30, 40], [15, 20]];   // (H, W) per level: halving each time
 export const NUM_HEADS = 3;
-// C_h per head: four features of the picture, then a positional encoding (1, x, y, x²+y²) as
-// a detector adds to its features. The encoding makes "every point on the target" the one
-// way to reach zero loss (weights sum to 1, mean at the target, no spread), so gradient
-// descent visibly pulls the points there instead of to any look-alike pixel.
+// C_h per head: four features of the picture, then a sinusoidal positional encoding
+// 2·(1, cos πx, sin πx, cos πy, sin πy), as a detector adds to its features. The encoding
+// makes "every point on the target" the one way to reach zero loss (the constant channel
+// makes the weights sum to 1, and a weighted mean of points on a half circle reaches the
+// circle only when they coincide), so descent pulls the points to the target instead of to
+// any look-alike pixel. The factor 2 lets position outweigh the picture's sharp edges.
 export const PICTURE_CHANNELS = 4;
-export const POSITION_CHANNELS = ['1', 'x', 'y', 'x²+y²'];
+export const POSITION_CHANNELS = ['1', 'cos πx', 'sin πx', 'cos πy', 'sin πy'];
+const POSITION_SCALE = 2;
 export const CHANNELS = PICTURE_CHANNELS + POSITION_CHANNELS.length;
 export const NUM_POINTS = 4;
 export const HEADS = [
@@ -157,7 +160,8 @@ export function buildPyramid(rgb) {
     for (let i = 0; i < h * w; i++) {
       // Normalised position of the pixel centre, where x = (j + 0.5) / W samples it.
       const x = ((i % w) + 0.5) / w, y = (Math.floor(i / w) + 0.5) / h;
-      const position = [1, x, y, x * x + y * y];
+      const position = [1, Math.cos(Math.PI * x), Math.sin(Math.PI * x), Math.cos(Math.PI * y), Math.sin(Math.PI * y)]
+        .map((v) => POSITION_SCALE * v);
       for (let head = 0; head < NUM_HEADS; head++) {
         const at = ((start + i) * NUM_HEADS + head) * CHANNELS;
         for (let c = 0; c < PICTURE_CHANNELS; c++) value[at + c] = feats[head][i * PICTURE_CHANNELS + c];
