@@ -33,6 +33,8 @@ test('train-toy: a progress bar and a loss per step, ending lower than it starte
   const start = Number(/started at (\S+),/.exec(r.out)[1]);
   assert.equal(final, losses[59]);
   assert.ok(final < 0.1 * start, `loss ${start} -> ${final}`);
+  const [, d0, d1] = /to the target: (\S+) → (\S+)/.exec(r.out).map(Number);
+  assert.ok(d1 < 0.5 * d0, `the points travel to the target: mean distance ${d0} -> ${d1}`);
   assert.equal(demo('train-toy.js', ['--steps', 'x']).code, 2, 'bad --steps is refused');
 });
 

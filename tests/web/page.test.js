@@ -174,6 +174,14 @@ test('Step lowers the loss, Reset returns to the start', async () => {
   const s = await snapshot();
   assert.equal(s.steps, 40);
   assert.ok(s.loss < 0.5 * start.loss, `40 steps: loss ${start.loss} -> ${s.loss}`);
+  // The points travel towards the target (locations are (x, y) pairs in BQHLP2 here).
+  const meanDistance = (snap) => {
+    const loc = snap.forwardArgs.samplingLocations.data;
+    let d = 0;
+    for (let i = 0; i < loc.length; i += 2) d += Math.hypot(loc[i] - snap.target[0], loc[i + 1] - snap.target[1]);
+    return d / (loc.length / 2);
+  };
+  assert.ok(meanDistance(s) < 0.75 * meanDistance(start), `distance to target ${meanDistance(start)} -> ${meanDistance(s)}`);
   await checkAgainstNode(s);
   await page.screenshot({ path: screenshotPath('page-40-steps-1280x800.png') });
   await page.click('#reset');
