@@ -10,8 +10,10 @@
 // temporary names and renamed into place only once all of them are complete.
 
 import {
-  accessSync, constants, mkdirSync, readFileSync, realpathSync, renameSync, statSync, unlinkSync, writeFileSync,
+  accessSync, constants, existsSync, mkdirSync, readFileSync, realpathSync, renameSync, statSync, unlinkSync,
+  writeFileSync,
 } from 'node:fs';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { formatShape, NpyError, parseNpy, serializeNpy } from './npy.js';
 
@@ -314,9 +316,23 @@ function compute(msda, op, args) {
   }
 }
 
+// mkdir -p one level at a time: Node's recursive mkdir spins forever when a parent exists but
+// answers ENOENT for any child (procfs: `--out /proc/x` hung the CLI at 100% CPU).
+function mkdirs(dir) {
+  const missing = [];
+  for (let d = dir; !existsSync(d) && dirname(d) !== d; d = dirname(d)) missing.push(d);
+  for (const d of missing.reverse()) {
+    try {
+      mkdirSync(d);
+    } catch (e) {
+      if (e.code !== 'EEXIST') throw e;
+    }
+  }
+}
+
 function prepareOut(dir) {
   try {
-    mkdirSync(dir, { recursive: true });
+    mkdirs(dir);
   } catch (e) {
     if (e.code !== 'EEXIST') throw bad(`--out ${dir}: cannot create directory ${e.path || dir}: ${why(e)}`);
   }

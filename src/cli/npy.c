@@ -319,7 +319,9 @@ static int read_file(const char *path, unsigned char **bytes, size_t *len, int *
 {
     *bytes = NULL;
     *len = 0;
-    int fd = open(path, O_RDONLY);
+    /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever;
+     * it changes nothing for the regular files accepted below. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
     if (fd < 0) {
         if (io_error) *io_error = 0;
         return fail(err, errlen, "cannot open: %s", strerror(errno));
