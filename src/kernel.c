@@ -87,6 +87,7 @@ typedef struct point_group {
                               only corners in `mask` may be dereferenced */
     unsigned mask[4];      /* per point: bit k set when corner k (00, 01, 10, 11) is inside the
                               level; 0 drops the sample (NaN, or outside under zeros padding) */
+    v4i offset_lanes;      /* offset as int32 lanes (narrow levels only) */
     v4i live;              /* -1 where mask != 0 */
     v4 weight[4];          /* bilinear weight of corner k */
     v4 fx, fy;
@@ -164,6 +165,7 @@ MSDA_INLINE void group_corners(v4 x, v4 y, const level_geom *g, point_group *pg)
         pg->live = ok;
         const v4i offset = v4i_add(v4i_mul(iy, v4i_splat((int32_t)g->row_stride)),
                                    v4i_mul(ix, v4i_splat((int32_t)g->pixel_stride)));
+        pg->offset_lanes = offset;
         int32_t m[4], o[4];
         v4i_store(m, mask);
         v4i_store(o, offset);
@@ -192,6 +194,7 @@ MSDA_INLINE void group_corners(v4 x, v4 y, const level_geom *g, point_group *pg)
         pg->grad_scale_x = v4_set(gx[0], gx[1], gx[2], gx[3]);
         pg->grad_scale_y = v4_set(gy[0], gy[1], gy[2], gy[3]);
         pg->live = v4i_set(live[0], live[1], live[2], live[3]);
+        pg->offset_lanes = v4i_splat(0);
     }
     const v4 fx = pg->fx, fy = pg->fy;
     pg->weight[0] = v4_mul(one_minus(fy), one_minus(fx));
@@ -227,42 +230,76 @@ MSDA_INLINE v4 load_partial(const float *p, int count)
 }
 
 /* ---- forward ----
- * Each (query, head) first lists its in-bounds corners as taps (offset, weight) in (level,
- * point, corner) order, then sums them channel block by channel block with the block's
- * accumulators in registers. */
+ * Each (query, head) first lists its in-bounds corners as taps (row, weight), then sums them
+ * channel block by channel block with the block's accumulators in registers. Tap order, which
+ * is each output channel's summation order: level, group of four points, corner, point. */
 
 #define MSDA_TAPS 256
 
 typedef struct taps {
-    ptrdiff_t offset[MSDA_TAPS];   /* element offset of the corner's row from the (batch, head) base */
+    const float *row[MSDA_TAPS];
     float weight[MSDA_TAPS];
 } taps;
 
+/* Appends the in-bounds corners of one point group; returns the new tap count. */
+MSDA_INLINE int emit_taps(taps *restrict tp, int n, const point_group *pg, const v4 aw[4], int count,
+                          const float *value_level, const level_geom *g)
+{
+    const ptrdiff_t delta[4] = {0, g->pixel_stride, g->row_stride, g->row_stride + g->pixel_stride};
+    if (count == 4 && (pg->mask[0] & pg->mask[1] & pg->mask[2] & pg->mask[3]) == 15u) {
+        for (int k = 0; k < 4; k++) v4_store(tp->weight + n + 4 * k, aw[k]);
+#if MSDA_SIMD && UINTPTR_MAX == 0xFFFFFFFFu
+        /* 32-bit pointers (wasm32): four rows per vector store */
+        if (g->narrow) {
+            const v4i rows = v4i_add(v4i_splat((int32_t)(uintptr_t)value_level),
+                                     v4i_mul(pg->offset_lanes, v4i_splat((int32_t)sizeof(float))));
+            for (int k = 0; k < 4; k++) {
+                const v4i r = v4i_add(rows, v4i_splat((int32_t)(delta[k] * (ptrdiff_t)sizeof(float))));
+                memcpy(tp->row + n + 4 * k, &r, sizeof r);
+            }
+            return n + 16;
+        }
+#endif
+        for (int k = 0; k < 4; k++)
+            for (int i = 0; i < 4; i++) tp->row[n + 4 * k + i] = value_level + pg->offset[i] + delta[k];
+        return n + 16;
+    }
+    float w[4][4];
+    for (int k = 0; k < 4; k++) v4_store(w[k], aw[k]);
+    for (int k = 0; k < 4; k++)
+        for (int i = 0; i < count; i++) {
+            if (!(pg->mask[i] >> k & 1u)) continue;
+            tp->row[n] = value_level + pg->offset[i] + delta[k];
+            tp->weight[n] = w[k][i];
+            n++;
+        }
+    return n;
+}
+
 /* out[c0 .. c0 + 4V) = (first ? 0 : out) + sum_t weight[t] * row[t][c0 ..] */
-MSDA_INLINE void sum_taps_block(float *restrict out, const float *restrict base, const taps *restrict tp, int n,
-                                int first, ptrdiff_t c0, const int V)
+MSDA_INLINE void sum_taps_block(float *restrict out, const taps *restrict tp, int n, int first, ptrdiff_t c0,
+                                const int V)
 {
     v4 acc[8];
     for (int v = 0; v < V; v++) acc[v] = first ? v4_zero() : v4_load(out + c0 + 4 * v);
     for (int t = 0; t < n; t++) {
         const v4 w = v4_splat(tp->weight[t]);
-        const float *row = base + tp->offset[t] + c0;
+        const float *row = tp->row[t] + c0;
         for (int v = 0; v < V; v++) acc[v] = v4_madd(acc[v], w, v4_load(row + 4 * v));
     }
     for (int v = 0; v < V; v++) v4_store(out + c0 + 4 * v, acc[v]);
 }
 
-static void sum_taps(float *restrict out, const float *restrict base, const taps *restrict tp, int n, int first,
-                     ptrdiff_t C)
+static void sum_taps(float *restrict out, const taps *restrict tp, int n, int first, ptrdiff_t C)
 {
     ptrdiff_t c = 0;
-    for (; c + 32 <= C; c += 32) sum_taps_block(out, base, tp, n, first, c, 8);
-    if (C - c >= 16) { sum_taps_block(out, base, tp, n, first, c, 4); c += 16; }
-    if (C - c >= 8) { sum_taps_block(out, base, tp, n, first, c, 2); c += 8; }
-    if (C - c >= 4) { sum_taps_block(out, base, tp, n, first, c, 1); c += 4; }
+    for (; c + 32 <= C; c += 32) sum_taps_block(out, tp, n, first, c, 8);
+    if (C - c >= 16) { sum_taps_block(out, tp, n, first, c, 4); c += 16; }
+    if (C - c >= 8) { sum_taps_block(out, tp, n, first, c, 2); c += 8; }
+    if (C - c >= 4) { sum_taps_block(out, tp, n, first, c, 1); c += 4; }
     for (; c < C; c++) {
         float acc = first ? 0.0f : out[c];
-        for (int t = 0; t < n; t++) acc += tp->weight[t] * base[tp->offset[t] + c];
+        for (int t = 0; t < n; t++) acc += tp->weight[t] * tp->row[t][c];
         out[c] = acc;
     }
 }
@@ -292,7 +329,9 @@ void msda__forward_range(const msda_plan *p, const msda_tensors *t, int64_t begi
     geom_cache_init(&gc, p);
     taps tp;
     for (int64_t unit = begin; unit < end; unit++) {
-        const int64_t b = unit / (H * blocks), h = (unit / blocks) % H, block = unit % blocks;
+        /* heads of one query block are neighbouring units: a range walks every head of the
+         * block's pixels together, which uses every cache set (one head's rows share 1/H of them) */
+        const int64_t b = unit / (H * blocks), block = (unit / H) % blocks, h = unit % H;
         const int64_t q_begin = block * MSDA_FORWARD_QUERY_BLOCK;
         const int64_t q_end = q_begin + MSDA_FORWARD_QUERY_BLOCK < Q ? q_begin + MSDA_FORWARD_QUERY_BLOCK : Q;
         const float *value_bh = t->value + b * p->value_stride_batch + h * p->value_stride_head;
@@ -304,7 +343,7 @@ void msda__forward_range(const msda_plan *p, const msda_tensors *t, int64_t begi
             int n = 0, first = 1;
             for (int64_t l = 0; l < NL; l++) {
                 const level_geom *g = geom_of(&gc, p, l);
-                const ptrdiff_t delta[4] = {0, g->pixel_stride, g->row_stride, g->row_stride + g->pixel_stride};
+                const float *value_level = value_bh + g->start;
                 for (int64_t pt = 0; pt < P; pt += 4) {
                     const int count = P - pt < 4 ? (int)(P - pt) : 4;
                     v4 x, y;
@@ -312,25 +351,17 @@ void msda__forward_range(const msda_plan *p, const msda_tensors *t, int64_t begi
                     point_group pg;
                     group_corners(x, y, g, &pg);
                     const v4 a = load_partial(weights_qh + l * P + pt, count);
-                    float aw[4][4];
-                    for (int k = 0; k < 4; k++) v4_store(aw[k], v4_mul(a, pg.weight[k]));
+                    const v4 aw[4] = {v4_mul(a, pg.weight[0]), v4_mul(a, pg.weight[1]), v4_mul(a, pg.weight[2]),
+                                      v4_mul(a, pg.weight[3])};
                     if (n + 16 > MSDA_TAPS) {   /* more samples than fit: sum what we have */
-                        sum_taps(out, value_bh, &tp, n, first, C);
+                        sum_taps(out, &tp, n, first, C);
                         first = 0;
                         n = 0;
                     }
-                    for (int i = 0; i < count; i++) {
-                        const ptrdiff_t base = g->start + pg.offset[i];
-                        const unsigned m = pg.mask[i];
-                        for (int k = 0; k < 4; k++) {   /* written always, kept when inside */
-                            tp.offset[n] = base + delta[k];
-                            tp.weight[n] = aw[k][i];
-                            n += (int)(m >> k & 1u);
-                        }
-                    }
+                    n = emit_taps(&tp, n, &pg, aw, count, value_level, g);
                 }
             }
-            sum_taps(out, value_bh, &tp, n, first, C);
+            sum_taps(out, &tp, n, first, C);
         }
     }
 }
@@ -394,14 +425,20 @@ void msda__backward_range(const msda_plan *p, const msda_tensors *t, int64_t beg
     geom_cache gc;
     geom_cache_init(&gc, p);
     for (int64_t unit = begin; unit < end; unit++) {
-        const int64_t b = unit / H, h = unit % H;
-        const int64_t head_offset = b * p->value_stride_batch + h * p->value_stride_head;
-        const float *value_bh = t->value + head_offset;
-        float *grad_value_bh = t->grad_value + head_offset;
+        const int64_t head_offset = unit / H * p->value_stride_batch + unit % H * p->value_stride_head;
         for (int64_t pixel = 0; pixel < p->value_length; pixel++)
-            memset(grad_value_bh + pixel * p->value_stride_pixel, 0, (size_t)C * sizeof(float));
-
-        for (int64_t q = 0; q < Q; q++) {
+            memset(t->grad_value + head_offset + pixel * p->value_stride_pixel, 0, (size_t)C * sizeof(float));
+    }
+    /* The units of one batch run side by side, query by query: each head's grad_value still
+     * sums over queries in order, and all heads' rows of a pixel are used together. */
+    for (int64_t b = begin / H; b * H < end; b++) {
+        const int64_t h_begin = b * H > begin ? 0 : begin - b * H;
+        const int64_t h_end = (b + 1) * H < end ? H : end - b * H;
+        for (int64_t q = 0; q < Q; q++)
+        for (int64_t h = h_begin; h < h_end; h++) {
+            const int64_t head_offset = b * p->value_stride_batch + h * p->value_stride_head;
+            const float *value_bh = t->value + head_offset;
+            float *grad_value_bh = t->grad_value + head_offset;
             const float *go = t->grad_output + ((b * Q + q) * H + h) * C;
             const int64_t loc_qh = b * p->loc_stride_batch + q * p->loc_stride_query + h * p->loc_stride_head;
             for (int64_t l = 0; l < NL; l++) {

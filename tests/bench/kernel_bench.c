@@ -3,7 +3,7 @@
  * so the kernel can be tuned before any JS exists. Prints one JSON line per config with a
  * hash of every output, so builds can be compared bit for bit.
  *   kernel_bench [--config small|decoder|encoder|all] [--repeats N] [--wall]
- *                [--spread PIXELS] [--fixed-ref]   (tuning: locality of the samples) */
+ *                [--pass fwd|bwd|both] [--spread PIXELS] [--fixed-ref]   (tuning: locality of the samples) */
 #define _POSIX_C_SOURCE 199309L
 #include <stdint.h>
 #include <stdio.h>
@@ -67,6 +67,7 @@ static void *xmalloc(int64_t bytes)
 
 /* tuning knobs, not part of the configs: offset spread in pixels, one reference point for all */
 static float spread = 4.0f;
+static int run_fwd = 1, run_bwd = 1;
 static int fixed_ref = 0;
 
 static int run(const char *name, int repeats)
@@ -87,6 +88,8 @@ static int run(const char *name, int repeats)
                   nw = msda_weights_elements(&p), no = msda_output_elements(&p);
     float *value = xmalloc(nv * 4), *loc = xmalloc(nl * 4), *attn = xmalloc(nw * 4), *gout = xmalloc(no * 4);
     float *out = xmalloc(no * 4), *gv = xmalloc(nv * 4), *gl = xmalloc(nl * 4), *ga = xmalloc(nw * 4);
+    memset(out, 0, (size_t)no * 4); memset(gv, 0, (size_t)nv * 4);
+    memset(gl, 0, (size_t)nl * 4); memset(ga, 0, (size_t)nw * 4);
     for (int64_t i = 0; i < nv; i++) value[i] = uniform(-1, 1);
     for (int64_t i = 0; i < no; i++) gout[i] = uniform(-1, 1);
     for (int64_t i = 0; i < nw; i++) attn[i] = uniform(0, 1) / (float)(NL * P);
@@ -120,12 +123,12 @@ static int run(const char *name, int repeats)
     msda_error err;
     for (int r = 0; r < repeats; r++) {
         double t0 = now_ms();
-        if (msda_forward(&p, value, loc, attn, out, &err) != MSDA_OK) {
+        if (run_fwd && msda_forward(&p, value, loc, attn, out, &err) != MSDA_OK) {
             fprintf(stderr, "kernel_bench: %s\n", err.message);
             return 1;
         }
         double t1 = now_ms();
-        if (msda_backward(&p, gout, value, loc, attn, gv, gl, ga, &err) != MSDA_OK) {
+        if (run_bwd && msda_backward(&p, gout, value, loc, attn, gv, gl, ga, &err) != MSDA_OK) {
             fprintf(stderr, "kernel_bench: %s\n", err.message);
             return 1;
         }
@@ -151,6 +154,10 @@ int main(int argc, char **argv)
         if (i + 1 >= argc) { fprintf(stderr, "kernel_bench: %s needs a value\n", argv[i]); return 2; }
         if (strcmp(argv[i], "--config") == 0) which = argv[i + 1];
         else if (strcmp(argv[i], "--repeats") == 0) repeats = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--pass") == 0) {
+            run_fwd = strcmp(argv[i + 1], "bwd") != 0;
+            run_bwd = strcmp(argv[i + 1], "fwd") != 0;
+        }
         else if (strcmp(argv[i], "--spread") == 0) spread = (float)atof(argv[i + 1]);
         else { fprintf(stderr, "kernel_bench: unknown argument %s\n", argv[i]); return 2; }
     }
