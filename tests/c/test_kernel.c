@@ -365,6 +365,45 @@ static void test_realistic_levels(void)
     }
 }
 
+/* A level wider than 2^24 pixels takes the kernels' pointer-width corner path (int32 lanes and
+ * exact float pixel indices no longer suffice). Coordinates are chosen so that the pixel position
+ * is exact or small in float (x = 2^-k, j*2^-24 for small j, 0, and 1 with align_corners) plus
+ * far and non-finite ones: float32 cannot place other points on such a level to within a pixel.
+ * Two combinations (zeros / border, both layouts of each tensor) since each run touches 64 MB. */
+static void test_wide_level(void)
+{
+    static const int64_t shapes[] = {1, (int64_t)1 << 24};
+    static const int combos[] = {0, 1 | 2 | 4 | 8};
+    for (int ci = 0; ci < 2; ci++) {
+        const int combo = combos[ci];
+        float xs[64];
+        int n = 0;
+        for (int k = 1; k <= 23; k++) xs[n++] = ldexpf(1.0f, -k);
+        for (int j = 1; j <= 9; j += 2) xs[n++] = ldexpf((float)j, -24);
+        xs[n++] = 0.0f;
+        if (combo & 4) xs[n++] = 1.0f;   /* u = W - 1 exactly; without align_corners W - 0.5 rounds */
+        xs[n++] = 1e30f;
+        xs[n++] = -INFINITY;
+        xs[n++] = NAN;
+        xs[n++] = -0.75f;
+        tu_case tc;
+        const uint64_t seed = 120000 + (uint64_t)combo;
+        tu_case_init(&tc, seed, 1, 2, 1, 1, 1, n, shapes, combo);
+        tu_rng rng;
+        tu_rng_seed(&rng, seed);
+        for (int64_t i = 0; i < tc.value_elements; i++) tc.value[i] = (float)((i * 7919) % 1000) / 500.0f - 1.0f;
+        for (int64_t i = 0; i < tc.weights_elements; i++) tc.attention_weights[i] = (float)tu_uniform(&rng, 0, 1);
+        for (int64_t i = 0; i < tc.output_elements; i++) tc.grad_output[i] = (float)tu_uniform(&rng, -1, 1);
+        for (int64_t q = 0; q < 2; q++)
+            for (int64_t pt = 0; pt < n; pt++) {
+                tc.sampling_locations[ref_location_index(&tc.p, 0, q, 0, 0, pt, 0)] = xs[pt];
+                tc.sampling_locations[ref_location_index(&tc.p, 0, q, 0, 0, pt, 1)] = (float)tu_uniform(&rng, -0.6, 1.6);
+            }
+        check_case(&tc, "wide level", NAN);
+        tu_case_free(&tc);
+    }
+}
+
 int main(void)
 {
     test_random();
@@ -374,5 +413,6 @@ int main(void)
     test_nonfinite_inputs();
     test_determinism();
     test_realistic_levels();
+    test_wide_level();
     return tu_finish();
 }
