@@ -404,6 +404,27 @@ static void test_wide_level(void)
     }
 }
 
+/* More levels than the kernels cache geometry for (16), with every kind of small level. */
+static void test_many_levels(void)
+{
+    for (int combo = 0; combo < TU_COMBOS; combo++) {
+        const uint64_t seed = 130000 + (uint64_t)combo;
+        tu_rng rng;
+        tu_rng_seed(&rng, seed);
+        const int64_t num_levels = 20;
+        int64_t shapes[2 * TU_MAX_LEVELS];
+        for (int64_t l = 0; l < num_levels; l++) {
+            shapes[2 * l] = tu_int(&rng, 1, 4);
+            shapes[2 * l + 1] = tu_int(&rng, 1, 4);
+        }
+        tu_case tc;
+        tu_case_init(&tc, seed, 2, 3, 2, 5, num_levels, 2, shapes, combo);
+        tu_case_fill(&tc, &rng, -0.3, 1.3);
+        check_case(&tc, "20 levels", NAN);
+        tu_case_free(&tc);
+    }
+}
+
 int main(void)
 {
     test_random();
@@ -413,6 +434,7 @@ int main(void)
     test_nonfinite_inputs();
     test_determinism();
     test_realistic_levels();
+    test_many_levels();
     test_wide_level();
     return tu_finish();
 }

@@ -20,7 +20,7 @@ int64_t tu_int(tu_rng *rng, int64_t lo, int64_t hi);    /* [lo, hi] */
 #define TU_COMBOS 16
 void tu_set_combo(msda_problem *p, int combo);
 
-#define TU_MAX_LEVELS 8
+#define TU_MAX_LEVELS 24
 
 /* A problem with its own shape arrays and float inputs (malloc'd). */
 typedef struct tu_case {
