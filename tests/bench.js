@@ -1,0 +1,333 @@
+#!/usr/bin/env node
+// The benchmark behind `make bench` / `npm run bench`: the CONTRACT.md configs on every backend
+// (native addon, wasm SIMD, wasm scalar, and the float64 JS reference on `small`), one thread,
+// each time the minimum over repeated runs. Besides the call as a user makes it (the copying API)
+// it times the reuse path (msda.prepare: tensors stay in the heap, no copies), runs the
+// lower-bound probe ../shared/bench/limit_probe.c (built by mk/bench.mk with the kernel's flags)
+// in the same run, and measures the wasm heap a backward call needs.
+//
+//   node tests/bench.js [--json] [--configs small,decoder,encoder] [--quick]
+//
+// --json prints one JSON object per line (CONTRACT.md's form plus extra fields) instead of the
+// table. --quick runs fewer repeats (a smoke run). Progress goes to stderr.
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+
+import { init } from '../bindings/index.js';
+import { referenceBackward, referenceForward } from '../bindings/reference.js';
+
+const ALL_CONFIGS = ['small', 'decoder', 'encoder'];
+
+function usage(message) {
+  process.stderr.write(`bench: ${message}\nusage: node tests/bench.js [--json] [--configs ${ALL_CONFIGS.join(',')}] [--quick]\n`);
+  process.exit(2);
+}
+
+const argv = process.argv.slice(2);
+let json = false;
+let quick = false;
+let configs = ALL_CONFIGS;
+for (let i = 0; i < argv.length; i++) {
+  if (argv[i] === '--json') json = true;
+  else if (argv[i] === '--quick') quick = true;
+  else if (argv[i] === '--configs') {
+    configs = (argv[++i] ?? '').split(',').filter(Boolean);
+    for (const c of configs) if (!ALL_CONFIGS.includes(c)) usage(`unknown config '${c}'`);
+    if (configs.length === 0) usage('--configs needs a comma-separated list');
+  } else usage(`unknown argument '${argv[i]}'`);
+}
+
+const root = (p) => fileURLToPath(new URL(`../${p}`, import.meta.url));
+const PROBE_WASM = root('build/bench/limit_probe.js');
+const PROBE_NATIVE = root('build/bench/limit_probe');
+for (const p of [PROBE_WASM, PROBE_NATIVE]) {
+  if (!existsSync(p)) {
+    process.stderr.write(`bench: ${p} is missing; run \`make bench\`, which builds it from ../shared/bench/limit_probe.c\n`);
+    process.exit(1);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Progress on stderr, overwritten in place when stderr is a terminal.
+
+const tty = process.stderr.isTTY;
+function progress(text) {
+  if (tty) process.stderr.write(`\r\x1b[K${text}`);
+  else if (text) process.stderr.write(`${text}\n`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Configs (CONTRACT.md): value BLNC, locations BQHLP2, zeros padding, align_corners false.
+
+const DETR_LEVELS = [[100, 167], [50, 84], [25, 42], [13, 21]];
+const CONFIGS = {
+  small: { B: 2, levels: [[32, 32], [16, 16], [8, 8], [4, 4]], Q: 'L', near: false },
+  decoder: { B: 1, levels: DETR_LEVELS, Q: 300, near: true },
+  encoder: { B: 1, levels: DETR_LEVELS, Q: 'L', near: true },
+};
+const H = 8, C = 32, P = 4;
+
+// mulberry32: small, seedable, the same inputs every run.
+function rng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6D2B79F5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+// Random inputs. With `near`, every query has a reference point (the encoder: its own pixel
+// centre; the decoder: a random point) and its samples sit a few pixels (±4) around it, as in a
+// trained model; otherwise locations are uniform over the image.
+function makeCase(name) {
+  const cfg = CONFIGS[name];
+  const NL = cfg.levels.length;
+  const starts = [];
+  let L = 0;
+  for (const [h, w] of cfg.levels) { starts.push(L); L += h * w; }
+  const Q = cfg.Q === 'L' ? L : cfg.Q;
+  const B = cfg.B;
+  const rand = rng(0x5eed + name.length);
+  const uniform = (lo, hi) => lo + (hi - lo) * rand();
+  const value = new Float32Array(B * L * H * C).map(() => uniform(-1, 1));
+  const gradOutput = new Float32Array(B * Q * H * C).map(() => uniform(-1, 1));
+  const attentionWeights = new Float32Array(B * Q * H * NL * P).map(() => uniform(0, 1) / (NL * P));
+  const samplingLocations = new Float32Array(B * Q * H * NL * P * 2);
+  for (let b = 0; b < B; b++) {
+    for (let q = 0; q < Q; q++) {
+      let rx = uniform(0, 1), ry = uniform(0, 1);
+      if (cfg.near && Q === L) {
+        let l = 0;
+        while (l + 1 < NL && q >= starts[l + 1]) l++;
+        const [h, w] = cfg.levels[l], pix = q - starts[l];
+        rx = ((pix % w) + 0.5) / w;
+        ry = (Math.floor(pix / w) + 0.5) / h;
+      }
+      for (let i = 0; i < H * NL * P; i++) {
+        const [h, w] = cfg.levels[Math.floor(i / P) % NL];
+        const at = ((b * Q + q) * H * NL * P + i) * 2;
+        samplingLocations[at] = cfg.near ? rx + uniform(-4, 4) / w : uniform(0, 1);
+        samplingLocations[at + 1] = cfg.near ? ry + uniform(-4, 4) / h : uniform(0, 1);
+      }
+    }
+  }
+  const spatialShapes = cfg.levels;
+  const args = {
+    value: { data: value, shape: [B, L, H, C] },
+    spatialShapes,
+    samplingLocations: { data: samplingLocations, shape: [B, Q, H, NL, P, 2] },
+    attentionWeights: { data: attentionWeights, shape: [B, Q, H, NL, P] },
+  };
+  const dims = { B, L, Q, H, C, NL, P };
+  const problem = { batch: B, numQueries: Q, numHeads: H, channels: C, numPoints: P, spatialShapes };
+  const ioBytes = 4 * (2 * value.length + 2 * samplingLocations.length + 2 * attentionWeights.length + gradOutput.length);
+  return { name, args, backwardArgs: { ...args, gradOutput: { data: gradOutput, shape: [B, Q, H * C] } }, dims, problem,
+    samples: B * Q * H * NL * P, ioBytes };
+}
+
+// Repeats per config (min over them); fewer for slow backends.
+function repeatsFor(config, backend) {
+  const base = { small: 10, decoder: 20, encoder: 5 }[config];
+  const r = backend === 'reference' ? 2 : backend === 'wasm-scalar' ? Math.ceil(base / 2) : base;
+  return quick ? Math.min(r, 2) : r;
+}
+
+const now = () => performance.now();
+
+// Times the copying API and the reuse path of one backend, interleaved, min of each.
+function timeBackend(msda, kase, backend) {
+  const reps = repeatsFor(kase.name, backend);
+  const best = { fwd: Infinity, bwd: Infinity, fwdReuse: Infinity, bwdReuse: Infinity };
+  const keep = (k, t0) => { best[k] = Math.min(best[k], now() - t0); };
+  let prepared = null;
+  if (msda) {
+    prepared = msda.prepare(kase.problem, { mode: 'both' });
+    prepared.value.set(kase.args.value.data);
+    prepared.samplingLocations.set(kase.args.samplingLocations.data);
+    prepared.attentionWeights.set(kase.args.attentionWeights.data);
+    prepared.gradOutput.set(kase.backwardArgs.gradOutput.data);
+  }
+  try {
+    for (let r = 0; r < reps; r++) {
+      progress(`bench: ${kase.name} ${backend} ${r + 1}/${reps}`);
+      let t0 = now();
+      if (msda) msda.forward(kase.args); else referenceForward(kase.args);
+      keep('fwd', t0);
+      if (prepared) { t0 = now(); prepared.forward(); keep('fwdReuse', t0); }
+      t0 = now();
+      if (msda) msda.backward(kase.backwardArgs); else referenceBackward(kase.backwardArgs);
+      keep('bwd', t0);
+      if (prepared) { t0 = now(); prepared.backward(); keep('bwdReuse', t0); }
+    }
+  } finally {
+    if (prepared) prepared.dispose();
+  }
+  if (!prepared) { best.fwdReuse = null; best.bwdReuse = null; }
+  return best;
+}
+
+// The wasm heap one backward call needs, against the bytes of its inputs and outputs. The
+// library never allocates, so the call's heap is the one block prepare() takes for its tensors;
+// the check below confirms the call neither grows memory nor leaves anything allocated.
+function backwardHeap(msda, kase) {
+  const before = msda.wasm.heapInUse();
+  const prepared = msda.prepare(kase.problem, { mode: 'backward' });
+  const peak = msda.wasm.heapInUse() - before;
+  const memoryBefore = msda.wasm.memory.buffer.byteLength;
+  prepared.backward();
+  const grew = msda.wasm.memory.buffer.byteLength !== memoryBefore;
+  prepared.dispose();
+  msda.backward(kase.backwardArgs);
+  const leaked = msda.wasm.heapInUse() - before;
+  return { peak, grew, leaked };
+}
+
+function runProbe(kind, samples) {
+  const [cmd, args] = kind === 'wasm'
+    ? [process.execPath, ['--no-experimental-fetch', PROBE_WASM, String(samples)]]
+    : [PROBE_NATIVE, [String(samples)]];
+  let out;
+  try {
+    out = execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (e) {
+    const why = String(e.stderr ?? e.message).trim().split('\n').slice(-3).join(' | ').slice(0, 300);
+    process.stderr.write(`\nbench: the limit probe failed: ${cmd} ${args.join(' ')}: ${why}\n`);
+    process.exit(1);
+  }
+  const r = JSON.parse(out.trim().split('\n').pop());
+  return { fwd: r.fwd_ms, bwd: r.bwd_ms };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const backends = [
+  ['native', () => init({ backend: 'native' })],
+  ['wasm', () => init({ simd: true })],
+  ['wasm-scalar', () => init({ simd: false })],
+];
+const apis = {};
+for (const [name, load] of backends) apis[name] = await load();
+
+const results = [];   // { config, backend, fwd, bwd, fwdReuse, bwdReuse, ... }
+const probes = {};    // config -> { wasm: {fwd,bwd}, native: {fwd,bwd} }
+const heaps = {};
+
+for (const config of configs) {
+  progress(`bench: ${config}: making inputs`);
+  const kase = makeCase(config);
+  const probe = { wasm: { fwd: Infinity, bwd: Infinity }, native: { fwd: Infinity, bwd: Infinity } };
+  const probeRound = () => {
+    for (const kind of ['wasm', 'native']) {
+      progress(`bench: ${config} limit probe (${kind})`);
+      const r = runProbe(kind, kase.samples);
+      probe[kind].fwd = Math.min(probe[kind].fwd, r.fwd);
+      probe[kind].bwd = Math.min(probe[kind].bwd, r.bwd);
+    }
+  };
+  // Probe rounds before, between and after the backends, so both see the same machine.
+  probeRound();
+  for (const [name] of backends) {
+    // warm-up: lets the engine tier the module up before anything is timed
+    apis[name].forward(kase.args);
+    apis[name].backward(kase.backwardArgs);
+    results.push({ config, backend: name, dims: kase.dims, ...timeBackend(apis[name], kase, name) });
+    if (name === 'wasm') probeRound();
+  }
+  if (config === 'small') results.push({ config, backend: 'reference', dims: kase.dims, ...timeBackend(null, kase, 'reference') });
+  if (!quick && config === 'encoder') probeRound();
+  probes[config] = probe;
+  progress(`bench: ${config}: wasm heap of a backward call`);
+  heaps[config] = { ...backwardHeap(apis.wasm, kase), ioBytes: kase.ioBytes };
+}
+progress('');
+
+// ---------------------------------------------------------------------------------------------
+// Output
+
+const find = (config, backend) => results.find((r) => r.config === config && r.backend === backend);
+const kernelTime = (r, pass) => (r[`${pass}Reuse`] ?? r[pass]);   // reference has no reuse path
+const probeOf = (r) => probes[r.config][r.backend === 'native' ? 'native' : 'wasm'];
+const round = (x, d = 2) => (x === null ? null : Number(x.toFixed(d)));
+
+if (json) {
+  for (const r of results) {
+    const { B, L, Q, H: h, C: c, NL, P: p } = r.dims;
+    const line = { config: r.config, backend: r.backend, threads: 1, fwd_ms: round(r.fwd), bwd_ms: round(r.bwd),
+      B, L, Q, H: h, C: c, NL, P: p, fwd_reuse_ms: round(r.fwdReuse), bwd_reuse_ms: round(r.bwdReuse) };
+    const scalar = find(r.config, 'wasm-scalar');
+    line.fwd_speedup_vs_wasm_scalar = round(kernelTime(scalar, 'fwd') / kernelTime(r, 'fwd'), 3);
+    line.bwd_speedup_vs_wasm_scalar = round(kernelTime(scalar, 'bwd') / kernelTime(r, 'bwd'), 3);
+    line.fwd_x_probe = round(kernelTime(r, 'fwd') / probeOf(r).fwd, 3);
+    line.bwd_x_probe = round(kernelTime(r, 'bwd') / probeOf(r).bwd, 3);
+    if (r.backend === 'wasm') {
+      line.bwd_heap_bytes = heaps[r.config].peak;
+      line.io_bytes = heaps[r.config].ioBytes;
+    }
+    console.log(JSON.stringify(line));
+  }
+  for (const config of configs) {
+    for (const kind of ['wasm', 'native']) {
+      const { B, L, Q, H: h, C: c, NL, P: p } = find(config, 'wasm').dims;
+      console.log(JSON.stringify({ config, backend: `limit-probe-${kind}`, threads: 1,
+        fwd_ms: round(probes[config][kind].fwd), bwd_ms: round(probes[config][kind].bwd), B, L, Q, H: h, C: c, NL, P: p }));
+    }
+  }
+} else {
+  const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
+  console.log(`ms-deform-attn benchmark: one thread, min over repeats, ms. ${cpu} (${os.cpus().length} CPUs), node ${process.version}`);
+  console.log('fwd/bwd: the copying API (msda.forward/backward); reuse: msda.prepare, no copies.');
+  console.log('x scalar: speed-up over wasm scalar; x probe: time / the limit probe (wasm SIMD probe for wasm, native probe for native); both on reuse times.');
+  console.log('');
+  const head = ['config', 'backend', 'fwd', 'bwd', 'fwd reuse', 'bwd reuse', 'fwd x scalar', 'bwd x scalar', 'fwd x probe', 'bwd x probe'];
+  const rows = [head];
+  const f = (x, d = 1) => (x === null || x === undefined ? '-' : x.toFixed(d));
+  for (const r of results) {
+    const scalar = find(r.config, 'wasm-scalar');
+    const probe = r.backend === 'reference' ? null : probeOf(r);
+    rows.push([r.config, r.backend === 'wasm' ? 'wasm SIMD' : r.backend === 'reference' ? 'JS float64 ref' : r.backend,
+      f(r.fwd), f(r.bwd), f(r.fwdReuse), f(r.bwdReuse),
+      f(kernelTime(scalar, 'fwd') / kernelTime(r, 'fwd'), 2), f(kernelTime(scalar, 'bwd') / kernelTime(r, 'bwd'), 2),
+      probe ? f(kernelTime(r, 'fwd') / probe.fwd, 2) : '-', probe ? f(kernelTime(r, 'bwd') / probe.bwd, 2) : '-']);
+  }
+  for (const config of configs) {
+    for (const kind of ['wasm', 'native']) {
+      const pr = probes[config][kind];
+      rows.push([config, `limit probe (${kind === 'wasm' ? 'wasm SIMD' : 'native'})`, f(pr.fwd), f(pr.bwd), '-', '-', '-', '-', '1.00', '1.00']);
+    }
+  }
+  const widths = head.map((_, i) => Math.max(...rows.map((row) => row[i].length)));
+  for (const row of rows) console.log(row.map((cell, i) => (i < 2 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('  '));
+
+  console.log('');
+  for (const config of configs) {
+    const h = heaps[config];
+    const extra = (h.peak / h.ioBytes - 1) * 100;
+    console.log(`${config}: wasm heap of a backward call ${(h.peak / 1e6).toFixed(2)} MB = inputs + outputs ${(h.ioBytes / 1e6).toFixed(2)} MB ${extra >= 0 ? '+' : ''}${extra.toFixed(2)}%` +
+      `${h.grew ? ' (memory grew during the call!)' : ''}${h.leaked ? ` (${h.leaked} bytes left allocated!)` : ''}`);
+  }
+
+  if (configs.includes('encoder')) {
+    const w = find('encoder', 'wasm'), s = find('encoder', 'wasm-scalar'), n = find('encoder', 'native');
+    const pw = probes.encoder.wasm, h = heaps.encoder;
+    const check = (ok) => (ok ? 'met' : 'NOT met');
+    const targets = [
+      [`wasm SIMD fwd ${(w.fwdReuse / pw.fwd).toFixed(2)} x probe (<= 1.25)`, w.fwdReuse <= 1.25 * pw.fwd],
+      [`wasm SIMD bwd ${(w.bwdReuse / pw.bwd).toFixed(2)} x probe (<= 1.25)`, w.bwdReuse <= 1.25 * pw.bwd],
+      [`wasm SIMD fwd ${(s.fwdReuse / w.fwdReuse).toFixed(2)} x faster than wasm scalar (>= 2.5)`, s.fwdReuse >= 2.5 * w.fwdReuse],
+      [`wasm SIMD bwd ${(s.bwdReuse / w.bwdReuse).toFixed(2)} x faster than wasm scalar (>= 3)`, s.bwdReuse >= 3 * w.bwdReuse],
+      [`native fwd ${(w.fwdReuse / n.fwdReuse).toFixed(2)} x, bwd ${(w.bwdReuse / n.bwdReuse).toFixed(2)} x wasm SIMD speed (>= 1)`,
+        n.fwdReuse <= w.fwdReuse && n.bwdReuse <= w.bwdReuse],
+      [`copying API over reuse (wasm SIMD): fwd +${((w.fwd / w.fwdReuse - 1) * 100).toFixed(1)}%, bwd +${((w.bwd / w.bwdReuse - 1) * 100).toFixed(1)}% (<= 10%)`,
+        w.fwd <= 1.1 * w.fwdReuse && w.bwd <= 1.1 * w.bwdReuse],
+      [`backward heap +${((h.peak / h.ioBytes - 1) * 100).toFixed(2)}% over inputs + outputs (<= 5%)`, h.peak <= 1.05 * h.ioBytes && !h.grew],
+    ];
+    console.log('');
+    console.log('targets (encoder, one thread, this run):');
+    for (const [text, ok] of targets) console.log(`  ${check(ok).padEnd(7)}  ${text}`);
+  }
+}
