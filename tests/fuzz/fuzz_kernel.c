@@ -95,7 +95,7 @@ static const int64_t special_ints[] = {
 };
 #define N_SPECIAL_INTS ((int)(sizeof special_ints / sizeof special_ints[0]))
 
-#define MAX_LEVELS 6   /* capacity of the shape arrays; num_levels never claims more */
+#define MAX_LEVELS 20  /* capacity of the shape arrays; num_levels never claims more */
 
 /* Accept/reject decided from the definitions alone, in 128-bit arithmetic. */
 static int independent_valid(const msda_problem *p)
@@ -492,7 +492,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     p.num_queries = 1 + next_byte(&s) % 5;
     p.num_heads = 1 + next_byte(&s) % 3;
     p.channels = channel_choices[next_byte(&s) % (sizeof channel_choices / sizeof channel_choices[0])];
-    p.num_levels = 1 + next_byte(&s) % 4;
+    /* Mostly 1..4 levels; sometimes 17..20 small ones (kernels may cache 16 levels' geometry). */
+    const uint8_t levels = next_byte(&s);
+    p.num_levels = levels >= 0xf8 ? 17 + levels % 4 : 1 + levels % 4;
     /* Mostly 1..4 points; sometimes 17..32, so levels x points passes 64 (kernels that gather
      * a query's corners into a fixed-size list must flush it). */
     const uint8_t points = next_byte(&s);
@@ -510,9 +512,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int64_t shapes[2 * MAX_LEVELS], starts[MAX_LEVELS];
     int64_t total = 0;
     for (int l = 0; l < MAX_LEVELS; l++) {
-        const uint8_t hw = next_byte(&s);
-        shapes[2 * l] = 1 + (hw & 7);
-        shapes[2 * l + 1] = 1 + (hw >> 4) % 8;
+        const uint8_t hw = l < 6 ? next_byte(&s) : (uint8_t)(l * 37);
+        shapes[2 * l] = 1 + (hw & 7) % (l < 6 ? 8 : 2);
+        shapes[2 * l + 1] = 1 + ((hw >> 4) % 8) % (l < 6 ? 8 : 3);
         starts[l] = total;
         total += shapes[2 * l] * shapes[2 * l + 1];
         if (l + 1 == p.num_levels) p.value_length = total;
