@@ -97,7 +97,6 @@ static pthread_cond_t work_done = PTHREAD_COND_INITIALIZER;
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
 static int started;                                   /* workers 1..started exist */
-static pthread_t workers[MSDA_MAX_THREADS];
 static unsigned long start_generation[MSDA_MAX_THREADS];
 static unsigned long generation;                      /* bumped once per call */
 static const msda_job *current_job;
@@ -162,9 +161,12 @@ static msda_status grow_pool(int parts, msda_error *err)
         pthread_attr_t attr;
         int rc = pthread_attr_init(&attr);
         if (rc == 0) {
-            /* The kernels use little stack; a small one keeps 64 workers cheap. */
+            /* The kernels use little stack; a small one keeps 64 workers cheap. Workers live
+             * as long as the process, so nobody joins them. */
             pthread_attr_setstacksize(&attr, (size_t)1 << 20);
-            rc = pthread_create(&workers[index], &attr, worker_main, (void *)(intptr_t)index);
+            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+            pthread_t thread;
+            rc = pthread_create(&thread, &attr, worker_main, (void *)(intptr_t)index);
             pthread_attr_destroy(&attr);
         }
         if (rc != 0) {
