@@ -247,6 +247,13 @@ static void test_nonfinite_inputs(void)
         tc.attention_weights[tu_int(&rng, 0, tc.weights_elements - 1)] = NAN;
         tc.attention_weights[tu_int(&rng, 0, tc.weights_elements - 1)] = -INFINITY;
         tc.grad_output[tu_int(&rng, 0, tc.output_elements - 1)] = INFINITY;
+        /* Dead samples (NaN x) with a non-finite weight still contribute nothing and get 0
+         * gradients: nothing multiplies their weight. */
+        for (int64_t q = 0; q < tc.p.num_queries; q += 2)
+            for (int64_t l = 0; l < 2; l++) {
+                tc.sampling_locations[ref_location_index(&tc.p, 0, q, 1, l, 1, 0)] = NAN;
+                tc.attention_weights[ref_weight_index(&tc.p, 0, q, 1, l, 1)] = q % 4 ? INFINITY : NAN;
+            }
         results r;
         results_alloc(&r, &tc);
         if (run(&tc, &r, 0.0f)) {
