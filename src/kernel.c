@@ -264,14 +264,17 @@ MSDA_INLINE int emit_taps(taps *restrict tp, int n, const point_group *pg, const
             for (int i = 0; i < 4; i++) tp->row[n + 4 * k + i] = value_level + pg->offset[i] + delta[k];
         return n + 16;
     }
+    /* Some corner outside (common near the edges of small levels): every slot is written and
+     * kept only when inside, without a branch per corner. An outside corner's row address is
+     * formed as an integer, never as an out-of-bounds pointer, and never dereferenced. */
     float w[4][4];
     for (int k = 0; k < 4; k++) v4_store(w[k], aw[k]);
     for (int k = 0; k < 4; k++)
         for (int i = 0; i < count; i++) {
-            if (!(pg->mask[i] >> k & 1u)) continue;
-            tp->row[n] = value_level + pg->offset[i] + delta[k];
+            tp->row[n] = (const float *)((uintptr_t)value_level +
+                                         (uintptr_t)(pg->offset[i] + delta[k]) * sizeof(float));
             tp->weight[n] = w[k][i];
-            n++;
+            n += (int)(pg->mask[i] >> k & 1u);
         }
     return n;
 }
@@ -367,54 +370,62 @@ void msda__forward_range(const msda_plan *p, const msda_tensors *t, int64_t begi
 }
 
 /* ---- backward ----
- * Per sample: d_k = <G, V(c_k)> and grad_value(c_k) += a w_k G for the corners inside, one
- * pass over the channels for all four when all are inside. */
+ * Per sample: d_k = <G, V(c_k)> and grad_value(c_k) += a w_k G for the corners inside, in one
+ * pass over the channels. M, a constant after inlining, says which corners are inside: inside
+ * corners are always the product of the inside columns and rows, so nine cases cover all. */
 MSDA_INLINE void backward_corners(const float *restrict g, const float *restrict value, float *restrict grad_value,
-                                  const ptrdiff_t off[4], const float aw[4], ptrdiff_t C, float d[4])
+                                  const ptrdiff_t off[4], const float aw[4], ptrdiff_t C, float d[4], const unsigned M)
 {
-    const float *v0 = value + off[0], *v1 = value + off[1], *v2 = value + off[2], *v3 = value + off[3];
-    float *gv0 = grad_value + off[0], *gv1 = grad_value + off[1], *gv2 = grad_value + off[2],
-          *gv3 = grad_value + off[3];
-    const v4 w0 = v4_splat(aw[0]), w1 = v4_splat(aw[1]), w2 = v4_splat(aw[2]), w3 = v4_splat(aw[3]);
-    v4 s0 = v4_zero(), s1 = v4_zero(), s2 = v4_zero(), s3 = v4_zero();
+    const float *v[4] = {0};
+    float *gv[4] = {0};
+    v4 w[4], s[4];
+    for (int k = 0; k < 4; k++) {
+        w[k] = v4_splat(aw[k]);
+        s[k] = v4_zero();
+        if (M >> k & 1u) {
+            v[k] = value + off[k];
+            gv[k] = grad_value + off[k];
+        }
+    }
+    const ptrdiff_t C4 = C & ~(ptrdiff_t)3;
     ptrdiff_t c = 0;
-    for (; c + 4 <= C; c += 4) {
+    for (; c < C4; c += 4) {
         const v4 gc = v4_load(g + c);
-        s0 = v4_madd(s0, gc, v4_load(v0 + c));
-        v4_store(gv0 + c, v4_madd(v4_load(gv0 + c), w0, gc));
-        s1 = v4_madd(s1, gc, v4_load(v1 + c));
-        v4_store(gv1 + c, v4_madd(v4_load(gv1 + c), w1, gc));
-        s2 = v4_madd(s2, gc, v4_load(v2 + c));
-        v4_store(gv2 + c, v4_madd(v4_load(gv2 + c), w2, gc));
-        s3 = v4_madd(s3, gc, v4_load(v3 + c));
-        v4_store(gv3 + c, v4_madd(v4_load(gv3 + c), w3, gc));
+        for (int k = 0; k < 4; k++) {
+            if (!(M >> k & 1u)) continue;
+            s[k] = v4_madd(s[k], gc, v4_load(v[k] + c));
+            v4_store(gv[k] + c, v4_madd(v4_load(gv[k] + c), w[k], gc));
+        }
     }
-    d[0] = v4_sum(s0); d[1] = v4_sum(s1); d[2] = v4_sum(s2); d[3] = v4_sum(s3);
-    for (; c < C; c++) {
-        d[0] += g[c] * v0[c]; gv0[c] += aw[0] * g[c];
-        d[1] += g[c] * v1[c]; gv1[c] += aw[1] * g[c];
-        d[2] += g[c] * v2[c]; gv2[c] += aw[2] * g[c];
-        d[3] += g[c] * v3[c]; gv3[c] += aw[3] * g[c];
-    }
+    for (int k = 0; k < 4; k++) d[k] = (M >> k & 1u) ? v4_sum(s[k]) : 0.0f;
+    for (; c < C; c++)
+        for (int k = 0; k < 4; k++) {
+            if (!(M >> k & 1u)) continue;
+            d[k] += g[c] * v[k][c];
+            gv[k][c] += aw[k] * g[c];
+        }
 }
 
-MSDA_INLINE float backward_corner(const float *restrict g, const float *restrict v, float *restrict gv, float aw,
-                                  ptrdiff_t C)
+/* The nine corner cases, each with a C = 32 version whose channel loop unrolls fully. */
+#define MSDA_BACKWARD_CASES(CH)                                                                    \
+    switch (mask) {                                                                                \
+    case 15: backward_corners(g, value, grad_value, off, aw, CH, d, 15); break;                   \
+    case 3: backward_corners(g, value, grad_value, off, aw, CH, d, 3); break;                     \
+    case 12: backward_corners(g, value, grad_value, off, aw, CH, d, 12); break;                   \
+    case 5: backward_corners(g, value, grad_value, off, aw, CH, d, 5); break;                     \
+    case 10: backward_corners(g, value, grad_value, off, aw, CH, d, 10); break;                   \
+    case 1: backward_corners(g, value, grad_value, off, aw, CH, d, 1); break;                     \
+    case 2: backward_corners(g, value, grad_value, off, aw, CH, d, 2); break;                     \
+    case 4: backward_corners(g, value, grad_value, off, aw, CH, d, 4); break;                     \
+    case 8: backward_corners(g, value, grad_value, off, aw, CH, d, 8); break;                     \
+    default: d[0] = d[1] = d[2] = d[3] = 0.0f; break;   /* dropped sample (mask 0) */             \
+    }
+
+static void backward_sample(const float *restrict g, const float *restrict value, float *restrict grad_value,
+                            const ptrdiff_t off[4], const float aw[4], ptrdiff_t C, float d[4], unsigned mask)
 {
-    const v4 w = v4_splat(aw);
-    v4 s = v4_zero();
-    ptrdiff_t c = 0;
-    for (; c + 4 <= C; c += 4) {
-        const v4 gc = v4_load(g + c);
-        s = v4_madd(s, gc, v4_load(v + c));
-        v4_store(gv + c, v4_madd(v4_load(gv + c), w, gc));
-    }
-    float sum = v4_sum(s);
-    for (; c < C; c++) {
-        sum += g[c] * v[c];
-        gv[c] += aw * g[c];
-    }
-    return sum;
+    if (C == 32) MSDA_BACKWARD_CASES(32)
+    else MSDA_BACKWARD_CASES(C)
 }
 
 void msda__backward_range(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end)
@@ -462,17 +473,9 @@ void msda__backward_range(const msda_plan *p, const msda_tensors *t, int64_t beg
                         const ptrdiff_t off[4] = {pg.offset[i] + delta[0], pg.offset[i] + delta[1],
                                                   pg.offset[i] + delta[2], pg.offset[i] + delta[3]};
                         const float awi[4] = {aw[0][i], aw[1][i], aw[2][i], aw[3][i]};
-                        if (m == 15) {
-                            float di[4];
-                            if (C == 32) backward_corners(go, value_level, grad_value_level, off, awi, 32, di);
-                            else backward_corners(go, value_level, grad_value_level, off, awi, C, di);
-                            for (int k = 0; k < 4; k++) d[k][i] = di[k];
-                        } else {
-                            for (int k = 0; k < 4; k++)
-                                if (m >> k & 1u)
-                                    d[k][i] = backward_corner(go, value_level + off[k], grad_value_level + off[k],
-                                                              awi[k], C);
-                        }
+                        float di[4];
+                        backward_sample(go, value_level, grad_value_level, off, awi, C, di, m);
+                        for (int k = 0; k < 4; k++) d[k][i] = di[k];
                     }
                     const v4 d0 = v4_load(d[0]), d1 = v4_load(d[1]), d2 = v4_load(d[2]), d3 = v4_load(d[3]);
                     const v4 fx = pg.fx, fy = pg.fy, zero = v4_zero();

@@ -3,7 +3,7 @@
  * so the kernel can be tuned before any JS exists. Prints one JSON line per config with a
  * hash of every output, so builds can be compared bit for bit.
  *   kernel_bench [--config small|decoder|encoder|all] [--repeats N] [--wall]
- *                [--pass fwd|bwd|both] [--spread PIXELS] [--fixed-ref]   (tuning: locality of the samples) */
+ *                [--pass fwd|bwd|both] [--spread PIXELS] [--fixed-ref] [--misalign BYTES]   (tuning: locality of the samples) */
 #define _POSIX_C_SOURCE 199309L
 #include <stdint.h>
 #include <stdio.h>
@@ -55,9 +55,13 @@ static uint64_t hash_floats(const float *x, int64_t n, uint64_t h)
     return h;
 }
 
+/* 64-byte aligned plus --misalign bytes: where rows start relative to cache lines matters */
+static int misalign = 0;
+
 static void *xmalloc(int64_t bytes)
 {
-    void *p = malloc((size_t)bytes);
+    char *p = aligned_alloc(64, (size_t)((bytes + misalign + 63) / 64 * 64));
+    if (p) p += misalign;
     if (!p) {
         fprintf(stderr, "kernel_bench: out of memory (%lld bytes)\n", (long long)bytes);
         exit(1);
@@ -140,7 +144,8 @@ static int run(const char *name, int repeats)
     uint64_t hb = hash_floats(ga, nw, hash_floats(gl, nl, hash_floats(gv, nv, 0xCBF29CE484222325ull)));
     printf("{\"config\":\"%s\",\"fwd_ms\":%.2f,\"bwd_ms\":%.2f,\"fwd_hash\":\"%016llx\",\"bwd_hash\":\"%016llx\"}\n",
            name, fwd, bwd, (unsigned long long)hf, (unsigned long long)hb);
-    free(value); free(loc); free(attn); free(gout); free(out); free(gv); free(gl); free(ga);
+    float *all[8] = {value, loc, attn, gout, out, gv, gl, ga};
+    for (int i = 0; i < 8; i++) free((char *)all[i] - misalign);
     return 0;
 }
 
@@ -158,6 +163,7 @@ int main(int argc, char **argv)
             run_fwd = strcmp(argv[i + 1], "bwd") != 0;
             run_bwd = strcmp(argv[i + 1], "fwd") != 0;
         }
+        else if (strcmp(argv[i], "--misalign") == 0) misalign = atoi(argv[i + 1]) & ~3;
         else if (strcmp(argv[i], "--spread") == 0) spread = (float)atof(argv[i + 1]);
         else { fprintf(stderr, "kernel_bench: unknown argument %s\n", argv[i]); return 2; }
     }
