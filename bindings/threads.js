@@ -21,6 +21,7 @@ export const MAX_THREADS = 64;
 const INITIAL_PAGES = 256;
 const MAXIMUM_PAGES = 65536;
 const WORKER_STACK_BYTES = 256 * 1024;
+const START_TIMEOUT_MS = 60000;
 
 // The control block, Int32 slots in the shared memory.
 const GENERATION = 0; // bumped once per call; workers wait on it
@@ -109,7 +110,9 @@ function workerExecArgv() {
   return kept;
 }
 
-async function startWorker(init) {
+// Starts one worker, listed in pool.workers at once (so terminate() reaches it whatever happens),
+// and resolves when it is ready.
+async function startWorker(init, pool) {
   const url = new URL('./threads-worker.js', import.meta.url);
   let worker;
   if (isNode) {
@@ -119,9 +122,20 @@ async function startWorker(init) {
   } else {
     worker = new Worker(url, { type: 'module', name: `ms-deform-attn worker ${init.index}` });
   }
+  pool.workers.push(worker);
   const on = (type, fn) => (isNode ? worker.on(type, fn) : worker.addEventListener(type, fn));
   const off = (type, fn) => (isNode ? worker.off(type, fn) : worker.removeEventListener(type, fn));
+  // From now on a worker that dies makes later calls run on this thread alone (and an 'error'
+  // event always has a listener, so it never becomes an uncaught exception in Node).
+  const gone = () => { if (pool.broken === null) pool.broken = `worker ${init.index} stopped`; };
+  on('error', gone);
+  if (isNode) on('exit', gone);
   await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      cleanup();
+      reject(new Error(`ms-deform-attn: worker ${init.index} was not ready after ${START_TIMEOUT_MS / 1000} s`));
+    }, START_TIMEOUT_MS);
+    if (isNode) timer.unref();
     const onMessage = (m) => {
       const data = isNode ? m : m.data;
       cleanup();
@@ -133,6 +147,7 @@ async function startWorker(init) {
       reject(new Error(`ms-deform-attn: worker ${init.index} failed to start: ${e && e.message ? e.message : e}`));
     };
     const cleanup = () => {
+      clearTimeout(timer);
       off('message', onMessage);
       off('error', onError);
     };
@@ -251,11 +266,8 @@ async function startThreads(threads) {
       const stack = exports.malloc(WORKER_STACK_BYTES) >>> 0;
       if (stack === 0) throw new Error('ms-deform-attn: no heap for a worker stack');
       // The stack grows down from its top, 16-byte aligned.
-      const stackTop = (stack + WORKER_STACK_BYTES) & ~15;
-      starting.push(startWorker({ module: compiled, memory, control, stackTop, index }).then((w) => {
-        pool.workers.push(w);
-        return w;
-      }));
+      const stackTop = Math.floor((stack + WORKER_STACK_BYTES) / 16) * 16;   // not `& ~15`: may be >= 2^31
+      starting.push(startWorker({ module: compiled, memory, control, stackTop, index }, pool));
     }
     const results = await Promise.allSettled(starting);
     const failure = results.find((r) => r.status === 'rejected');
@@ -263,15 +275,6 @@ async function startThreads(threads) {
   } catch (e) {
     pool.terminate();
     throw e;
-  }
-  for (const w of pool.workers) {
-    const gone = () => { if (pool.broken === null) pool.broken = 'a worker exited'; };
-    if (isNode) {
-      w.on('exit', gone);
-      w.on('error', gone);
-    } else {
-      w.addEventListener('error', gone);
-    }
   }
   // WasmBackend reads exports.memory; this module imports its memory instead of exporting it.
   const backend = new WasmBackend({ exports: { ...exports, memory } });

@@ -153,6 +153,23 @@ test('wasm: memory growth between and during threaded calls, prepared problems, 
   assert.equal(wasm2.wasm.heapInUse(), heap, 'a throwing call leaves the heap as it was');
 });
 
+test('wasm: after a worker has gone, calls run on the calling thread with the same bits', async () => {
+  const one = await init({ simd: true });
+  const wasm4 = await init({ threads: 4 });
+  const pool = wasm4._backend.pool;
+  const c = makeCase(5, CASES[0]);
+  const want = run(one, c);
+  assertSameResults(run(wasm4, c), want, 'pool of 4, all workers');
+  const worker = pool.workers[1];
+  const exited = new Promise((resolve) => worker.once('exit', resolve));
+  await worker.terminate();
+  await exited;
+  assert.match(String(pool.broken), /^worker \d+ stopped$/);
+  const before = pool.workerParts();
+  assertSameResults(run(wasm4, c), want, 'pool of 4 after a worker stopped');
+  assert.equal(pool.workerParts(), before, 'no worker is asked any more');
+});
+
 test('native addon: threads 1, 2, 3, 8 give the same bits', async () => {
   const native = await initNative();
   const native3 = await initNative({ threads: 3 });
