@@ -1,6 +1,7 @@
 # ms-deform-attn. `make test` installs what is missing, builds everything and runs every suite;
 # `make demo` serves the interactive page. Each part of the build lives in mk/*.mk.
 
+SHELL   := /bin/bash
 CC      ?= cc
 BUILD   := build
 NATIVE  := $(BUILD)/native
@@ -36,10 +37,14 @@ include mk/native.mk
 setup:
 	@scripts/setup.sh
 
+# Every suite's output also goes to build/test.log, whose counts make the closing total.
 test: setup
 	@$(MAKE) --no-print-directory native wasm
-	@set -e; for s in $(TEST_SUITES); do $(MAKE) --no-print-directory $$s; done
+	@mkdir -p $(BUILD); : > $(BUILD)/test.log
+	@set -eo pipefail; for s in $(TEST_SUITES); do \
+	  $(MAKE) --no-print-directory $$s 2>&1 | tee -a $(BUILD)/test.log; done
 	@echo "make test: all suites passed ($(TEST_SUITES))"
+	@scripts/test-summary.sh $(BUILD)/test.log
 
 clean:
 	rm -rf $(BUILD) $(DIST)
