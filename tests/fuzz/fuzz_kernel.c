@@ -499,6 +499,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * a query's corners into a fixed-size list must flush it). */
     const uint8_t points = next_byte(&s);
     p.num_points = points >= 0xf0 ? 17 + points % 16 : 1 + points % 4;
+    /* Keep each input fast: at most 512 samples (many levels or points mean fewer queries,
+     * heads and batches; the reference is slow on purpose). */
+    while (p.batch * p.num_queries * p.num_heads * p.num_levels * p.num_points > 512) {
+        if (p.num_queries > 1) p.num_queries--;
+        else if (p.num_heads > 1) p.num_heads--;
+        else if (p.batch > 1) p.batch--;
+        else p.num_points = 1 + p.num_points / 2;
+    }
     const uint8_t options = next_byte(&s);
     p.value_layout = (options & 1) ? MSDA_VALUE_BNLC : MSDA_VALUE_BLNC;
     p.locations_layout = (options & 2) ? MSDA_LOCATIONS_B2QHLP : MSDA_LOCATIONS_BQHLP2;

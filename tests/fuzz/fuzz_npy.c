@@ -159,6 +159,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if ((__int128)arr.data_bytes != count * (__int128)npy_dtype_size(arr.dtype)) die("data_bytes is wrong", NULL);
         if (arr.data_offset < 10 || arr.data_offset > size || arr.data_offset + arr.data_bytes != size)
             die("data is not exactly the bytes after the header", NULL);
+        /* the format: magic (6), version (2), header length (2 bytes in 1.0, 4 after), header */
+        const size_t header_len = arr.version_major == 1
+            ? (size_t)bytes[8] | (size_t)bytes[9] << 8
+            : (size_t)bytes[8] | (size_t)bytes[9] << 8 | (size_t)bytes[10] << 16 | (size_t)bytes[11] << 24;
+        if (bytes[6] != arr.version_major || bytes[7] != 0) die("version differs from the file's bytes", NULL);
+        if (arr.data_offset != (arr.version_major == 1 ? 10u : 12u) + header_len)
+            die("data does not start right after the header the file declares", NULL);
 
         /* What NumPy's writer would emit for this array parses back to the same array. */
         unsigned char header[NPY_HEADER_MAX];
