@@ -307,6 +307,59 @@ static void sum_taps(float *restrict out, const taps *restrict tp, int n, int fi
     }
 }
 
+/* ---- query order ----
+ * Encoder-style problems have one query per pixel in raster order, each sampling a few pixels
+ * around its own; walked in that order, the rows a stretch of queries reads span many image
+ * lines and overflow the cache. Blocks of up to MSDA_BLOCK queries are walked instead in
+ * Morton (Z) order of a reference point (the mean of head 0's level-0 points), which keeps
+ * consecutive queries in a small patch. The forward's bits do not depend on the order at all;
+ * the backward's blocks depend on the locations only, never on how units are split over
+ * threads, so every thread count gives the same bits. */
+
+#define MSDA_BLOCK 1024
+
+static inline float unit_clamp(float x) { return x >= 0.0f ? (x <= 1.0f ? x : 1.0f) : 0.0f; }   /* NaN: 0 */
+
+static inline uint32_t spread_bits(uint32_t v)   /* bits 0..7 to the even bits 0..14 */
+{
+    v = (v | v << 4) & 0x0F0Fu;
+    v = (v | v << 2) & 0x3333u;
+    v = (v | v << 1) & 0x5555u;
+    return v;
+}
+
+/* order[0 .. n) = the queries q_begin .. q_begin + n of batch b, in walking order. */
+static void query_order(const msda_plan *p, const float *locations, int64_t b, int64_t q_begin, int n,
+                        uint16_t *order)
+{
+    uint16_t key[MSDA_BLOCK], key_tmp[MSDA_BLOCK], order_tmp[MSDA_BLOCK];
+    const int64_t points = p->num_points < 4 ? p->num_points : 4;
+    for (int i = 0; i < n; i++) {
+        const float *loc = locations + b * p->loc_stride_batch + (q_begin + i) * p->loc_stride_query;
+        float sx = 0.0f, sy = 0.0f;
+        for (int64_t pt = 0; pt < points; pt++) {
+            sx += unit_clamp(loc[pt * p->loc_stride_point]);
+            sy += unit_clamp(loc[pt * p->loc_stride_point + p->loc_stride_xy]);
+        }
+        const uint32_t ix = (uint32_t)(sx / (float)points * 255.0f), iy = (uint32_t)(sy / (float)points * 255.0f);
+        key[i] = (uint16_t)(spread_bits(ix) | spread_bits(iy) << 1);
+        order[i] = (uint16_t)i;
+    }
+    /* stable LSD radix sort, two passes of 8 bits */
+    for (int shift = 0; shift < 16; shift += 8) {
+        int count[257] = {0};
+        for (int i = 0; i < n; i++) count[(key[i] >> shift & 255) + 1]++;
+        for (int r = 0; r < 256; r++) count[r + 1] += count[r];
+        for (int i = 0; i < n; i++) {
+            const int at = count[key[i] >> shift & 255]++;
+            key_tmp[at] = key[i];
+            order_tmp[at] = order[i];
+        }
+        memcpy(key, key_tmp, (size_t)n * sizeof *key);
+        memcpy(order, order_tmp, (size_t)n * sizeof *order);
+    }
+}
+
 static int64_t query_blocks(const msda_plan *p)
 {
     return (p->num_queries + MSDA_FORWARD_QUERY_BLOCK - 1) / MSDA_FORWARD_QUERY_BLOCK;
@@ -322,50 +375,71 @@ int64_t msda__backward_units(const msda_plan *p)
     return p->batch * p->num_heads;
 }
 
-void msda__forward_range(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end)
+/* output[b, q, h] */
+static void forward_query(const msda_plan *p, const msda_tensors *t, geom_cache *gc, taps *tp, int64_t b, int64_t q,
+                          int64_t h)
 {
-    const int64_t Q = p->num_queries, H = p->num_heads, NL = p->num_levels, P = p->num_points,
-                  blocks = query_blocks(p);
+    const int64_t Q = p->num_queries, H = p->num_heads, NL = p->num_levels, P = p->num_points;
     const ptrdiff_t C = (ptrdiff_t)p->channels, xy = (ptrdiff_t)p->loc_stride_xy,
                     point_stride = (ptrdiff_t)p->loc_stride_point;
+    const float *value_bh = t->value + b * p->value_stride_batch + h * p->value_stride_head;
+    float *out = t->output + ((b * Q + q) * H + h) * C;
+    const float *loc_qh = t->sampling_locations + b * p->loc_stride_batch + q * p->loc_stride_query +
+                          h * p->loc_stride_head;
+    const float *weights_qh = t->attention_weights + ((b * Q + q) * H + h) * NL * P;
+    int n = 0, first = 1;
+    for (int64_t l = 0; l < NL; l++) {
+        const level_geom *g = geom_of(gc, p, l);
+        const float *value_level = value_bh + g->start;
+        for (int64_t pt = 0; pt < P; pt += 4) {
+            const int count = P - pt < 4 ? (int)(P - pt) : 4;
+            v4 x, y;
+            load_points(loc_qh + l * p->loc_stride_level + pt * point_stride, point_stride, xy, count, &x, &y);
+            point_group pg;
+            group_corners(x, y, g, &pg);
+            const v4 a = load_partial(weights_qh + l * P + pt, count);
+            const v4 aw[4] = {v4_mul(a, pg.weight[0]), v4_mul(a, pg.weight[1]), v4_mul(a, pg.weight[2]),
+                              v4_mul(a, pg.weight[3])};
+            if (n + 16 > MSDA_TAPS) {   /* more samples than fit: sum what we have */
+                sum_taps(out, tp, n, first, C);
+                first = 0;
+                n = 0;
+            }
+            n = emit_taps(tp, n, &pg, aw, count, value_level, g);
+        }
+    }
+    sum_taps(out, tp, n, first, C);
+}
+
+void msda__forward_range(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end)
+{
+    const int64_t Q = p->num_queries, H = p->num_heads, blocks = query_blocks(p);
+    const int64_t per_chunk = MSDA_BLOCK / MSDA_FORWARD_QUERY_BLOCK;
     geom_cache gc;
     geom_cache_init(&gc, p);
     taps tp;
-    for (int64_t unit = begin; unit < end; unit++) {
-        /* heads of one query block are neighbouring units: a range walks every head of the
-         * block's pixels together, which uses every cache set (one head's rows share 1/H of them) */
-        const int64_t b = unit / (H * blocks), block = (unit / H) % blocks, h = unit % H;
-        const int64_t q_begin = block * MSDA_FORWARD_QUERY_BLOCK;
-        const int64_t q_end = q_begin + MSDA_FORWARD_QUERY_BLOCK < Q ? q_begin + MSDA_FORWARD_QUERY_BLOCK : Q;
-        const float *value_bh = t->value + b * p->value_stride_batch + h * p->value_stride_head;
-        for (int64_t q = q_begin; q < q_end; q++) {
-            float *out = t->output + ((b * Q + q) * H + h) * C;
-            const float *loc_qh = t->sampling_locations + b * p->loc_stride_batch + q * p->loc_stride_query +
-                                  h * p->loc_stride_head;
-            const float *weights_qh = t->attention_weights + ((b * Q + q) * H + h) * NL * P;
-            int n = 0, first = 1;
-            for (int64_t l = 0; l < NL; l++) {
-                const level_geom *g = geom_of(&gc, p, l);
-                const float *value_level = value_bh + g->start;
-                for (int64_t pt = 0; pt < P; pt += 4) {
-                    const int count = P - pt < 4 ? (int)(P - pt) : 4;
-                    v4 x, y;
-                    load_points(loc_qh + l * p->loc_stride_level + pt * point_stride, point_stride, xy, count, &x, &y);
-                    point_group pg;
-                    group_corners(x, y, g, &pg);
-                    const v4 a = load_partial(weights_qh + l * P + pt, count);
-                    const v4 aw[4] = {v4_mul(a, pg.weight[0]), v4_mul(a, pg.weight[1]), v4_mul(a, pg.weight[2]),
-                                      v4_mul(a, pg.weight[3])};
-                    if (n + 16 > MSDA_TAPS) {   /* more samples than fit: sum what we have */
-                        sum_taps(out, &tp, n, first, C);
-                        first = 0;
-                        n = 0;
-                    }
-                    n = emit_taps(&tp, n, &pg, aw, count, value_level, g);
-                }
-            }
-            sum_taps(out, &tp, n, first, C);
+    uint16_t order[MSDA_BLOCK];
+    /* Units are (batch, query block, head) with the head fastest. The range's units are walked
+     * up to MSDA_BLOCK queries at a time in the walking order, every head of a query together:
+     * all heads' rows of a pixel are used together (one head's rows alone share 1/H of the
+     * cache sets). */
+    const int64_t first = begin / H, last = (end - 1) / H;   /* global query blocks b * blocks + block */
+    for (int64_t chunk = first; chunk <= last;) {
+        const int64_t b = chunk / blocks;
+        int64_t chunk_end = chunk + per_chunk;
+        if (chunk_end > (b + 1) * blocks) chunk_end = (b + 1) * blocks;
+        if (chunk_end > last + 1) chunk_end = last + 1;
+        const int64_t q_begin = (chunk - b * blocks) * MSDA_FORWARD_QUERY_BLOCK;
+        int64_t q_end = (chunk_end - b * blocks) * MSDA_FORWARD_QUERY_BLOCK;
+        if (q_end > Q) q_end = Q;
+        const int n = (int)(q_end - q_begin);
+        query_order(p, t->sampling_locations, b, q_begin, n, order);
+        for (int i = 0; i < n; i++) {
+            const int64_t q = q_begin + order[i], unit0 = (b * blocks + q / MSDA_FORWARD_QUERY_BLOCK) * H;
+            const int64_t h_begin = begin > unit0 ? begin - unit0 : 0, h_end = end < unit0 + H ? end - unit0 : H;
+            for (int64_t h = h_begin; h < h_end; h++) forward_query(p, t, &gc, &tp, b, q, h);
         }
+        chunk = chunk_end;
     }
 }
 
@@ -428,78 +502,89 @@ static void backward_sample(const float *restrict g, const float *restrict value
     else MSDA_BACKWARD_CASES(C)
 }
 
-void msda__backward_range(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end)
+/* grad_sampling_locations and grad_attention_weights of (b, q, h), and its grad_value terms */
+static void backward_query(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t q, int64_t h)
 {
     const int64_t Q = p->num_queries, H = p->num_heads, NL = p->num_levels, P = p->num_points;
     const ptrdiff_t C = (ptrdiff_t)p->channels, xy = (ptrdiff_t)p->loc_stride_xy,
                     point_stride = (ptrdiff_t)p->loc_stride_point;
+    const int64_t head_offset = b * p->value_stride_batch + h * p->value_stride_head;
+    const float *value_bh = t->value + head_offset;
+    float *grad_value_bh = t->grad_value + head_offset;
+    const float *go = t->grad_output + ((b * Q + q) * H + h) * C;
+    const int64_t loc_qh = b * p->loc_stride_batch + q * p->loc_stride_query + h * p->loc_stride_head;
+    for (int64_t l = 0; l < NL; l++) {
+        const level_geom *g = geom_of(gc, p, l);
+        const ptrdiff_t delta[4] = {0, g->pixel_stride, g->row_stride, g->row_stride + g->pixel_stride};
+        const float *value_level = value_bh + g->start;
+        float *grad_value_level = grad_value_bh + g->start;
+        for (int64_t pt = 0; pt < P; pt += 4) {
+            const int count = P - pt < 4 ? (int)(P - pt) : 4;
+            const int64_t weight_index = (((b * Q + q) * H + h) * NL + l) * P + pt;
+            const int64_t loc_index = loc_qh + l * p->loc_stride_level + pt * point_stride;
+            v4 x, y;
+            load_points(t->sampling_locations + loc_index, point_stride, xy, count, &x, &y);
+            point_group pg;
+            group_corners(x, y, g, &pg);
+            const v4 a = load_partial(t->attention_weights + weight_index, count);
+            float aw[4][4], d[4][4] = {{0.0f}};   /* [corner][point] */
+            for (int k = 0; k < 4; k++) v4_store(aw[k], v4_mul(a, pg.weight[k]));
+            for (int i = 0; i < count; i++) {
+                const unsigned m = pg.mask[i];
+                const ptrdiff_t off[4] = {pg.offset[i] + delta[0], pg.offset[i] + delta[1],
+                                          pg.offset[i] + delta[2], pg.offset[i] + delta[3]};
+                const float awi[4] = {aw[0][i], aw[1][i], aw[2][i], aw[3][i]};
+                float di[4];
+                backward_sample(go, value_level, grad_value_level, off, awi, C, di, m);
+                for (int k = 0; k < 4; k++) d[k][i] = di[k];
+            }
+            const v4 d0 = v4_load(d[0]), d1 = v4_load(d[1]), d2 = v4_load(d[2]), d3 = v4_load(d[3]);
+            const v4 fx = pg.fx, fy = pg.fy, zero = v4_zero();
+            const v4 ga = v4_add(v4_add(v4_add(v4_mul(pg.weight[0], d0), v4_mul(pg.weight[1], d1)),
+                                        v4_mul(pg.weight[2], d2)),
+                                 v4_mul(pg.weight[3], d3));
+            const v4 gx = v4_mul(v4_mul(a, v4_add(v4_mul(one_minus(fy), v4_sub(d1, d0)),
+                                                  v4_mul(fy, v4_sub(d3, d2)))),
+                                 pg.grad_scale_x);
+            const v4 gy = v4_mul(v4_mul(a, v4_add(v4_mul(one_minus(fx), v4_sub(d2, d0)),
+                                                  v4_mul(fx, v4_sub(d3, d1)))),
+                                 pg.grad_scale_y);
+            float ga_s[4], gx_s[4], gy_s[4];
+            v4_store(ga_s, v4_select(pg.live, ga, zero));
+            v4_store(gx_s, v4_select(pg.live, gx, zero));
+            v4_store(gy_s, v4_select(pg.live, gy, zero));
+            float *grad_loc = t->grad_sampling_locations + loc_index;
+            for (int i = 0; i < count; i++) {
+                t->grad_attention_weights[weight_index + i] = ga_s[i];
+                grad_loc[i * point_stride] = gx_s[i];
+                grad_loc[i * point_stride + xy] = gy_s[i];
+            }
+        }
+    }
+}
+
+void msda__backward_range(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end)
+{
+    const int64_t Q = p->num_queries, H = p->num_heads;
     geom_cache gc;
     geom_cache_init(&gc, p);
     for (int64_t unit = begin; unit < end; unit++) {
         const int64_t head_offset = unit / H * p->value_stride_batch + unit % H * p->value_stride_head;
         for (int64_t pixel = 0; pixel < p->value_length; pixel++)
-            memset(t->grad_value + head_offset + pixel * p->value_stride_pixel, 0, (size_t)C * sizeof(float));
+            memset(t->grad_value + head_offset + pixel * p->value_stride_pixel, 0, (size_t)p->channels * sizeof(float));
     }
-    /* The units of one batch run side by side, query by query: each head's grad_value still
-     * sums over queries in order, and all heads' rows of a pixel are used together. */
+    /* The units (heads) of one batch run side by side, query by query in the blocks' walking
+     * order: each head's grad_value sums over its queries in that fixed order, and all heads'
+     * rows of a pixel are used together. */
+    uint16_t order[MSDA_BLOCK];
     for (int64_t b = begin / H; b * H < end; b++) {
         const int64_t h_begin = b * H > begin ? 0 : begin - b * H;
         const int64_t h_end = (b + 1) * H < end ? H : end - b * H;
-        for (int64_t q = 0; q < Q; q++)
-        for (int64_t h = h_begin; h < h_end; h++) {
-            const int64_t head_offset = b * p->value_stride_batch + h * p->value_stride_head;
-            const float *value_bh = t->value + head_offset;
-            float *grad_value_bh = t->grad_value + head_offset;
-            const float *go = t->grad_output + ((b * Q + q) * H + h) * C;
-            const int64_t loc_qh = b * p->loc_stride_batch + q * p->loc_stride_query + h * p->loc_stride_head;
-            for (int64_t l = 0; l < NL; l++) {
-                const level_geom *g = geom_of(&gc, p, l);
-                const ptrdiff_t delta[4] = {0, g->pixel_stride, g->row_stride, g->row_stride + g->pixel_stride};
-                const float *value_level = value_bh + g->start;
-                float *grad_value_level = grad_value_bh + g->start;
-                for (int64_t pt = 0; pt < P; pt += 4) {
-                    const int count = P - pt < 4 ? (int)(P - pt) : 4;
-                    const int64_t weight_index = (((b * Q + q) * H + h) * NL + l) * P + pt;
-                    const int64_t loc_index = loc_qh + l * p->loc_stride_level + pt * point_stride;
-                    v4 x, y;
-                    load_points(t->sampling_locations + loc_index, point_stride, xy, count, &x, &y);
-                    point_group pg;
-                    group_corners(x, y, g, &pg);
-                    const v4 a = load_partial(t->attention_weights + weight_index, count);
-                    float aw[4][4], d[4][4] = {{0.0f}};   /* [corner][point] */
-                    for (int k = 0; k < 4; k++) v4_store(aw[k], v4_mul(a, pg.weight[k]));
-                    for (int i = 0; i < count; i++) {
-                        const unsigned m = pg.mask[i];
-                        const ptrdiff_t off[4] = {pg.offset[i] + delta[0], pg.offset[i] + delta[1],
-                                                  pg.offset[i] + delta[2], pg.offset[i] + delta[3]};
-                        const float awi[4] = {aw[0][i], aw[1][i], aw[2][i], aw[3][i]};
-                        float di[4];
-                        backward_sample(go, value_level, grad_value_level, off, awi, C, di, m);
-                        for (int k = 0; k < 4; k++) d[k][i] = di[k];
-                    }
-                    const v4 d0 = v4_load(d[0]), d1 = v4_load(d[1]), d2 = v4_load(d[2]), d3 = v4_load(d[3]);
-                    const v4 fx = pg.fx, fy = pg.fy, zero = v4_zero();
-                    const v4 ga = v4_add(v4_add(v4_add(v4_mul(pg.weight[0], d0), v4_mul(pg.weight[1], d1)),
-                                                v4_mul(pg.weight[2], d2)),
-                                         v4_mul(pg.weight[3], d3));
-                    const v4 gx = v4_mul(v4_mul(a, v4_add(v4_mul(one_minus(fy), v4_sub(d1, d0)),
-                                                          v4_mul(fy, v4_sub(d3, d2)))),
-                                         pg.grad_scale_x);
-                    const v4 gy = v4_mul(v4_mul(a, v4_add(v4_mul(one_minus(fx), v4_sub(d2, d0)),
-                                                          v4_mul(fx, v4_sub(d3, d1)))),
-                                         pg.grad_scale_y);
-                    float ga_s[4], gx_s[4], gy_s[4];
-                    v4_store(ga_s, v4_select(pg.live, ga, zero));
-                    v4_store(gx_s, v4_select(pg.live, gx, zero));
-                    v4_store(gy_s, v4_select(pg.live, gy, zero));
-                    float *grad_loc = t->grad_sampling_locations + loc_index;
-                    for (int i = 0; i < count; i++) {
-                        t->grad_attention_weights[weight_index + i] = ga_s[i];
-                        grad_loc[i * point_stride] = gx_s[i];
-                        grad_loc[i * point_stride + xy] = gy_s[i];
-                    }
-                }
-            }
+        for (int64_t q_begin = 0; q_begin < Q; q_begin += MSDA_BLOCK) {
+            const int n = (int)(q_begin + MSDA_BLOCK < Q ? MSDA_BLOCK : Q - q_begin);
+            query_order(p, t->sampling_locations, b, q_begin, n, order);
+            for (int i = 0; i < n; i++)
+                for (int64_t h = h_begin; h < h_end; h++) backward_query(p, t, &gc, b, q_begin + order[i], h);
         }
     }
 }
