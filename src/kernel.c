@@ -312,9 +312,8 @@ static void sum_taps(float *restrict out, const taps *restrict tp, int n, int fi
  * around its own; walked in that order, the rows a stretch of queries reads span many image
  * lines and overflow the cache. Blocks of up to MSDA_BLOCK queries are walked instead in
  * Morton (Z) order of a reference point (the mean of head 0's level-0 points), which keeps
- * consecutive queries in a small patch. The forward's bits do not depend on the order at all;
- * the backward's blocks depend on the locations only, never on how units are split over
- * threads, so every thread count gives the same bits. */
+ * consecutive queries in a small patch. Only the forward walks this way: its bits do not depend
+ * on the order at all. */
 
 #define MSDA_BLOCK 1024
 
@@ -573,18 +572,15 @@ void msda__backward_range(const msda_plan *p, const msda_tensors *t, int64_t beg
         for (int64_t pixel = 0; pixel < p->value_length; pixel++)
             memset(t->grad_value + head_offset + pixel * p->value_stride_pixel, 0, (size_t)p->channels * sizeof(float));
     }
-    /* The units (heads) of one batch run side by side, query by query in the blocks' walking
-     * order: each head's grad_value sums over its queries in that fixed order, and all heads'
-     * rows of a pixel are used together. */
-    uint16_t order[MSDA_BLOCK];
+    /* The units (heads) of one batch run side by side, query by query in index order: each
+     * head's grad_value sums over queries in that order, and all heads' rows of a pixel are
+     * used together. (Not the forward's walking order: that would make one sample's terms
+     * depend on where the other samples are, e.g. a NaN sample would not equal a weight-0 one
+     * bit for bit.) */
     for (int64_t b = begin / H; b * H < end; b++) {
         const int64_t h_begin = b * H > begin ? 0 : begin - b * H;
         const int64_t h_end = (b + 1) * H < end ? H : end - b * H;
-        for (int64_t q_begin = 0; q_begin < Q; q_begin += MSDA_BLOCK) {
-            const int n = (int)(q_begin + MSDA_BLOCK < Q ? MSDA_BLOCK : Q - q_begin);
-            query_order(p, t->sampling_locations, b, q_begin, n, order);
-            for (int i = 0; i < n; i++)
-                for (int64_t h = h_begin; h < h_end; h++) backward_query(p, t, &gc, b, q_begin + order[i], h);
-        }
+        for (int64_t q = 0; q < Q; q++)
+            for (int64_t h = h_begin; h < h_end; h++) backward_query(p, t, &gc, b, q, h);
     }
 }
