@@ -1,13 +1,14 @@
 # Benchmark: `make bench` builds what it measures and runs tests/bench.js (the table; add
 # BENCH_ARGS=--json for JSON lines). `make kernel-bench` is the C microbenchmark of the kernels
-# alone (native, wasm SIMD, wasm scalar), for tuning without the JS layer.
+# alone (native, wasm SIMD, wasm scalar), for tuning without the JS layer; its output hashes
+# must agree across the three builds (BENCH_ARGS="--config encoder --repeats 3", etc.).
 
 BENCH := $(BUILD)/bench
 
 # The lower-bound probe lives beside the project (../shared, as in CI); MSDA_LIMIT_PROBE overrides.
 MSDA_LIMIT_PROBE ?= $(abspath $(CURDIR)/../shared/bench/limit_probe.c)
 # The kernel's code-generation flags (mk/wasm.mk), without its warnings or link options.
-BENCH_WASM_CFLAGS := -O3 $(CSTD) -D_POSIX_C_SOURCE=199309L -DNDEBUG -msimd128
+BENCH_WASM_CFLAGS := -O3 $(CSTD) -DNDEBUG -msimd128
 # The probe prints through Emscripten's glue, which needs acorn from Debian's node modules.
 BENCH_EMCC := NODE_PATH=/usr/share/nodejs $(EMCC)
 
@@ -22,7 +23,7 @@ $(BENCH)/package.json:
 	echo '{"type": "commonjs"}' > $@
 
 $(BENCH)/limit_probe.js: $(MSDA_LIMIT_PROBE) mk/bench.mk $(BENCH)/package.json | probe-check
-	$(BENCH_EMCC) $(BENCH_WASM_CFLAGS) -sALLOW_MEMORY_GROWTH -sINITIAL_MEMORY=64MB $< -o $@
+	$(BENCH_EMCC) $(BENCH_WASM_CFLAGS) -D_POSIX_C_SOURCE=199309L -sALLOW_MEMORY_GROWTH -sINITIAL_MEMORY=64MB $< -o $@
 
 $(BENCH)/limit_probe: $(MSDA_LIMIT_PROBE) mk/bench.mk | probe-check
 	@mkdir -p $(dir $@)
@@ -46,5 +47,5 @@ $(BENCH)/kernel_bench_scalar.js: $(KB_SRC) $(LIB_HDR) mk/bench.mk $(BENCH)/packa
 
 kernel-bench: $(BENCH)/kernel_bench $(BENCH)/kernel_bench_simd.js $(BENCH)/kernel_bench_scalar.js
 	@echo "native:";      $(BENCH)/kernel_bench $(BENCH_ARGS)
-	@echo "wasm SIMD:";   node --no-experimental-fetch $(BENCH)/kernel_bench_simd.js $(BENCH_ARGS)
-	@echo "wasm scalar:"; node --no-experimental-fetch $(BENCH)/kernel_bench_scalar.js $(BENCH_ARGS)
+	@echo "wasm SIMD:";   node --no-experimental-fetch --no-liftoff $(BENCH)/kernel_bench_simd.js $(BENCH_ARGS)
+	@echo "wasm scalar:"; node --no-experimental-fetch --no-liftoff $(BENCH)/kernel_bench_scalar.js $(BENCH_ARGS)
