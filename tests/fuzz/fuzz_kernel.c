@@ -489,7 +489,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     msda_problem p;
     msda_problem_init(&p);
     p.batch = 1 + next_byte(&s) % 2;
-    p.num_queries = 1 + next_byte(&s) % 5;
+    /* Mostly 1..5 queries; sometimes 30..1080, past the kernels' query blocks (64), level
+     * stretches (32) and walking chunks (1024). */
+    const uint8_t queries = next_byte(&s);
+    const int many_queries = queries >= 0xf0;
+    p.num_queries = many_queries ? 30 + (queries % 16) * 70 : 1 + queries % 5;
     p.num_heads = 1 + next_byte(&s) % 3;
     p.channels = channel_choices[next_byte(&s) % (sizeof channel_choices / sizeof channel_choices[0])];
     /* Mostly 1..4 levels; sometimes 17..20 small ones (kernels may cache 16 levels' geometry). */
@@ -499,10 +503,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * a query's corners into a fixed-size list must flush it). */
     const uint8_t points = next_byte(&s);
     p.num_points = points >= 0xf0 ? 17 + points % 16 : 1 + points % 4;
-    /* Keep each input fast: at most 512 samples (many levels or points mean fewer queries,
-     * heads and batches; the reference is slow on purpose). */
-    while (p.batch * p.num_queries * p.num_heads * p.num_levels * p.num_points > 512) {
-        if (p.num_queries > 1) p.num_queries--;
+    /* Keep each input fast: at most 512 samples, or 2200 with many queries (the reference is
+     * slow on purpose); what gives way first is whatever the input did not make large. */
+    while (p.batch * p.num_queries * p.num_heads * p.num_levels * p.num_points > (many_queries ? 2200 : 512)) {
+        if (many_queries) {
+            if (p.num_heads > 1) p.num_heads--;
+            else if (p.batch > 1) p.batch--;
+            else if (p.num_levels > 1) p.num_levels--;
+            else if (p.num_points > 1) p.num_points--;
+            else p.num_queries--;
+        } else if (p.num_queries > 1) p.num_queries--;
         else if (p.num_heads > 1) p.num_heads--;
         else if (p.batch > 1) p.batch--;
         else p.num_points = 1 + p.num_points / 2;

@@ -3,7 +3,8 @@
 
 Input layout (see fuzz_kernel.c): B, Q, H, channel choice, levels, points, options, data mode,
 corruption, corruption argument, six level-shape bytes, then tensor data. Seeds cover every
-option combination in each data mode, every corruption kind and the buffer-misuse cases."""
+option combination in each data mode, every corruption kind, the buffer-misuse cases and
+many queries."""
 import os
 import random
 
@@ -28,6 +29,9 @@ for kind in range(18):
         write(f'corrupt{kind:02d}-{arg}', hdr + [0x21, 0x43, 0x11, 0x77, 0, 0] + [rnd.randrange(256) for _ in range(8)])
 for k in range(54, 62):
     write(f'misuse{k}', [0, 0, 0, 0, 0, 0, 0, 1, k, k * 3] + [0x11] * 6)
+# many queries (30..1080): past the query blocks, level stretches and walking chunks
+for k in (0xf0, 0xf1, 0xf7, 0xff):
+    write(f'many-queries-{k:02x}', [0, k, 0, 2, 0, 1, rnd.randrange(256), 1, 255, 0] + [rnd.randrange(256) for _ in range(6 + 32)])
 # every special coordinate (NaN, +-inf, +-1e30, just outside [0, 1], subnormals) in each padding
 for opt in (0, 4, 8, 12):
     specials = sum(([240, i] for i in range(16)), [])
