@@ -12,24 +12,28 @@ BENCH_WASM_CFLAGS := -O3 $(CSTD) -DNDEBUG -msimd128
 # The probe prints through Emscripten's glue, which needs acorn from Debian's node modules.
 BENCH_EMCC := NODE_PATH=/usr/share/nodejs $(EMCC)
 
-.PHONY: bench bench-build kernel-bench probe-check
-
-probe-check:
-	@test -f "$(MSDA_LIMIT_PROBE)" || { echo "mk/bench.mk: limit probe not found at $(MSDA_LIMIT_PROBE) (expected ../shared/bench/limit_probe.c beside the repository; set MSDA_LIMIT_PROBE=path)" >&2; exit 1; }
+.PHONY: bench bench-build kernel-bench
 
 # Emscripten's glue is CommonJS; the package is "type": "module", so build/bench says otherwise.
 $(BENCH)/package.json:
 	@mkdir -p $(dir $@)
 	echo '{"type": "commonjs"}' > $@
 
-$(BENCH)/limit_probe.js: $(MSDA_LIMIT_PROBE) mk/bench.mk $(BENCH)/package.json | probe-check
+ifeq ($(wildcard $(MSDA_LIMIT_PROBE)),)
+PROBE_MISSING := probe-missing
+.PHONY: probe-missing
+probe-missing:
+	@echo "mk/bench.mk: limit probe not found at $(MSDA_LIMIT_PROBE) (expected ../shared/bench/limit_probe.c beside the repository; set MSDA_LIMIT_PROBE=path)" >&2; exit 1
+else
+$(BENCH)/limit_probe.js: $(MSDA_LIMIT_PROBE) mk/bench.mk $(BENCH)/package.json
 	$(BENCH_EMCC) $(BENCH_WASM_CFLAGS) -D_POSIX_C_SOURCE=199309L -sALLOW_MEMORY_GROWTH -sINITIAL_MEMORY=64MB $< -o $@
 
-$(BENCH)/limit_probe: $(MSDA_LIMIT_PROBE) mk/bench.mk | probe-check
+$(BENCH)/limit_probe: $(MSDA_LIMIT_PROBE) mk/bench.mk
 	@mkdir -p $(dir $@)
 	$(CC) -O3 $(CSTD) -D_POSIX_C_SOURCE=199309L $< -lm -o $@
+endif
 
-bench-build: native wasm $(BENCH)/limit_probe.js $(BENCH)/limit_probe
+bench-build: $(PROBE_MISSING) native wasm $(BENCH)/limit_probe.js $(BENCH)/limit_probe
 
 bench: bench-build
 	node tests/bench.js $(BENCH_ARGS)
