@@ -562,6 +562,10 @@ static void backward_query(const msda_plan *p, const msda_tensors *t, geom_cache
     }
 }
 
+#ifndef MSDA_BACKWARD_STRIP
+#define MSDA_BACKWARD_STRIP 8
+#endif
+
 void msda__backward_range(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end)
 {
     const int64_t Q = p->num_queries, H = p->num_heads;
@@ -572,15 +576,33 @@ void msda__backward_range(const msda_plan *p, const msda_tensors *t, int64_t beg
         for (int64_t pixel = 0; pixel < p->value_length; pixel++)
             memset(t->grad_value + head_offset + pixel * p->value_stride_pixel, 0, (size_t)p->channels * sizeof(float));
     }
-    /* The units (heads) of one batch run side by side, query by query in index order: each
-     * head's grad_value sums over queries in that order, and all heads' rows of a pixel are
-     * used together. (Not the forward's walking order: that would make one sample's terms
-     * depend on where the other samples are, e.g. a NaN sample would not equal a weight-0 one
-     * bit for bit.) */
+    /* The units (heads) of one batch run side by side, query by query in a fixed order that
+     * depends only on the problem's shape (see backward_strip): each head's grad_value sums over
+     * queries in that order, and all heads' rows of a pixel are used together. (Not the
+     * forward's data-dependent walking order: that would make one sample's terms depend on where
+     * the other samples are, e.g. a NaN sample would not equal a weight-0 one bit for bit.) */
     for (int64_t b = begin / H; b * H < end; b++) {
         const int64_t h_begin = b * H > begin ? 0 : begin - b * H;
         const int64_t h_end = (b + 1) * H < end ? H : end - b * H;
-        for (int64_t q = 0; q < Q; q++)
-            for (int64_t h = h_begin; h < h_end; h++) backward_query(p, t, &gc, b, q, h);
+        if (Q != p->value_length) {
+            for (int64_t q = 0; q < Q; q++)
+                for (int64_t h = h_begin; h < h_end; h++) backward_query(p, t, &gc, b, q, h);
+            continue;
+        }
+        /* One query per pixel (encoder self-attention): query start_l + y * W + x is pixel (y, x)
+         * of level l and samples around it. Each level's queries are walked in strips of
+         * MSDA_BACKWARD_STRIP rows, column by column inside a strip, so the rows a stretch of
+         * queries touches stay in cache instead of being fetched again for every image line. */
+        for (int64_t l = 0; l < p->num_levels; l++) {
+            const int64_t Hl = p->spatial_shapes[2 * l], Wl = p->spatial_shapes[2 * l + 1],
+                          start = p->level_start_index[l];
+            for (int64_t y0 = 0; y0 < Hl; y0 += MSDA_BACKWARD_STRIP) {
+                const int64_t y1 = Hl - y0 < MSDA_BACKWARD_STRIP ? Hl : y0 + MSDA_BACKWARD_STRIP;
+                for (int64_t x = 0; x < Wl; x++)
+                    for (int64_t y = y0; y < y1; y++)
+                        for (int64_t h = h_begin; h < h_end; h++)
+                            backward_query(p, t, &gc, b, start + y * Wl + x, h);
+            }
+        }
     }
 }

@@ -432,6 +432,24 @@ static void test_many_levels(void)
     }
 }
 
+/* One query per pixel (N_q = sum of H*W, as in an encoder): the backward walks such problems
+ * level by level in strips of rows, column by column; levels taller than a strip and with a
+ * partial last strip, wider than tall and narrower, so a skipped or repeated query shows. */
+static void test_query_per_pixel(void)
+{
+    static const int64_t shapes[] = {19, 6, 5, 11, 9, 1, 1, 3};   /* 114 + 55 + 9 + 3 = 181 */
+    for (int combo = 0; combo < TU_COMBOS; combo++) {
+        const uint64_t seed = 140000 + (uint64_t)combo;
+        tu_case tc;
+        tu_case_init(&tc, seed, 2, 181, 3, 5, 4, 3, shapes, combo);
+        tu_rng rng;
+        tu_rng_seed(&rng, seed);
+        tu_case_fill(&tc, &rng, -0.1, 1.1);
+        check_case(&tc, "query per pixel", NAN);
+        tu_case_free(&tc);
+    }
+}
+
 int main(void)
 {
     test_random();
@@ -442,6 +460,7 @@ int main(void)
     test_determinism();
     test_realistic_levels();
     test_many_levels();
+    test_query_per_pixel();
     test_wide_level();
     return tu_finish();
 }
