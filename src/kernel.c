@@ -566,6 +566,42 @@ static void backward_query(const msda_plan *p, const msda_tensors *t, geom_cache
 #define MSDA_BACKWARD_STRIP 8
 #endif
 
+/* Shapes up to this many pixels per side use the banded walk below (products stay in int64). */
+#define MSDA_BAND_LIMIT ((int64_t)1 << 20)
+
+/* ceil(k * n / d) capped at n: where band k of d starts along an axis of n pixels. */
+static inline int64_t band_start(int64_t k, int64_t n, int64_t d)
+{
+    const int64_t s = (k * n + d - 1) / d;
+    return s < n ? s : n;
+}
+
+/* One query per pixel (encoder self-attention): query start_l + y * W_l + x is pixel (y, x) of
+ * level l and samples around that place on every level. The queries of all levels are walked
+ * together over the image: in bands of MSDA_BACKWARD_STRIP rows of the tallest level (`rows`), and in a
+ * band column by column of the widest level (`cols`), each level's pixels whose place falls there.
+ * Neighbouring queries then share their rows in cache, and one sweep over the image reads each
+ * level's rows a few times instead of once per image line (raster order) or once per level of
+ * queries. The order depends on the shapes alone. */
+static void backward_banded(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t h_begin,
+                            int64_t h_end, int64_t rows, int64_t cols)
+{
+    const int64_t NL = p->num_levels;
+    const int64_t bands = (rows + MSDA_BACKWARD_STRIP - 1) / MSDA_BACKWARD_STRIP;
+    for (int64_t k = 0; k < bands; k++)
+        for (int64_t j = 0; j < cols; j++)
+            for (int64_t l = 0; l < NL; l++) {
+                const int64_t Hl = p->spatial_shapes[2 * l], Wl = p->spatial_shapes[2 * l + 1],
+                              start = p->level_start_index[l];
+                const int64_t y0 = band_start(k, Hl, bands), y1 = band_start(k + 1, Hl, bands);
+                const int64_t x0 = band_start(j, Wl, cols), x1 = band_start(j + 1, Wl, cols);
+                for (int64_t x = x0; x < x1; x++)
+                    for (int64_t y = y0; y < y1; y++)
+                        for (int64_t h = h_begin; h < h_end; h++)
+                            backward_query(p, t, gc, b, start + y * Wl + x, h);
+            }
+}
+
 void msda__backward_range(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end)
 {
     const int64_t Q = p->num_queries, H = p->num_heads;
@@ -576,33 +612,30 @@ void msda__backward_range(const msda_plan *p, const msda_tensors *t, int64_t beg
         for (int64_t pixel = 0; pixel < p->value_length; pixel++)
             memset(t->grad_value + head_offset + pixel * p->value_stride_pixel, 0, (size_t)p->channels * sizeof(float));
     }
+    /* banded: sides small enough for band_start's products, and no more (band, column) cells
+     * than pixels, so walking the empty cells of odd shapes (1 x n beside n x 1) costs nothing */
+    int64_t rows = 1, cols = 1;
+    int banded = 1;
+    for (int64_t l = 0; l < p->num_levels; l++) {
+        const int64_t hl = p->spatial_shapes[2 * l], wl = p->spatial_shapes[2 * l + 1];
+        banded &= hl <= MSDA_BAND_LIMIT && wl <= MSDA_BAND_LIMIT;
+        rows = hl > rows ? hl : rows;
+        cols = wl > cols ? wl : cols;
+    }
+    banded = banded && (rows + MSDA_BACKWARD_STRIP - 1) / MSDA_BACKWARD_STRIP * cols <= p->value_length;
     /* The units (heads) of one batch run side by side, query by query in a fixed order that
-     * depends only on the problem's shape (see backward_strip): each head's grad_value sums over
+     * depends only on the problem's shape (backward_banded, else index order): each head's grad_value sums over
      * queries in that order, and all heads' rows of a pixel are used together. (Not the
      * forward's data-dependent walking order: that would make one sample's terms depend on where
      * the other samples are, e.g. a NaN sample would not equal a weight-0 one bit for bit.) */
     for (int64_t b = begin / H; b * H < end; b++) {
         const int64_t h_begin = b * H > begin ? 0 : begin - b * H;
         const int64_t h_end = (b + 1) * H < end ? H : end - b * H;
-        if (Q != p->value_length) {
-            for (int64_t q = 0; q < Q; q++)
-                for (int64_t h = h_begin; h < h_end; h++) backward_query(p, t, &gc, b, q, h);
+        if (Q == p->value_length && banded) {
+            backward_banded(p, t, &gc, b, h_begin, h_end, rows, cols);
             continue;
         }
-        /* One query per pixel (encoder self-attention): query start_l + y * W + x is pixel (y, x)
-         * of level l and samples around it. Each level's queries are walked in strips of
-         * MSDA_BACKWARD_STRIP rows, column by column inside a strip, so the rows a stretch of
-         * queries touches stay in cache instead of being fetched again for every image line. */
-        for (int64_t l = 0; l < p->num_levels; l++) {
-            const int64_t Hl = p->spatial_shapes[2 * l], Wl = p->spatial_shapes[2 * l + 1],
-                          start = p->level_start_index[l];
-            for (int64_t y0 = 0; y0 < Hl; y0 += MSDA_BACKWARD_STRIP) {
-                const int64_t y1 = Hl - y0 < MSDA_BACKWARD_STRIP ? Hl : y0 + MSDA_BACKWARD_STRIP;
-                for (int64_t x = 0; x < Wl; x++)
-                    for (int64_t y = y0; y < y1; y++)
-                        for (int64_t h = h_begin; h < h_end; h++)
-                            backward_query(p, t, &gc, b, start + y * Wl + x, h);
-            }
-        }
+        for (int64_t q = 0; q < Q; q++)
+            for (int64_t h = h_begin; h < h_end; h++) backward_query(p, t, &gc, b, q, h);
     }
 }

@@ -432,9 +432,9 @@ static void test_many_levels(void)
     }
 }
 
-/* One query per pixel (N_q = sum of H*W, as in an encoder): the backward walks such problems
- * level by level in strips of rows, column by column; levels taller than a strip and with a
- * partial last strip, wider than tall and narrower, so a skipped or repeated query shows. */
+/* One query per pixel (N_q = sum of H*W, as in an encoder): the backward walks such problems in
+ * bands of rows and columns shared by all levels; levels taller than a band with a partial last
+ * band, wider than tall and narrower, so a skipped or repeated query shows. */
 static void test_query_per_pixel(void)
 {
     static const int64_t shapes[] = {19, 6, 5, 11, 9, 1, 1, 3};   /* 114 + 55 + 9 + 3 = 181 */
