@@ -607,10 +607,25 @@ void msda__backward_range(const msda_plan *p, const msda_tensors *t, int64_t beg
     const int64_t Q = p->num_queries, H = p->num_heads;
     geom_cache gc;
     geom_cache_init(&gc, p);
-    for (int64_t unit = begin; unit < end; unit++) {
-        const int64_t head_offset = unit / H * p->value_stride_batch + unit % H * p->value_stride_head;
-        for (int64_t pixel = 0; pixel < p->value_length; pixel++)
-            memset(t->grad_value + head_offset + pixel * p->value_stride_pixel, 0, (size_t)p->channels * sizeof(float));
+    /* Zero the range's grad_value slices in as few runs as the layout allows: a whole batch slice
+     * (BLNC, all heads), the range's heads of a pixel (BLNC), a head's pixels (BNLC). */
+    const int64_t C = p->channels;
+    for (int64_t b = begin / H; b * H < end; b++) {
+        const int64_t h0 = b * H > begin ? 0 : begin - b * H, h1 = (b + 1) * H < end ? H : end - b * H;
+        float *base = t->grad_value + b * p->value_stride_batch;
+        if (p->value_stride_head == C && p->value_stride_pixel == H * C && h0 == 0 && h1 == H) {
+            memset(base, 0, (size_t)(p->value_length * H * C) * sizeof(float));
+        } else if (p->value_stride_head == C) {
+            for (int64_t pixel = 0; pixel < p->value_length; pixel++)
+                memset(base + pixel * p->value_stride_pixel + h0 * C, 0, (size_t)((h1 - h0) * C) * sizeof(float));
+        } else if (p->value_stride_pixel == C) {   /* BNLC: a head's pixels are one run */
+            for (int64_t h = h0; h < h1; h++)
+                memset(base + h * p->value_stride_head, 0, (size_t)(p->value_length * C) * sizeof(float));
+        } else {
+            for (int64_t h = h0; h < h1; h++)
+                for (int64_t pixel = 0; pixel < p->value_length; pixel++)
+                    memset(base + h * p->value_stride_head + pixel * p->value_stride_pixel, 0, (size_t)C * sizeof(float));
+        }
     }
     /* banded: sides small enough for band_start's products, and no more (band, column) cells
      * than pixels, so walking the empty cells of odd shapes (1 x n beside n x 1) costs nothing */
