@@ -389,6 +389,16 @@ export class Msda {
     }
   }
 
+  // Inputs that are views of this heap (a prepared problem's tensors) are copied out first:
+  // the allocation that follows may grow the memory, which detaches every view of its buffer.
+  _detachFromHeap(inputs) {
+    const heap = this._backend.memory?.buffer;
+    if (heap === undefined) return;
+    for (const [name, data] of Object.entries(inputs)) {
+      if (data.buffer === heap) inputs[name] = data.slice();
+    }
+  }
+
   prepare(problemOptions, { mode = 'both' } = {}) {
     const problem = problemFromOptions('prepare', problemOptions);
     if (!Object.hasOwn(TENSORS, mode)) throw new RangeError(`prepare: mode is ${describe(mode)}, expected 'forward', 'backward' or 'both'`);
@@ -399,6 +409,7 @@ export class Msda {
   forward(args) {
     const { problem, inputs } = problemFromTensors('forward', args, false);
     this._checkSize('forward', problem, 'forward');
+    this._detachFromHeap(inputs);
     const p = new Prepared(this._backend, problem, 'forward');
     try {
       for (const [name, data] of Object.entries(inputs)) p._store.load(name, data);
@@ -412,6 +423,7 @@ export class Msda {
   backward(args) {
     const { problem, inputs } = problemFromTensors('backward', args, true);
     this._checkSize('backward', problem, 'backward');
+    this._detachFromHeap(inputs);
     const p = new Prepared(this._backend, problem, 'backward');
     try {
       for (const [name, data] of Object.entries(inputs)) p._store.load(name, data);

@@ -297,3 +297,42 @@ test('a C status that still comes back becomes an Error with .code, and the heap
   const overlapping = f(2);
   assert.equal(addon.forward(desc, overlapping.subarray(0, 1), f(2), f(1), overlapping.subarray(0, 1)).code, 'MSDA_ERR_OVERLAP');
 });
+
+test('a prepared problem\'s heap views as inputs to the copying forward/backward, when that call grows the memory', async () => {
+  for (const simd of [true, false]) {
+    // A fresh instance (memoised per bytes object) whose heap holds little but this problem.
+    const msda = await init({ wasmBinary: new Uint8Array(await readFile(distFile(simd ? 'msda-simd.wasm' : 'msda-scalar.wasm'))) });
+    // value is 8 MiB: the call's own copy of the inputs cannot fit beside the prepared block.
+    const dims = { batch: 1, numQueries: 64, numHeads: 8, channels: 64, numPoints: 4, spatialShapes: [[64, 32], [32, 32], [16, 16], [8, 8]] };
+    const p = msda.prepare(dims);
+    const r = (seed) => { let s = seed; return () => ((s = (s * 1103515245 + 12345) % 2147483648) / 2147483648); };
+    for (const [name, seed] of [['value', 1], ['samplingLocations', 2], ['attentionWeights', 3], ['gradOutput', 4]]) {
+      const next = r(seed);
+      p[name].set(Float32Array.from({ length: p[name].length }, () => next() * 1.2 - 0.1));
+    }
+    const names = ['value', 'samplingLocations', 'attentionWeights', 'gradOutput'];
+    const views = Object.fromEntries(names.map((n) => [n, p.tensor(n)]));
+    const plain = Object.fromEntries(names.map((n) => [n, { data: views[n].data.slice(), shape: views[n].shape }]));
+    const { gradOutput: unusedG, ...fwdViews } = views;
+    assert.equal(fwdViews.value.data.buffer, msda.wasm.memory.buffer, 'inputs are heap views');
+    const memory = msda.wasm.memory.buffer.byteLength;
+    const out = msda.forward({ ...fwdViews, spatialShapes: dims.spatialShapes });
+    assert.ok(msda.wasm.memory.buffer.byteLength > memory, `simd=${simd}: the call grew the memory (else this tests nothing)`);
+    const { gradOutput: unusedPg, ...fwdPlain } = plain;
+    assert.deepEqual(out.data, msda.forward({ ...fwdPlain, spatialShapes: dims.spatialShapes }).data, `simd=${simd}: forward`);
+    assert.deepEqual(out.data, p.forward().data.slice(), `simd=${simd}: same as the prepared forward`);
+    // backward: views taken again (the old ones went with the old buffer); a second prepared
+    // block takes the free space so this call grows the memory too.
+    const grown = msda.wasm.memory.buffer.byteLength;
+    const hog = msda.prepare({ ...dims, numQueries: 4096 });
+    const viewsNow = Object.fromEntries(names.map((n) => [n, p.tensor(n)]));
+    const gb = msda.backward({ ...viewsNow, spatialShapes: dims.spatialShapes });
+    assert.ok(msda.wasm.memory.buffer.byteLength > grown, `simd=${simd}: backward grew the memory`);
+    const gp = msda.backward({ ...plain, spatialShapes: dims.spatialShapes });
+    for (const k of ['gradValue', 'gradSamplingLocations', 'gradAttentionWeights']) {
+      assert.deepEqual(gb[k].data, gp[k].data, `simd=${simd}: ${k}`);
+    }
+    hog.dispose();
+    p.dispose();
+  }
+});
