@@ -272,6 +272,21 @@ function problemFromTensors(fn, args, withGradOutput) {
 }
 
 const elementsOf = (shape) => shape.reduce((a, b) => a * b, 1);
+const exactElementsOf = (shape) => shape.reduce((a, b) => a * BigInt(b), 1n);
+
+// wasmBytesNeeded, exact (BigInt) where doubles would round (past 2^53 bytes): each tensor's
+// elements split into whole 2^20-element blocks (already aligned) and a rest that
+// wasmBytesNeeded pads as it pads any tensor.
+function exactWasmBytes(descCount, layout) {
+  const BLOCK = 2n ** 20n;
+  const none = wasmBytesNeeded(descCount, []);
+  let bytes = BigInt(none);
+  for (const { elements } of layout) {
+    const rest = elements % BLOCK;
+    bytes += 4n * (elements - rest) + BigInt(wasmBytesNeeded(descCount, [{ elements: Number(rest) }]) - none);
+  }
+  return bytes;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Prepared problems: buffers that live in the backend (the wasm heap) across calls.
@@ -382,9 +397,9 @@ export class Msda {
   /** Bytes the heap would need for these tensors (wasm), checked before anything is allocated. */
   _checkSize(fn, problem, mode) {
     if (!this._backend.memory) return;
-    const layout = TENSORS[mode].map((name) => ({ name, elements: elementsOf(problem.shapes[name]) }));
-    const bytes = wasmBytesNeeded(problem.desc.length, layout);
-    if (bytes >= WASM_MAX_BYTES) {
+    const layout = TENSORS[mode].map((name) => ({ name, elements: exactElementsOf(problem.shapes[name]) }));
+    const bytes = exactWasmBytes(problem.desc.length, layout);
+    if (bytes >= BigInt(WASM_MAX_BYTES)) {
       throw new RangeError(`${fn}: this call needs ${bytes} bytes of WebAssembly memory, more than the 4 GiB (4294967296 bytes) a wasm32 heap can address`);
     }
   }

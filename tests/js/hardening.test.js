@@ -261,3 +261,33 @@ test('after every kind of error each backend keeps working: same bits, and the w
     }
   }
 });
+
+// Sizes past 2^53 bytes: the count is computed exactly (BigInt) and printed as an integer.
+const exactBytes = (shapes) => shapes.reduce((s, shape) => s + 4n * shape.reduce((a, d) => a * BigInt(d), 1n), 0n);
+
+test('sizes far past 4 GiB: the wasm RangeError states the exact byte count as an integer, before allocating', async () => {
+  const all = await backends();
+  const B = 2 ** 40, Qh = 2 ** 40 + 1;   // 2^80 + 2^40 elements per tensor: no double holds 4x that exactly
+  const dims = { batch: B, numQueries: Qh, numHeads: 1, channels: 3, numPoints: 1, spatialShapes: [[1, 1]] };
+  const shapes = {
+    forward: [[B, 1, 1, 3], [B, Qh, 1, 1, 1, 2], [B, Qh, 1, 1, 1], [B, Qh, 3]],
+    backward: [[B, Qh, 3], [B, 1, 1, 3], [B, Qh, 1, 1, 1, 2], [B, Qh, 1, 1, 1], [B, 1, 1, 3], [B, Qh, 1, 1, 1, 2], [B, Qh, 1, 1, 1]],
+  };
+  shapes.both = [...shapes.backward, [B, Qh, 3]];
+  for (const k of ['wasm-simd', 'wasm-scalar']) {
+    const m = all[k];
+    const heap = m.wasm.heapInUse(), memory = m.wasm.memory.buffer.byteLength;
+    for (const mode of ['forward', 'backward', 'both']) {
+      assert.throws(() => m.prepare(dims, { mode }), (e) => {
+        assert.ok(e instanceof RangeError, `${k} ${mode}: ${e}`);
+        assert.match(e.message, /^prepare: this call needs \d+ bytes of WebAssembly memory, more than the 4 GiB/, `${k} ${mode}`);
+        const stated = BigInt(/needs (\d+) bytes/.exec(e.message)[1]);
+        const tensors = exactBytes(shapes[mode]);
+        assert.ok(stated >= tensors && stated < tensors + 4096n, `${k} ${mode}: states ${stated} bytes, the tensors alone are exactly ${tensors}`);
+        return true;
+      });
+    }
+    assert.equal(m.wasm.heapInUse(), heap, `${k}: nothing allocated`);
+    assert.equal(m.wasm.memory.buffer.byteLength, memory, `${k}: the memory did not grow`);
+  }
+});
