@@ -394,8 +394,20 @@ export class Msda {
       : null;
   }
 
-  /** Bytes the heap would need for these tensors (wasm), checked before anything is allocated. */
+  /**
+   * Checked before anything is allocated: the bytes the heap would need for these tensors
+   * (wasm), or each tensor against the longest Float32Array the runtime makes (native).
+   */
   _checkSize(fn, problem, mode) {
+    const { maxElements } = this._backend;
+    if (maxElements !== undefined) {
+      for (const name of TENSORS[mode]) {
+        const elements = exactElementsOf(problem.shapes[name]);
+        if (elements > BigInt(maxElements)) {
+          throw new RangeError(`${fn}: ${name} needs ${4n * elements} bytes (${elements} elements), more than a Float32Array can hold here (${maxElements} elements)`);
+        }
+      }
+    }
     if (!this._backend.memory) return;
     const layout = TENSORS[mode].map((name) => ({ name, elements: exactElementsOf(problem.shapes[name]) }));
     const bytes = exactWasmBytes(problem.desc.length, layout);

@@ -2,6 +2,7 @@
 // same store interface as the wasm heap (loader.js), so init({ backend: 'native' }) gives the
 // same API. Node only. Inputs are passed to C without copying; outputs are fresh Float32Arrays.
 
+import { constants } from 'node:buffer';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
@@ -29,6 +30,8 @@ class NativeBackend {
     this.name = 'native';
     this.simd = false;
     this.memory = null;
+    // Elements of the longest typed array this Node makes (V8's limit; 2^32 on Node 20).
+    this.maxElements = constants.MAX_LENGTH;
   }
 
   allocate(desc, layout) {

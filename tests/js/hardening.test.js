@@ -291,3 +291,39 @@ test('sizes far past 4 GiB: the wasm RangeError states the exact byte count as a
     assert.equal(m.wasm.memory.buffer.byteLength, memory, `${k}: the memory did not grow`);
   }
 });
+
+test('native: sizes no Float32Array can hold are a RangeError naming the tensor and its bytes, up front', async () => {
+  const { constants } = await import('node:buffer');
+  const native = (await backends()).native;
+  const max = BigInt(constants.MAX_LENGTH);
+  // prepare: 2^80 + 2^40 elements in samplingLocations' half (x2) and the others.
+  const B = 2 ** 40, Qh = 2 ** 40 + 1;
+  for (const mode of ['forward', 'backward', 'both']) {
+    assert.throws(() => native.prepare({ batch: B, numQueries: Qh, numHeads: 1, channels: 3, numPoints: 1, spatialShapes: [[1, 1]] }, { mode }), (e) => {
+      assert.ok(e instanceof RangeError, `${mode}: ${e}`);
+      const m = /^prepare: (\w+) needs (\d+) bytes \((\d+) elements\), more than a Float32Array can hold here \((\d+) elements\)$/.exec(e.message);
+      assert.ok(m, `${mode}: ${e.message}`);
+      const shapes = { gradOutput: [B, Qh, 3], value: [B, 1, 1, 3], samplingLocations: [B, Qh, 1, 1, 1, 2] };
+      const elements = shapes[m[1]].reduce((a, d) => a * BigInt(d), 1n);
+      assert.equal(BigInt(m[3]), elements, `${mode}: ${m[1]}'s exact elements`);
+      assert.equal(BigInt(m[2]), 4n * elements, `${mode}: ${m[1]}'s exact bytes`);
+      assert.equal(BigInt(m[4]), max);
+      return true;
+    });
+  }
+  // forward: 4 MiB of value and 8192 queries give an output of 2^33 elements.
+  const Cbig = 2 ** 20, Qbig = 2 ** 13;
+  const args = {
+    value: { data: new Float32Array(Cbig), shape: [1, 1, 1, Cbig] }, spatialShapes: [[1, 1]],
+    samplingLocations: { data: new Float32Array(2 * Qbig), shape: [1, Qbig, 1, 1, 1, 2] },
+    attentionWeights: { data: new Float32Array(Qbig), shape: [1, Qbig, 1, 1, 1] },
+  };
+  assert.throws(() => native.forward(args),
+    { name: 'RangeError', message: `forward: output needs ${2 ** 35} bytes (${2 ** 33} elements), more than a Float32Array can hold here (${max} elements)` });
+  // The boundary: one element past the limit is refused; the limit itself passes this check
+  // (a native prepare allocates nothing until a tensor is first used).
+  const one = { batch: 1, numQueries: 1, numHeads: 1, channels: 1, numPoints: 1 };
+  assert.throws(() => native.prepare({ ...one, spatialShapes: [[Number(max) + 1, 1]] }, { mode: 'forward' }),
+    { name: 'RangeError', message: /^prepare: value needs/ });
+  native.prepare({ ...one, spatialShapes: [[Number(max), 1]] }, { mode: 'forward' }).dispose();
+});
