@@ -565,7 +565,9 @@ function bindControls() {
 }
 
 async function main() {
-  const simd = await init({ simd: 'auto' });
+  // This machine's CPUs when the page is cross-origin isolated (make demo's server sends COOP and
+  // COEP), else 1 with one console notice; the threads field shows which (README "Threads").
+  const simd = await init({ simd: 'auto', threads: 'auto' });
   modules = { simd, scalar: await init({ simd: false }) };
   if (!simd.simd) {
     // No SIMD in this browser: the scalar module serves both entries.

@@ -1,7 +1,8 @@
 // Wasm threads in headless Chromium: a cross-origin isolated page gets 2 threads (workers on a
 // shared memory) with the bits of 1 thread and of Node; a page without isolation falls back to 1
-// thread with one console notice and still computes. The pages are served here, from a tiny
-// server that sends the isolation headers under /iso/ and none under /plain/.
+// thread with one console notice and still computes; the demo page shows which. The pages are
+// served here, from a tiny server that sends the isolation headers under /iso/ and none under
+// /plain/.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -13,7 +14,7 @@ import { CHROMIUM, ROOT } from './browser.js';
 
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
   '--disable-component-update', '--disable-sync', '--no-first-run'];
-const TYPES = { '.js': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html' };
+const TYPES = { '.js': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html', '.css': 'text/css' };
 const ISOLATION = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' };
 
 // The same inputs in the page and in Node: a small LCG, so nothing but this text is shared.
@@ -79,7 +80,8 @@ before(async () => {
       return;
     }
     const file = path.join(ROOT, rel);
-    if (!['bindings/', 'dist/'].some((d) => rel.startsWith(d)) || rel.includes('..') || !fs.existsSync(file)) {
+    if (!['bindings/', 'dist/', 'web/'].some((d) => rel.startsWith(d)) || rel.includes('..') || !fs.existsSync(file)
+      || !fs.statSync(file).isFile()) {
       res.writeHead(404, headers);
       res.end();
       return;
@@ -146,4 +148,27 @@ test('page without cross-origin isolation: 1 thread, one console notice, still c
   assert.match(r.notices[0], /^ms-deform-attn: using 1 thread instead of 2: the page is not cross-origin isolated/);
   const want = await nodeResults();
   assert.deepEqual(r.results, want);
+});
+
+// The page asks for threads: 'auto' (this machine's CPUs, 2 here).
+test('the demo page shows its thread count: the CPUs when isolated, 1 (with the notice) when not', async () => {
+  for (const mode of ['iso', 'plain']) {
+    const page = await browser.newPage();
+    const infos = [];
+    const problems = [];
+    page.on('console', (m) => {
+      if (m.type() === 'info') infos.push(m.text());
+      if (m.type() === 'error' || m.type() === 'warning') problems.push(`${m.text()} ${m.location().url}`);
+    });
+    page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+    await page.goto(`${base}/${mode}/web/index.html`);
+    await page.waitForFunction(() => window.__msda && window.__msda.ready, null, { timeout: 60000 });
+    const want = mode === 'plain' ? '1' : String(await page.evaluate(() => Math.min(navigator.hardwareConcurrency || 1, 64)));
+    assert.equal(await page.locator('#threads').textContent(), want, `${mode}: the threads field`);
+    assert.equal(String(await page.evaluate(() => window.__msda.threads)), want);
+    assert.equal(infos.filter((t) => t.startsWith('ms-deform-attn: using 1 thread')).length, mode === 'plain' ? 1 : 0,
+      infos.join('\n'));
+    assert.deepEqual(problems.filter((p) => !p.includes('favicon')), []);
+    await page.close();
+  }
 });
