@@ -344,3 +344,11 @@ if (json) {
     for (const [text, ok] of targets) console.log(`  ${check(ok).padEnd(7)}  ${text}`);
   }
 }
+
+// The threads column (1 vs 2 threads, native and wasm SIMD, decoder and encoder) in the same
+// run, from its own script so it can also be run alone.
+if (configs.includes('decoder') || configs.includes('encoder')) {
+  if (!json) console.log('\nthreads (through msda.prepare, minimum over interleaved rounds):');
+  execFileSync(process.execPath, [root('tests/bench/threads_bench.js'), '--rounds', quick ? '2' : '6',
+    ...(json ? ['--json'] : [])], { stdio: 'inherit' });
+}
