@@ -21,3 +21,9 @@ test-js: native wasm
 	node --test $(JS_TESTS)
 
 TEST_SUITES += test-js
+
+# What `npm pack` ships (package.json's prepack runs this): fresh builds, and plain 644 modes
+# (emcc leaves its .wasm output executable, which the tarball would keep).
+.PHONY: package
+package: native wasm
+	chmod 644 $(DIST)/*.wasm

@@ -1,9 +1,11 @@
-// The package as users get it: `npm pack`, install the tarball into an empty project offline,
-// import it by name and run it; and the hand-written typings checked by `tsc --strict`.
-import { test } from 'node:test';
+// The package as users get it: `npm pack` (file list, sizes, modes, metadata), the README's links
+// against the repository and the tarball, the tarball installed into an empty project offline and
+// used by name from ESM and CommonJS; and the hand-written typings checked by `tsc --strict`.
+import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile, readFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile, readFile, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,49 +15,176 @@ const run = promisify(execFile);
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const npmEnv = { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' };
 
-test('npm pack + install the tarball into an empty project + import works', async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'msda-pack-'));
-  try {
-    const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', dir], { cwd: root, env: npmEnv });
-    const [{ filename, files }] = JSON.parse(stdout);
-    const paths = files.map((f) => f.path);
-    for (const needed of ['package.json', 'README.md', 'bindings/index.js', 'bindings/loader.js', 'bindings/index.d.ts',
-      'bindings/native.js', 'bindings/reference.js', 'dist/msda-simd.wasm', 'dist/msda-scalar.wasm',
-      'bindings/threads.js', 'bindings/threads-worker.js', 'dist/msda-simd-threads.wasm']) {
-      assert.ok(paths.includes(needed), `the tarball has ${needed}`);
-    }
-    for (const p of paths) {
-      assert.match(p, /^(package\.json|README\.md|LICENSE|bindings\/[^/]+\.(js|d\.ts)|dist\/msda-(simd|scalar|simd-threads)\.wasm)$/, `only what users need, not ${p}`);
-    }
+// Budgets (bytes). The tarball is what `npm install` downloads; the README is shown on the
+// registry page and installed with the package, so it must not dominate it.
+const TARBALL_BUDGET = 300 * 1024;
+const UNPACKED_BUDGET = 800 * 1024;
+const README_SHARE = 0.15;
 
-    const project = join(dir, 'project');
-    await run('mkdir', ['-p', project]);
-    await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'user-project', private: true, type: 'module' }));
-    await run('npm', ['install', '--offline', '--no-audit', '--no-fund', join(dir, filename)], { cwd: project, env: npmEnv });
-    const script = `
-      import { init } from 'ms-deform-attn';
-      import { referenceForward } from 'ms-deform-attn/reference';
-      const results = [];
-      for (const simd of [true, false]) {
-        const msda = await init({ simd });
-        const args = {
-          value: { data: new Float32Array([1, 2, 3, 4]), shape: [1, 4, 1, 1] },
-          spatialShapes: [[2, 2]],
-          samplingLocations: { data: new Float32Array([0.5, 0.5]), shape: [1, 1, 1, 1, 1, 2] },
-          attentionWeights: { data: new Float32Array([2]), shape: [1, 1, 1, 1, 1] },
-        };
-        results.push([msda.backend, msda.forward(args).data[0], referenceForward(args).data[0]]);
-      }
-      console.log(JSON.stringify(results));
-    `;
-    await writeFile(join(project, 'use.mjs'), script);
-    const out = await run(process.execPath, ['use.mjs'], { cwd: project });
-    assert.deepEqual(JSON.parse(out.stdout), [['wasm', 5, 5], ['wasm-scalar', 5, 5]]);
-    const installed = JSON.parse(await readFile(join(project, 'node_modules/ms-deform-attn/package.json'), 'utf8'));
-    assert.equal(installed.name, 'ms-deform-attn');
-  } finally {
-    await rm(dir, { recursive: true, force: true });
+// What the tarball may hold: the code, its types, the wasm modules, the docs and the picture the
+// README shows, the license. Nothing from tests, sources or the build tree.
+const ALLOWED = /^(package\.json|README\.md|LICENSE|bindings\/[^/]+\.(js|d\.ts)|dist\/msda-(simd|scalar|simd-threads)\.wasm|docs\/[A-Z]+\.md|docs\/demo\.webp)$/;
+const REQUIRED = ['package.json', 'README.md', 'LICENSE', 'docs/SEMANTICS.md', 'docs/CONTRACT.md', 'docs/demo.webp',
+  'bindings/index.js', 'bindings/loader.js', 'bindings/index.d.ts', 'bindings/native.js', 'bindings/reference.js',
+  'bindings/threads.js', 'bindings/threads-worker.js', 'dist/msda-simd.wasm', 'dist/msda-scalar.wasm',
+  'dist/msda-simd-threads.wasm'];
+
+let dir;      // temporary directory holding the tarball and the user's project
+let packed;   // npm pack --json's record: { filename, size, unpackedSize, files: [{ path, size, mode }] }
+
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'msda-pack-'));
+  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', dir], { cwd: root, env: npmEnv, maxBuffer: 1 << 24 });
+  [packed] = JSON.parse(stdout);   // prepack's build talks on stderr
+});
+after(() => rm(dir, { recursive: true, force: true }));
+
+test('npm pack: exactly the files users need', () => {
+  const paths = packed.files.map((f) => f.path);
+  for (const needed of REQUIRED) assert.ok(paths.includes(needed), `the tarball has ${needed}`);
+  for (const p of paths) assert.match(p, ALLOWED, `only what users need, not ${p}`);
+});
+
+test(`npm pack: tarball <= ${TARBALL_BUDGET} bytes, unpacked <= ${UNPACKED_BUDGET}, README <= ${README_SHARE * 100}% of it`, () => {
+  assert.ok(packed.size <= TARBALL_BUDGET, `tarball is ${packed.size} bytes, budget ${TARBALL_BUDGET}`);
+  assert.ok(packed.unpackedSize <= UNPACKED_BUDGET, `unpacked ${packed.unpackedSize} bytes, budget ${UNPACKED_BUDGET}`);
+  const readme = packed.files.find((f) => f.path === 'README.md').size;
+  assert.ok(readme <= README_SHARE * packed.unpackedSize,
+    `README.md is ${readme} bytes, ${(100 * readme / packed.unpackedSize).toFixed(1)}% of the ${packed.unpackedSize} unpacked bytes (budget ${README_SHARE * 100}%)`);
+});
+
+test('npm pack: file modes are 644, only the bin is executable', () => {
+  const bin = Object.values(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).bin);
+  for (const f of packed.files) {
+    const expected = bin.includes(f.path) ? 0o755 : 0o644;
+    assert.equal((f.mode & 0o777).toString(8), expected.toString(8), `mode of ${f.path}`);
   }
+});
+
+test('package.json: license file, repository, keywords, sideEffects, engines', async () => {
+  const pkg = JSON.parse(await readFile(join(root, 'package.json'), 'utf8'));
+  assert.equal(pkg.license, 'MIT');
+  const license = await readFile(join(root, 'LICENSE'), 'utf8');
+  assert.match(license, /^MIT License\n/);
+  assert.match(license, /Permission is hereby granted, free of charge/);
+  assert.equal(pkg.repository?.type, 'git');
+  assert.match(pkg.repository?.url ?? '', /^git\+https:\/\/.+\.git$/);
+  assert.ok(Array.isArray(pkg.keywords) && pkg.keywords.length >= 3, 'keywords');
+  assert.equal(pkg.sideEffects, false);
+  // require() of an ES module works unflagged from Node 20.19 and 22.12; the range must say so
+  // and admit the Node that runs this test (which the install test below uses through require).
+  assert.equal(pkg.engines?.node, '^20.19.0 || >=22.12.0');
+  const [major, minor] = process.versions.node.split('.').map(Number);
+  assert.ok((major === 20 && minor >= 19) || (major === 22 && minor >= 12) || major > 22,
+    `engines ${pkg.engines.node} admits this Node ${process.version}`);
+});
+
+// ---------------------------------------------------------------------------------------------
+// The README's links: on the registry page relative links resolve against the repository, and
+// readers of node_modules see the tarball; so every relative link and image must be a file the
+// repository tracks, images and docs must also be in the tarball, and every #anchor a heading.
+
+function readmeLinks(md) {
+  const text = md.replace(/```[\s\S]*?```/g, '');   // code blocks hold no links
+  const links = [];
+  for (const m of text.matchAll(/(!?)\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) {
+    links.push({ image: m[1] === '!', target: m[2] });
+  }
+  for (const m of text.matchAll(/<(img|a)\s[^>]*?(src|href)="([^"]+)"/g)) links.push({ image: m[1] === 'img', target: m[3] });
+  return links;
+}
+
+// GitHub's (and npm's) heading anchors: lower case, punctuation dropped, spaces to hyphens.
+function anchors(md) {
+  const out = new Set();
+  for (const m of md.replace(/```[\s\S]*?```/g, '').matchAll(/^#{1,6}\s+(.+)$/gm)) {
+    out.add(m[1].trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-'));
+  }
+  return out;
+}
+
+test('README: every relative link and image is in the repository (images and docs in the tarball too)', async () => {
+  const md = await readFile(join(root, 'README.md'), 'utf8');
+  const { stdout } = await run('git', ['ls-files', '-z'], { cwd: root, maxBuffer: 1 << 24 });
+  const tracked = new Set(stdout.split('\0').filter(Boolean));
+  const inTarball = new Set(packed.files.map((f) => f.path));
+  const heads = anchors(md);
+  const links = readmeLinks(md);
+  assert.ok(links.some((l) => l.image), 'the README shows a picture');
+  for (const { image, target } of links) {
+    if (/^[a-z][a-z0-9+.-]*:/i.test(target)) {
+      assert.ok(!image, `image ${target}: an absolute URL depends on a site the package does not control; ship it`);
+      continue;
+    }
+    const [path, fragment] = target.split('#');
+    if (path === '') {
+      assert.ok(heads.has(fragment), `README link #${fragment} names a heading (have: ${[...heads].join(', ')})`);
+      continue;
+    }
+    const file = path.replace(/^\.\//, '');
+    assert.ok(!file.startsWith('../') && !file.startsWith('/'), `README link ${target} stays inside the repository`);
+    assert.ok(tracked.has(file), `README ${image ? 'image' : 'link'} ${target}: ${file} is tracked by git`);
+    if (image || file.startsWith('docs/') || file === 'LICENSE') {
+      assert.ok(inTarball.has(file), `README ${image ? 'image' : 'link'} ${target}: ${file} is in the tarball`);
+    }
+  }
+  // Documents named in prose must be ones the repository has, under the name it has them.
+  const prose = md.replace(/!?\[[^\]]*\]\([^)]*\)/g, '');   // links were checked above
+  for (const m of prose.matchAll(/(?<![\w/.-])([A-Z][A-Z_]+\.md)\b/g)) {
+    assert.fail(`README names ${m[1]} without its path; link docs/${m[1]}`);
+  }
+  // Paths in backticks that point into the tree (files, not directories or globs) must exist;
+  // none may point outside the repository.
+  for (const m of md.matchAll(/`([^`\s]+)`/g)) {
+    const p = m[1];
+    assert.ok(!p.startsWith('../'), `README points outside the repository: ${p}`);
+    if (/^(src|bindings|tests|web|demo|mk|scripts|docs|\.ci)\/[^{}*$…]*\.[a-z]+$/.test(p)) {
+      assert.ok(tracked.has(p), `README names ${p}, which the repository does not track`);
+    }
+  }
+});
+
+test('docs/ holds the contract documents the README links', async () => {
+  for (const name of ['SEMANTICS.md', 'CONTRACT.md']) {
+    const text = await readFile(join(root, 'docs', name), 'utf8');
+    assert.match(text, /^# /, `docs/${name} is a markdown document`);
+  }
+});
+
+test('npm pack + install the tarball into an empty project: ESM import and CommonJS require work', async () => {
+  const project = join(dir, 'project');
+  await mkdir(project, { recursive: true });
+  await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'user-project', private: true, type: 'module' }));
+  await run('npm', ['install', '--offline', '--no-audit', '--no-fund', join(dir, packed.filename)], { cwd: project, env: npmEnv });
+  const script = `
+    import { init } from 'ms-deform-attn';
+    import { referenceForward } from 'ms-deform-attn/reference';
+    const results = [];
+    for (const simd of [true, false]) {
+      const msda = await init({ simd });
+      const args = {
+        value: { data: new Float32Array([1, 2, 3, 4]), shape: [1, 4, 1, 1] },
+        spatialShapes: [[2, 2]],
+        samplingLocations: { data: new Float32Array([0.5, 0.5]), shape: [1, 1, 1, 1, 1, 2] },
+        attentionWeights: { data: new Float32Array([2]), shape: [1, 1, 1, 1, 1] },
+      };
+      results.push([msda.backend, msda.forward(args).data[0], referenceForward(args).data[0]]);
+    }
+    console.log(JSON.stringify(results));
+  `;
+  await writeFile(join(project, 'use.mjs'), script);
+  const out = await run(process.execPath, ['use.mjs'], { cwd: project });
+  assert.deepEqual(JSON.parse(out.stdout), [['wasm', 5, 5], ['wasm-scalar', 5, 5]]);
+
+  // CommonJS: require() of the ES module, as engines promises.
+  await writeFile(join(project, 'use.cjs'), `
+    const { init } = require('ms-deform-attn');
+    init().then((msda) => console.log(msda.backend));
+  `);
+  const cjs = await run(process.execPath, ['use.cjs'], { cwd: project });
+  assert.equal(cjs.stdout.trim(), 'wasm');
+  const installed = JSON.parse(await readFile(join(project, 'node_modules/ms-deform-attn/package.json'), 'utf8'));
+  assert.equal(installed.name, 'ms-deform-attn');
 });
 
 test('index.d.ts covers the public API: tsc --strict accepts the typed usage file', async () => {
