@@ -1,20 +1,36 @@
 // One worker of a threaded wasm backend (bindings/threads.js), in Node (worker_threads) or a
 // browser (module Web Worker). It instantiates the threads module on the shared memory, sets its
-// own stack, says it is ready, then loops: wait for a call, run its parts, report, wait again.
+// own stack, says it is ready, then loops: wait until the calling thread hands it a call through
+// its mailbox, run its parts, hand the mailbox back, report. The protocol and why it is correct:
+// the comment above Pool#run in bindings/threads.js.
 
 const isNode = typeof process !== 'undefined' && process.versions != null && process.versions.node != null;
 
-// Control block slots: the same as bindings/threads.js.
-const GENERATION = 0;
-const PENDING = 1;
-const JOB = 2;
-const PARTS = 3;
-const THREADS = 4;
-const FAILED = 5;
-const QUIT = 6;
-const WORKER_PARTS = 7;
+// Control block: the same slots as bindings/threads.js.
+const PENDING = 0;
+const FAILED = 1;
+const WORKER_PARTS = 2;
+const THREADS = 3;
+const MAILBOXES = 16;
+const MAILBOX_SLOTS = 4;
+const STATE = 0, JOB = 1, PARTS = 2;
+const IDLE = 0, RUN = 1, QUIT = 2;
 
-async function start({ module, memory, control: controlPtr, stackTop, index }, post) {
+// Test-only delays (threads.js, testDelays): point -> ms this worker sleeps there.
+function sleeper(delays, index) {
+  const at = new Map();
+  for (const { point, worker, ms } of delays || []) if (worker === undefined || worker === index) at.set(point, { ms, next: 0 });
+  if (at.size === 0) return () => {};
+  const cell = new Int32Array(new SharedArrayBuffer(4));
+  return (point) => {
+    const d = at.get(point);
+    if (d === undefined) return;
+    const ms = d.ms[d.next++ % d.ms.length];
+    if (ms > 0) Atomics.wait(cell, 0, 0, ms);
+  };
+}
+
+async function start({ module, memory, control: controlPtr, stackTop, index, delays }, post) {
   let instance;
   try {
     instance = await WebAssembly.instantiate(module, {
@@ -31,19 +47,21 @@ async function start({ module, memory, control: controlPtr, stackTop, index }, p
     return;
   }
   const run = instance.exports.msda_wasm_run_part;
-  const c = new Int32Array(memory.buffer, controlPtr, 16);
-  let seen = Atomics.load(c, GENERATION);
+  const c = new Int32Array(memory.buffer, controlPtr, MAILBOXES + MAILBOX_SLOTS * (index + 1));
+  const box = MAILBOXES + MAILBOX_SLOTS * index;
+  const pause = sleeper(delays, index);
+  const threads = Atomics.load(c, THREADS);
   post({ ready: true });
   for (;;) {
-    Atomics.wait(c, GENERATION, seen);
-    const generation = Atomics.load(c, GENERATION);
-    if (generation === seen) continue;
-    seen = generation;
-    if (Atomics.load(c, QUIT)) return;
-    const parts = c[PARTS];
-    if (index >= parts) continue;
-    const threads = c[THREADS];
-    const job = c[JOB];
+    Atomics.wait(c, box + STATE, IDLE);
+    const state = Atomics.load(c, box + STATE);
+    if (state === QUIT) return;
+    if (state !== RUN) continue;
+    pause('wake');
+    // The mailbox is this worker's until it stores IDLE: nobody writes it meanwhile.
+    const job = c[box + JOB];
+    const parts = c[box + PARTS];
+    pause('read');
     try {
       for (let k = index; k < parts; k += threads) {
         run(job, k, parts);
@@ -52,6 +70,9 @@ async function start({ module, memory, control: controlPtr, stackTop, index }, p
     } catch {
       Atomics.store(c, FAILED, 1);
     }
+    pause('ran');
+    Atomics.store(c, box + STATE, IDLE);
+    pause('idle');
     if (Atomics.sub(c, PENDING, 1) === 1) Atomics.notify(c, PENDING);
   }
 }

@@ -23,16 +23,17 @@ const MAXIMUM_PAGES = 65536;
 const WORKER_STACK_BYTES = 256 * 1024;
 const START_TIMEOUT_MS = 60000;
 
-// The control block, Int32 slots in the shared memory.
-const GENERATION = 0; // bumped once per call; workers wait on it
-const PENDING = 1;    // workers still running a part of this call
-const JOB = 2;        // job pointer
-const PARTS = 3;      // parts of this call
-const THREADS = 4;    // threads of the pool (this thread + workers)
-const FAILED = 5;     // set when a part threw (a trap)
-const QUIT = 6;       // set by terminate()
-const WORKER_PARTS = 7; // parts the workers have run, for tests and diagnostics
-const CONTROL_BYTES = 64;
+// The control block, Int32 slots in the shared memory (bindings/threads-worker.js has the same).
+const PENDING = 0;      // workers still running a part of this call
+const FAILED = 1;       // set when a part threw (a trap)
+const WORKER_PARTS = 2; // parts the workers have run, for tests and diagnostics
+const THREADS = 3;      // threads of the pool (this thread + workers)
+// Then one mailbox per worker (index 1..threads-1): its state and the call handed to it.
+const MAILBOXES = 16;
+const MAILBOX_SLOTS = 4;
+const STATE = 0, JOB = 1, PARTS = 2;
+const IDLE = 0, RUN = 1, QUIT = 2;
+const CONTROL_BYTES = 4 * (MAILBOXES + MAILBOX_SLOTS * MAX_THREADS);
 
 const isNode = typeof process !== 'undefined' && process.versions != null && process.versions.node != null;
 // Atomics.wait throws on a browser's main thread; Node's main thread and workers may block.
@@ -73,6 +74,33 @@ export function threadsUnavailableReason({ simd = true, custom = false } = {}) {
   if (!simd || !simdSupported()) return 'threads need the SIMD module and this runtime has no WebAssembly SIMD';
   if (custom) return 'a module or wasmBinary given to init is used as is, on one thread';
   return null;
+}
+
+// Test-only: MSDA_TEST_THREAD_DELAYS (Node) makes threads sleep at chosen steps of the protocol,
+// e.g. "wake@2=20/0,publish=1": worker 2 sleeps 20 ms and 0 ms alternately after waking for a
+// call, the calling thread 1 ms after handing out each mailbox. Steps: publish and join (the calling thread, index 0);
+// wake, read, ran and idle (workers). Without "@index" a delay applies to every thread.
+export function testDelays() {
+  const spec = isNode ? process.env.MSDA_TEST_THREAD_DELAYS : undefined;
+  if (!spec) return [];
+  return spec.split(',').map((item) => {
+    const m = /^(publish|join|wake|read|ran|idle)(?:@(\d+))?=(\d+(?:\/\d+)*)$/.exec(item.trim());
+    if (m === null) throw new Error(`ms-deform-attn: MSDA_TEST_THREAD_DELAYS: cannot parse '${item}', expected step[@thread]=ms[/ms...]`);
+    return { point: m[1], worker: m[2] === undefined ? undefined : Number(m[2]), ms: m[3].split('/').map(Number) };
+  });
+}
+
+function sleeper(delays, index) {
+  const at = new Map();
+  for (const { point, worker, ms } of delays) if (worker === undefined || worker === index) at.set(point, { ms, next: 0 });
+  if (at.size === 0) return () => {};
+  const cell = new Int32Array(new SharedArrayBuffer(4));
+  return (point) => {
+    const d = at.get(point);
+    if (d === undefined) return;
+    const ms = d.ms[d.next++ % d.ms.length];
+    if (ms > 0) Atomics.wait(cell, 0, 0, ms);
+  };
 }
 
 function notice(requested, reason) {
@@ -167,10 +195,30 @@ class Pool {
     this.exports = null;
     this.control = null;
     this.broken = null;
+    this.delays = testDelays();
+    this.pause = sleeper(this.delays, 0);
   }
 
   // env.msda_wasm_run_parallel: runs parts 0..parts-1, part k on thread k % threads; returns
   // nonzero when a part failed. Called from inside the wasm call, so it must return synchronously.
+  //
+  // The protocol, and why it is correct. Each worker i has a mailbox (STATE, JOB, PARTS) that
+  // belongs to exactly one side at a time: to this thread while STATE is IDLE, to worker i while
+  // it is RUN. This thread writes JOB and PARTS only into IDLE mailboxes and then hands them over
+  // with Atomics.store(STATE, RUN); worker i reads them only after its Atomics.load(STATE) saw
+  // RUN (so it sees the values written before that store), and hands the mailbox back with
+  // Atomics.store(STATE, IDLE) after its last read, then decrements PENDING. A call:
+  //   1. PENDING = the number of workers it needs (busy); FAILED = 0;
+  //   2. for i = 1..busy: write worker i's mailbox, store RUN, notify;
+  //   3. run this thread's parts;
+  //   4. wait until PENDING is 0.
+  // PENDING reaches 0 only after each of the busy workers stored IDLE, i.e. after it finished
+  // its parts and its reads: so when a call returns (and its job and buffers are freed) no worker
+  // runs or will run any part of it, and every mailbox is IDLE, so the next call's step 2 never
+  // writes a mailbox a worker is reading. A worker acts once per RUN it sees and stores IDLE
+  // before decrementing, so PENDING is decremented exactly once per handed-out mailbox and
+  // cannot go below 0. Workers the call does not need are not woken and hold nothing of it.
+  // Delays anywhere (tests/js/threads.test.js injects them at every step) change none of this.
   run(job, parts) {
     const c = this.control;
     if (this.broken !== null) {
@@ -178,19 +226,24 @@ class Pool {
       for (let k = 0; k < parts; k++) this.exports.msda_wasm_run_part(job, k, parts);
       return 0;
     }
-    c[JOB] = job;
-    c[PARTS] = parts;
-    c[FAILED] = 0;
     const busy = Math.min(parts, this.threads) - 1;
+    Atomics.store(c, FAILED, 0);
     Atomics.store(c, PENDING, busy);
-    Atomics.add(c, GENERATION, 1);
-    Atomics.notify(c, GENERATION);
+    for (let i = 1; i <= busy; i++) {
+      const box = MAILBOXES + MAILBOX_SLOTS * i;
+      c[box + JOB] = job;
+      c[box + PARTS] = parts;
+      Atomics.store(c, box + STATE, RUN);
+      Atomics.notify(c, box + STATE, 1);
+      this.pause('publish');
+    }
     let failed = 0;
     try {
       for (let k = 0; k < parts; k += this.threads) this.exports.msda_wasm_run_part(job, k, parts);
     } catch {
       failed = 1;
     }
+    this.pause('join');
     // Wait even after a failure: the workers read the job from this call's stack.
     for (let pending = Atomics.load(c, PENDING); pending !== 0; pending = Atomics.load(c, PENDING)) {
       if (canBlock) Atomics.wait(c, PENDING, pending);
@@ -205,9 +258,11 @@ class Pool {
 
   terminate() {
     if (this.control !== null) {
-      Atomics.store(this.control, QUIT, 1);
-      Atomics.add(this.control, GENERATION, 1);
-      Atomics.notify(this.control, GENERATION);
+      for (let i = 1; i < this.threads; i++) {
+        const box = MAILBOXES + MAILBOX_SLOTS * i;
+        Atomics.store(this.control, box + STATE, QUIT);
+        Atomics.notify(this.control, box + STATE);
+      }
     }
     for (const w of this.workers) w.terminate();
     this.workers = [];
@@ -267,7 +322,7 @@ async function startThreads(threads) {
       if (stack === 0) throw new Error('ms-deform-attn: no heap for a worker stack');
       // The stack grows down from its top, 16-byte aligned.
       const stackTop = Math.floor((stack + WORKER_STACK_BYTES) / 16) * 16;   // not `& ~15`: may be >= 2^31
-      starting.push(startWorker({ module: compiled, memory, control, stackTop, index }, pool));
+      starting.push(startWorker({ module: compiled, memory, control, stackTop, index, delays: pool.delays }, pool));
     }
     const results = await Promise.allSettled(starting);
     const failure = results.find((r) => r.status === 'rejected');

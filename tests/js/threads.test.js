@@ -1,10 +1,11 @@
 // Threads in Node: the wasm threads module (workers on a shared memory) and the native addon give
 // the same bits for 1, 2, 3 and 8 threads on cases whose batch x heads does not divide by the
 // thread count; the workers really run parts; memory growth during threaded calls; a process that
-// used threads exits by itself; the threads option is checked; the fallback prints one notice.
+// used threads exits by itself; the threads option is checked; the fallback prints one notice;
+// the worker protocol holds with delays injected at each of its steps.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { init, initNative } from '../../bindings/index.js';
@@ -229,4 +230,66 @@ test('a Node process that used threads exits by itself', () => {
   assert.equal(threads, 2);
   assert.ok(parts >= 1, 'the worker ran a part');
   assert.equal(first, 1);
+});
+
+// Runs tests/js/threads-protocol-child.js with MSDA_TEST_THREAD_DELAYS = spec; resolves with its
+// JSON line, or with { hung: true } when it does not finish in time.
+function runDelayed(spec, calls, timeoutMs) {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [new URL('./threads-protocol-child.js', import.meta.url).pathname, String(calls)],
+      { env: { ...process.env, MSDA_TEST_THREAD_DELAYS: spec }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '', err = '';
+    child.stdout.on('data', (d) => { out += d; });
+    child.stderr.on('data', (d) => { err += d; });
+    const timer = setTimeout(() => { child.kill('SIGKILL'); }, timeoutMs);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      if (signal === 'SIGKILL') resolve({ hung: true });
+      else if (code !== 0) resolve({ crashed: `exit ${code}: ${err.trim().split('\n').slice(-3).join(' | ')}` });
+      else resolve(JSON.parse(out.trim().split('\n').pop()));
+    });
+  });
+}
+
+test('wasm threads protocol: delays injected at every step, one worker or all, many calls: no hang, no part run twice, same bits', async () => {
+  // "a/b" cycles: a worker sleeps a ms on one call and not on the next, so it can fall a call
+  // behind and then catch up at once. wake@2=15/0 and wake@2=10/0/0 hang the protocol this one
+  // replaced (a shared generation counter with the job read after it, without synchronisation).
+  const specs = [
+    '', 'wake@2=15/0', 'wake@2=10/0/0', 'wake=15/0', 'read@2=15/0', 'read=3/0', 'ran@1=10/0', 'ran=3/0',
+    'idle@2=10/0', 'idle=3/0', 'publish=3/0', 'join=5/0', 'wake@1=4/0,read@2=3/0/0,ran@2=2/0,idle@1=0/3,publish=1/0/0',
+  ];
+  const calls = 40;
+  const results = [];
+  // Two at a time: each child's threads mostly sleep.
+  for (let i = 0; i < specs.length; i += 2) {
+    results.push(...await Promise.all(specs.slice(i, i + 2).map((spec) => runDelayed(spec, calls, 30000))));
+  }
+  specs.forEach((spec, i) => {
+    const r = results[i];
+    const what = `MSDA_TEST_THREAD_DELAYS='${spec}'`;
+    assert.ok(!r.hung, `${what}: the calls did not finish within 30 s (hung)`);
+    assert.equal(r.crashed, undefined, `${what}: ${r.crashed}`);
+    assert.deepEqual(r.failures, [], `${what}: ${r.failures?.join('; ')}`);
+    assert.equal(r.calls, calls, what);
+    // The child's calls use 2, 3, 1, 3, 2, 2, 3, ... threads: threads - 1 worker parts each, forward and backward.
+    const pattern = [2, 3, 1, 3, 2, 2, 3];
+    let expected = 0;
+    for (let c = 0; c < calls; c++) expected += 2 * (pattern[c % pattern.length] - 1);
+    assert.equal(r.workerParts, expected, `${what}: parts run by workers`);
+  });
+});
+
+test('MSDA_TEST_THREAD_DELAYS is parsed strictly', async () => {
+  const { testDelays } = await import('../../bindings/threads.js');
+  const saved = process.env.MSDA_TEST_THREAD_DELAYS;
+  try {
+    process.env.MSDA_TEST_THREAD_DELAYS = 'wake@2=15/0,publish=1';
+    assert.deepEqual(testDelays(), [{ point: 'wake', worker: 2, ms: [15, 0] }, { point: 'publish', worker: undefined, ms: [1] }]);
+    process.env.MSDA_TEST_THREAD_DELAYS = 'sleep=1';
+    assert.throws(() => testDelays(), /cannot parse 'sleep=1'/);
+  } finally {
+    if (saved === undefined) delete process.env.MSDA_TEST_THREAD_DELAYS;
+    else process.env.MSDA_TEST_THREAD_DELAYS = saved;
+  }
 });

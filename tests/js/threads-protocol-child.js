@@ -1,0 +1,46 @@
+// Run by tests/js/threads.test.js in a child process with MSDA_TEST_THREAD_DELAYS set: many
+// forward and backward calls on a pool of 3 threads, alternating 1, 2 and 3 threads per call (so
+// workers are sometimes idle while others run), each checked against one thread's bits, and the
+// parts the workers ran counted call by call. Prints one JSON line; a protocol that hangs is
+// caught by the parent's timeout.
+import { init } from '../../bindings/index.js';
+import { rng } from './helpers.js';
+
+const calls = Number(process.argv[2] ?? 40);
+const r = rng(3);
+const B = 1, Q = 1500, H = 3, C = 8, P = 4, spatialShapes = [[30, 40], [15, 20], [7, 9]];
+const NL = spatialShapes.length, L = spatialShapes.reduce((s, [h, w]) => s + h * w, 0);
+const fill = (n, lo, hi) => Float32Array.from({ length: n }, () => r.uniform(lo, hi));
+const args = {
+  value: { data: fill(B * L * H * C, -1, 1), shape: [B, L, H, C] },
+  spatialShapes,
+  samplingLocations: { data: fill(B * Q * H * NL * P * 2, -0.1, 1.1), shape: [B, Q, H, NL, P, 2] },
+  attentionWeights: { data: fill(B * Q * H * NL * P, 0, 1), shape: [B, Q, H, NL, P] },
+};
+const gradOutput = { data: fill(B * Q * H * C, -1, 1), shape: [B, Q, H * C] };
+
+const one = await init({ simd: true });
+const pool3 = await init({ threads: 3 });
+const pool = pool3._backend.pool;
+const want = { output: one.forward(args).data, ...one.backward({ ...args, gradOutput }) };
+const same = (a, b) => Buffer.compare(Buffer.from(a.buffer, a.byteOffset, a.byteLength),
+  Buffer.from(b.buffer, b.byteOffset, b.byteLength)) === 0;
+
+const failures = [];
+const pattern = [2, 3, 1, 3, 2, 2, 3];
+for (let i = 0; i < calls; i++) {
+  const threads = pattern[i % pattern.length];
+  const before = pool.workerParts();
+  const output = pool3.forward({ ...args, threads }).data;
+  const afterForward = pool.workerParts();
+  const grads = pool3.backward({ ...args, threads, gradOutput });
+  const afterBackward = pool.workerParts();
+  // Forward and backward each split into `threads` parts here, one per thread.
+  if (afterForward - before !== threads - 1) failures.push(`call ${i} (threads ${threads}): workers ran ${afterForward - before} forward parts, expected ${threads - 1}`);
+  if (afterBackward - afterForward !== threads - 1) failures.push(`call ${i} (threads ${threads}): workers ran ${afterBackward - afterForward} backward parts, expected ${threads - 1}`);
+  if (!same(output, want.output)) failures.push(`call ${i} (threads ${threads}): output differs from one thread's`);
+  for (const k of ['gradValue', 'gradSamplingLocations', 'gradAttentionWeights']) {
+    if (!same(grads[k].data, want[k].data)) failures.push(`call ${i} (threads ${threads}): ${k} differs from one thread's`);
+  }
+}
+console.log(JSON.stringify({ calls, workerParts: pool.workerParts(), failures: failures.slice(0, 5) }));
