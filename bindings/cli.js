@@ -6,16 +6,17 @@
 //
 // Same arguments, files, messages and exit codes as the native CLI (CONTRACT.md): 0 done; 2 bad
 // arguments or input, with one line on stderr starting "msda:" naming the file or flag; 1 any
-// other failure (for crosscheck: a disagreement beyond tolerance). Outputs are written under
-// temporary names and renamed into place only once all of them are complete.
+// other failure (for crosscheck: a disagreement beyond tolerance). Outputs are written into a
+// private directory inside --out and renamed into place only once all of them are complete.
 
 import {
-  accessSync, constants, existsSync, mkdirSync, readFileSync, realpathSync, renameSync, statSync, unlinkSync,
-  writeFileSync,
+  accessSync, constants, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, renameSync, rmSync,
+  statSync,
 } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { formatShape, NpyError, parseNpy, serializeNpy } from './npy.js';
+import { formatShape, npyHeader, NpyError, parseNpy, npyDataBytes } from './npy.js';
 
 const USAGE = `usage: msda forward    --in DIR --out DIR [options]
        msda backward   --in DIR --out DIR [options]
@@ -350,34 +351,94 @@ function prepareOut(dir) {
   }
 }
 
-/** Writes { name: tensor } as name.npy under temporary names, then renames them all into place. */
-function writeOutputs(dir, outputs) {
+const OUTPUT_NAMES = {
+  forward: ['output'],
+  backward: ['grad_value', 'grad_sampling_locations', 'grad_attention_weights'],
+};
+
+// A destination must be absent or something rename() replaces (a file, or a symlink: the link
+// itself, never its target); a directory cannot be. Checked before computing (exit 2) and again
+// before the first rename (exit 1: --out changed meanwhile).
+function checkDestinations(dir, names, code) {
+  for (const n of names) {
+    const p = joinPath(dir, `${n}.npy`);
+    let st = null;
+    try {
+      st = lstatSync(p);
+    } catch { /* absent, or not ours to judge: rename says */ }
+    if (st?.isDirectory()) throw new CliError(code, `--out ${dir}: ${p} is a directory, so the output cannot replace it`);
+  }
+}
+
+const CLEANUP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'];
+const WRITE_CHUNK = 1 << 24;
+const EXCLUSIVE = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+
+/**
+ * Writes { name: tensor } as name.npy into a fresh private directory inside dir (mkdtemp: random
+ * name, mode 0700), each file created exclusively and without following symlinks, so nothing
+ * planted in dir can redirect a write. Once all are complete and every destination is still
+ * replaceable, renames them into place, all in one synchronous step. A failure or a signal
+ * (SIGINT, SIGTERM, SIGHUP, SIGQUIT) during the writing removes the private directory and
+ * leaves every older output as it was.
+ */
+async function writeOutputs(dir, outputs) {
   const names = Object.keys(outputs);
-  const tmp = names.map((n) => joinPath(dir, `.${n}.npy.tmp${process.pid}`));
   const final = names.map((n) => joinPath(dir, `${n}.npy`));
-  let renamed = 0;
+  let staging = null;
+  const removeStaging = () => {
+    try {
+      if (staging !== null) rmSync(staging, { recursive: true, force: true, maxRetries: 3 });
+    } catch { /* a file created meanwhile: retried; past that, nothing better to do */ }
+  };
+  const onSignal = (signal) => {
+    removeStaging();
+    for (const s of CLEANUP_SIGNALS) process.removeListener(s, onSignal);
+    process.kill(process.pid, signal); // the default action now: exit as killed by it
+  };
+  // Listening before the directory exists: a signal is then handled (after this synchronous
+  // code) with the directory known.
+  for (const s of CLEANUP_SIGNALS) process.on(s, onSignal);
   try {
-    names.forEach((n, i) => {
+    try {
+      staging = mkdtempSync(joinPath(dir, '.msda-'));
+    } catch (e) {
+      throw new CliError(1, `--out ${dir}: cannot create a private directory for the outputs: ${why(e)}`);
+    }
+    const staged = names.map((n) => `${staging}/${n}.npy`);
+    for (let i = 0; i < names.length; i++) {
+      const { data, shape } = outputs[names[i]];
+      let fh;
       try {
-        writeFileSync(tmp[i], serializeNpy(outputs[n]));
+        fh = await open(staged[i], EXCLUSIVE, 0o666);
+        await fh.write(npyHeader('<f4', shape));
+        const body = npyDataBytes(data);
+        for (let off = 0; off < body.length; off += WRITE_CHUNK) {
+          const n = Math.min(WRITE_CHUNK, body.length - off);
+          for (let done = 0; done < n;) done += (await fh.write(body, off + done, n - done)).bytesWritten;
+        }
+        await fh.close();
+        fh = null;
       } catch (e) {
+        await fh?.close().catch(() => {});
         throw new CliError(1, `${final[i]}: write error: ${why(e)}`);
       }
-    });
+    }
+    // One synchronous step from here: a signal is handled after it, so all outputs appear or none.
+    checkDestinations(dir, names, 1);
     for (let i = 0; i < names.length; i++) {
       try {
-        renameSync(tmp[i], final[i]);
+        renameSync(staged[i], final[i]);
       } catch (e) {
-        throw new CliError(1, `${final[i]}: cannot rename into place: ${why(e)}`);
+        const already = names.slice(0, i).map((n) => `${n}.npy`).join(', ');
+        throw new CliError(1, i
+          ? `${final[i]}: cannot rename into place: ${why(e)} (--out changed during the run; this run already replaced ${already})`
+          : `${final[i]}: cannot rename into place: ${why(e)}`);
       }
-      renamed++;
     }
-  } catch (e) {
-    for (let i = 0; i < names.length; i++) {
-      try { unlinkSync(tmp[i]); } catch { /* not written */ }
-      if (i < renamed) try { unlinkSync(final[i]); } catch { /* already gone */ }
-    }
-    throw e;
+  } finally {
+    removeStaging();
+    for (const s of CLEANUP_SIGNALS) process.removeListener(s, onSignal);
   }
 }
 
@@ -497,8 +558,9 @@ export async function main(argv, io = STDIO) {
     const files = loadCase(o.in, o.command === 'backward');
     const args = deriveProblem(o, files);
     prepareOut(o.out);
+    checkDestinations(o.out, OUTPUT_NAMES[o.command], 2);
     const msda = await backendApi(o.backend, o.threads);
-    writeOutputs(o.out, compute(msda, o.command, args));
+    await writeOutputs(o.out, compute(msda, o.command, args));
     return 0;
   } catch (e) {
     const code = e instanceof CliError ? e.exitCode : 1;

@@ -28,3 +28,9 @@ export declare function serializeNpy(tensor: { data: NpyData; shape: number[] })
 
 /** "()", "(3,)", "(2, 3)": a shape the way NumPy prints it. */
 export declare function formatShape(shape: ArrayLike<number | bigint>): string;
+
+/** The version 1.0 header NumPy writes for dtype and shape (data then starts at a multiple of 64). */
+export declare function npyHeader(dtype: NpyDtype, shape: number[]): Uint8Array;
+
+/** The little-endian data bytes of a .npy file for data (a view of data on little-endian hosts). */
+export declare function npyDataBytes(data: NpyData): Uint8Array;

@@ -229,25 +229,21 @@ export function parseNpy(input) {
   return { version: major, dtype, shape: dims.map(Number), data, count: n };
 }
 
+const dtypeOf = (data) => (data instanceof Float32Array ? '<f4' : data instanceof Int32Array ? '<i4'
+  : data instanceof BigInt64Array ? '<i8' : null);
+
 /**
- * Serializes { data, shape } as a version 1.0 .npy file with NumPy's header (padded with spaces
- * and a newline so the data starts at a multiple of 64). The dtype follows data: Float32Array
- * → '<f4', Int32Array → '<i4', BigInt64Array → '<i8'.
+ * The header NumPy writes for version 1.0: magic, version, length and the dict, padded with
+ * spaces and a newline so the data starts at a multiple of 64 bytes.
  */
-export function serializeNpy({ data, shape }) {
-  const dtype = data instanceof Float32Array ? '<f4' : data instanceof Int32Array ? '<i4' : data instanceof BigInt64Array ? '<i8' : null;
-  if (dtype === null) throw new TypeError('serializeNpy: data must be a Float32Array, Int32Array or BigInt64Array');
+export function npyHeader(dtype, shape) {
+  if (!(dtype in DTYPES)) throw new TypeError(`npyHeader: dtype must be '<f4', '<i4' or '<i8', got ${String(dtype)}`);
   if (!Array.isArray(shape) || !shape.every((d) => Number.isSafeInteger(d) && d >= 0) || shape.length > NPY_MAX_DIMS) {
     throw new TypeError(`serializeNpy: shape must be an array of at most ${NPY_MAX_DIMS} integers >= 0`);
   }
-  const count = shape.reduce((a, b) => a * b, 1);
-  if (count !== data.length) {
-    throw new RangeError(`serializeNpy: shape ${formatShape(shape)} has ${count} elements, data has ${data.length}`);
-  }
   const dict = `{'descr': '${dtype}', 'fortran_order': False, 'shape': ${formatShape(shape)}, }`;
   const total = Math.ceil((10 + dict.length + 1) / 64) * 64;
-  const size = DTYPES[dtype].size;
-  const out = new Uint8Array(total + count * size);
+  const out = new Uint8Array(total);
   out.set(MAGIC, 0);
   out[6] = 1;
   out[7] = 0;
@@ -256,15 +252,44 @@ export function serializeNpy({ data, shape }) {
   for (let i = 0; i < dict.length; i++) out[10 + i] = dict.charCodeAt(i);
   out.fill(0x20, 10 + dict.length, total - 1);
   out[total - 1] = 0x0a;
-  if (LITTLE_ENDIAN_HOST) {
-    out.set(new Uint8Array(data.buffer, data.byteOffset, count * size), total); // bit for bit, NaN payloads too
-    return out;
-  }
-  const view = new DataView(out.buffer, total);
-  for (let i = 0; i < count; i++) {
+  return out;
+}
+
+/**
+ * The data section of a .npy file for a Float32Array, Int32Array or BigInt64Array: its
+ * little-endian bytes (a view of data itself on little-endian hosts, no copy).
+ */
+export function npyDataBytes(data) {
+  const dtype = dtypeOf(data);
+  if (dtype === null) throw new TypeError('serializeNpy: data must be a Float32Array, Int32Array or BigInt64Array');
+  const size = DTYPES[dtype].size;
+  if (LITTLE_ENDIAN_HOST) return new Uint8Array(data.buffer, data.byteOffset, data.length * size); // NaN payloads too
+  const out = new Uint8Array(data.length * size);
+  const view = new DataView(out.buffer);
+  for (let i = 0; i < data.length; i++) {
     if (dtype === '<f4') view.setFloat32(4 * i, data[i], true);
     else if (dtype === '<i4') view.setInt32(4 * i, data[i], true);
     else view.setBigInt64(8 * i, data[i], true);
   }
+  return out;
+}
+
+/**
+ * Serializes { data, shape } as a version 1.0 .npy file with NumPy's header (padded with spaces
+ * and a newline so the data starts at a multiple of 64). The dtype follows data: Float32Array
+ * → '<f4', Int32Array → '<i4', BigInt64Array → '<i8'.
+ */
+export function serializeNpy({ data, shape }) {
+  const dtype = dtypeOf(data);
+  if (dtype === null) throw new TypeError('serializeNpy: data must be a Float32Array, Int32Array or BigInt64Array');
+  const header = npyHeader(dtype, shape);
+  const count = shape.reduce((a, b) => a * b, 1);
+  if (count !== data.length) {
+    throw new RangeError(`serializeNpy: shape ${formatShape(shape)} has ${count} elements, data has ${data.length}`);
+  }
+  const body = npyDataBytes(data);
+  const out = new Uint8Array(header.length + body.length);
+  out.set(header, 0);
+  out.set(body, header.length);
   return out;
 }

@@ -1,14 +1,16 @@
 /* build/native/msda: forward and backward over a directory of .npy files (CONTRACT.md).
  *
  * Exit status: 0 done; 2 bad arguments or bad input, with one line on stderr starting "msda:"
- * that names the file or flag; 1 any other failure (I/O, memory). Outputs are written under
- * temporary names and renamed only once all of them are complete, so a failed run never
- * leaves files that look like results. */
+ * that names the file or flag; 1 any other failure (I/O, memory). Outputs are written into a
+ * private directory inside --out and renamed into place only once all of them are complete:
+ * all outputs appear, or none of the older ones change (see write_outputs). */
 #define _POSIX_C_SOURCE 200809L
 #include "msda.h"
 #include "npy.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -357,32 +359,143 @@ typedef struct output_file {
     const float *data;
 } output_file;
 
-/* Writes every output under a temporary name, then renames them all; on any failure removes
- * what it wrote. */
+enum { MAX_OUTPUTS = 3 };
+static const char *const FORWARD_OUTPUTS[] = {"output.npy"};
+static const char *const BACKWARD_OUTPUTS[] = {"grad_value.npy", "grad_sampling_locations.npy",
+                                               "grad_attention_weights.npy"};
+
+/* A destination must be absent or something rename() replaces (a file, a symlink: the link
+ * itself, never its target); a directory cannot be. Checked before computing (exit 2) and
+ * again before the first rename (exit 1: the directory changed meanwhile). */
+static int check_destinations(const char *dir, const char *const *names, int n, int code)
+{
+    for (int i = 0; i < n; i++) {
+        char *p = join(dir, names[i]);
+        if (!p) return report(EXIT_OTHER, "out of memory");
+        struct stat st;
+        int rc = 0;
+        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+            rc = report(code, "--out %s: %s is a directory, so the output cannot replace it", dir, p);
+        free(p);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* The private directory the outputs are written into, for the signal handler: paths built
+ * before the handler can see them, removed by it with async-signal-safe calls only. */
+static char staging_dir[4096];
+static char staging_file[MAX_OUTPUTS][4096 + 64];
+static int staging_files;
+static volatile sig_atomic_t staging_armed;
+
+static void remove_staging(void)
+{
+    for (int i = 0; i < staging_files; i++) unlink(staging_file[i]);
+    rmdir(staging_dir);
+}
+
+static void on_signal(int sig)
+{
+    if (staging_armed) remove_staging();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static const int CLEANUP_SIGNALS[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+static void block_signals(int how)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    for (size_t i = 0; i < sizeof CLEANUP_SIGNALS / sizeof CLEANUP_SIGNALS[0]; i++) sigaddset(&set, CLEANUP_SIGNALS[i]);
+    sigprocmask(how, &set, NULL);
+}
+
+static void install_signal_cleanup(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof CLEANUP_SIGNALS / sizeof CLEANUP_SIGNALS[0]; i++) {
+        struct sigaction old;
+        /* leave a signal the caller ignores (nohup) ignored */
+        if (sigaction(CLEANUP_SIGNALS[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+        sigaction(CLEANUP_SIGNALS[i], &sa, NULL);
+    }
+}
+
+/* Writes the outputs into a fresh private directory inside dir (mkdtemp: random name, mode
+ * 0700, created exclusively), each file created with O_EXCL | O_NOFOLLOW, so nothing planted
+ * in dir can redirect a write. Once all are complete and every destination is still
+ * replaceable, renames them into place one by one. On any failure or signal the private
+ * directory is removed and no older output has changed (unless dir changes under us between
+ * the check and the renames: then the error names what this run already replaced). */
 static int write_outputs(const char *dir, const output_file *files, int n)
 {
-    char *tmp[4] = {0}, *final[4] = {0};
     int code = 0, renamed = 0;
-    for (int i = 0; i < n && !code; i++) {
-        char name[96];
-        snprintf(name, sizeof name, ".%s.tmp%ld", files[i].name, (long)getpid());
-        tmp[i] = join(dir, name);
-        final[i] = join(dir, files[i].name);
-        if (!tmp[i] || !final[i]) { code = report(EXIT_OTHER, "out of memory"); break; }
-        char err[320];
-        if (npy_save(tmp[i], NPY_F4, files[i].ndim, files[i].shape, files[i].data, err, sizeof err))
-            code = report(EXIT_OTHER, "%s: %s", final[i], err);
-    }
-    for (int i = 0; i < n && !code; i++) {
-        if (rename(tmp[i], final[i]) != 0) code = report(EXIT_OTHER, "%s: cannot rename into place: %s", final[i], strerror(errno));
-        else renamed++;
-    }
+    char *final[MAX_OUTPUTS] = {0};
+    const char *names[MAX_OUTPUTS];
     for (int i = 0; i < n; i++) {
-        if (code && tmp[i]) unlink(tmp[i]);
-        if (code && i < renamed && final[i]) unlink(final[i]);
-        free(tmp[i]);
-        free(final[i]);
+        names[i] = files[i].name;
+        final[i] = join(dir, files[i].name);
+        if (!final[i]) code = report(EXIT_OTHER, "out of memory");
     }
+    int len = snprintf(staging_dir, sizeof staging_dir, dir[strlen(dir) - 1] == '/' ? "%s.msda-XXXXXX" : "%s/.msda-XXXXXX", dir);
+    if (!code && (len < 0 || (size_t)len >= sizeof staging_dir))
+        code = report(EXIT_BAD_INPUT, "--out %s: path too long", dir);
+    if (code) goto done;
+
+    install_signal_cleanup();
+    block_signals(SIG_BLOCK);
+    if (!mkdtemp(staging_dir)) {
+        int e = errno;
+        block_signals(SIG_UNBLOCK);
+        code = report(EXIT_OTHER, "--out %s: cannot create a private directory for the outputs: %s", dir, strerror(e));
+        goto done;
+    }
+    staging_files = n;
+    for (int i = 0; i < n; i++) snprintf(staging_file[i], sizeof staging_file[i], "%s/%s", staging_dir, files[i].name);
+    staging_armed = 1;
+    block_signals(SIG_UNBLOCK);
+
+    for (int i = 0; i < n && !code; i++) {
+        char err[320];
+        int fd = open(staging_file[i], O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd < 0) {
+            code = report(EXIT_OTHER, "%s: cannot create: %s", final[i], strerror(errno));
+            break;
+        }
+        if (npy_write_fd(fd, NPY_F4, files[i].ndim, files[i].shape, files[i].data, err, sizeof err))
+            code = report(EXIT_OTHER, "%s: %s", final[i], err);
+        if (close(fd) != 0 && !code) code = report(EXIT_OTHER, "%s: write error: %s", final[i], strerror(errno));
+    }
+    /* From here a signal waits until the renames are done: all outputs appear, or none. */
+    block_signals(SIG_BLOCK);
+    if (!code) code = check_destinations(dir, names, n, EXIT_OTHER);
+    for (int i = 0; i < n && !code; i++) {
+        if (rename(staging_file[i], final[i]) == 0) {
+            renamed++;
+            continue;
+        }
+        int e = errno;
+        char done_list[256] = "";
+        for (int k = 0; k < renamed; k++) {
+            size_t used = strlen(done_list);
+            snprintf(done_list + used, sizeof done_list - used, "%s%s", k ? ", " : "", files[k].name);
+        }
+        if (renamed)
+            code = report(EXIT_OTHER, "%s: cannot rename into place: %s (--out changed during the run; this run already replaced %s)",
+                          final[i], strerror(e), done_list);
+        else
+            code = report(EXIT_OTHER, "%s: cannot rename into place: %s", final[i], strerror(e));
+    }
+    remove_staging();
+    staging_armed = 0;
+    block_signals(SIG_UNBLOCK);
+done:
+    for (int i = 0; i < n; i++) free(final[i]);
     return code;
 }
 
@@ -397,6 +510,9 @@ static int run(const options *o, case_data *c)
     int code = derive_problem(o, c, &p);
     if (code) return code;
     code = prepare_out(o->out);
+    if (!code)
+        code = o->backward ? check_destinations(o->out, BACKWARD_OUTPUTS, 3, EXIT_BAD_INPUT)
+                           : check_destinations(o->out, FORWARD_OUTPUTS, 1, EXIT_BAD_INPUT);
     if (code) return code;
 
     msda_error e;
@@ -409,7 +525,7 @@ static int run(const options *o, case_data *c)
         if (msda_forward(&p, c->f32[F_VALUE], c->f32[F_LOCATIONS], c->f32[F_WEIGHTS], output, &e) != MSDA_OK) {
             code = report(EXIT_OTHER, "forward failed: %s: %s", msda_status_string(e.status), e.message);
         } else {
-            const output_file files[] = {{"output.npy", 3, out_shape, output}};
+            const output_file files[] = {{FORWARD_OUTPUTS[0], 3, out_shape, output}};
             code = write_outputs(o->out, files, 1);
         }
         free(output);
@@ -424,9 +540,9 @@ static int run(const options *o, case_data *c)
         code = report(EXIT_OTHER, "backward failed: %s: %s", msda_status_string(e.status), e.message);
     } else {
         const output_file files[] = {
-            {"grad_value.npy", 4, c->arr[F_VALUE].shape, grad_value},
-            {"grad_sampling_locations.npy", 6, c->arr[F_LOCATIONS].shape, grad_loc},
-            {"grad_attention_weights.npy", 5, c->arr[F_WEIGHTS].shape, grad_weights},
+            {BACKWARD_OUTPUTS[0], 4, c->arr[F_VALUE].shape, grad_value},
+            {BACKWARD_OUTPUTS[1], 6, c->arr[F_LOCATIONS].shape, grad_loc},
+            {BACKWARD_OUTPUTS[2], 5, c->arr[F_WEIGHTS].shape, grad_weights},
         };
         code = write_outputs(o->out, files, 3);
     }

@@ -455,19 +455,28 @@ size_t npy_write_header(unsigned char *buf, size_t buflen, npy_dtype dtype, int 
     return total;
 }
 
-int npy_save(const char *path, npy_dtype dtype, int ndim, const int64_t *shape, const void *data, char *err,
-             size_t errlen)
+static int write_all(int fd, const unsigned char *p, size_t n)
 {
-    unsigned char header[NPY_HEADER_MAX], chunk[4096];
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int npy_write_fd(int fd, npy_dtype dtype, int ndim, const int64_t *shape, const void *data, char *err, size_t errlen)
+{
+    unsigned char header[NPY_HEADER_MAX], chunk[1 << 16];
     size_t hl = npy_write_header(header, sizeof header, dtype, ndim, shape);
     if (!hl) return fail(err, errlen, "cannot encode a header for %d dimensions", ndim);
     int64_t count = 1;
     for (int i = 0; i < ndim; i++)
         if (shape[i] < 0 || __builtin_mul_overflow(count, shape[i], &count))
             return fail(err, errlen, "invalid shape");
-    FILE *f = fopen(path, "wb");
-    if (!f) return fail(err, errlen, "cannot create: %s", strerror(errno));
-    int ok = fwrite(header, 1, hl, f) == hl;
+    int ok = write_all(fd, header, hl) == 0;
     size_t item = npy_dtype_size(dtype), used = 0;
     const unsigned char *src = data;
     for (int64_t i = 0; ok && i < count; i++) {
@@ -475,11 +484,19 @@ int npy_save(const char *path, npy_dtype dtype, int ndim, const int64_t *shape, 
         if (item == 4) { uint32_t v; memcpy(&v, src + 4 * i, 4); u = v; }
         else memcpy(&u, src + 8 * i, 8);
         for (size_t k = 0; k < item; k++) chunk[used++] = (unsigned char)(u >> (8 * k));
-        if (used == sizeof chunk) { ok = fwrite(chunk, 1, used, f) == used; used = 0; }
+        if (used == sizeof chunk) { ok = write_all(fd, chunk, used) == 0; used = 0; }
     }
-    if (ok && used) ok = fwrite(chunk, 1, used, f) == used;
-    int e = errno;
-    if (fclose(f) != 0 && ok) { ok = 0; e = errno; }
-    if (!ok) return fail(err, errlen, "write error: %s", strerror(e));
+    if (ok && used) ok = write_all(fd, chunk, used) == 0;
+    if (!ok) return fail(err, errlen, "write error: %s", strerror(errno ? errno : EIO));
     return 0;
+}
+
+int npy_save(const char *path, npy_dtype dtype, int ndim, const int64_t *shape, const void *data, char *err,
+             size_t errlen)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) return fail(err, errlen, "cannot create: %s", strerror(errno));
+    int rc = npy_write_fd(fd, dtype, ndim, shape, data, err, errlen);
+    if (close(fd) != 0 && rc == 0) rc = fail(err, errlen, "write error: %s", strerror(errno));
+    return rc;
 }

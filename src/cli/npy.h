@@ -66,6 +66,10 @@ int npy_load_i64(const char *path, npy_array *arr, int64_t **data, int *io_error
 #define NPY_HEADER_MAX 1024
 size_t npy_write_header(unsigned char *buf, size_t buflen, npy_dtype dtype, int ndim, const int64_t *shape);
 
+/* Writes a version 1.0 .npy file to an open descriptor (the caller opens and closes it, with
+ * whatever flags it needs). Returns 0, or -1 with errno-based text in err. */
+int npy_write_fd(int fd, npy_dtype dtype, int ndim, const int64_t *shape, const void *data, char *err, size_t errlen);
+
 /* Writes a version 1.0 file of dtype with the given shape from host-order data (float,
  * int32_t or int64_t per dtype). Returns 0, or -1 with errno-based text in err. */
 int npy_save(const char *path, npy_dtype dtype, int ndim, const int64_t *shape, const void *data,

@@ -194,7 +194,7 @@ test('every bad argument and input: exit 2, the same one line as the native CLI,
   }
 });
 
-test('all or nothing: when one output cannot be put in place, none is left (exit 1, same line as native)', async () => {
+test('all or nothing: when one output cannot be put in place, none is written (exit 2 before computing, same line as native)', async () => {
   const dir = `${root}/rename`;
   writeCase(dir, GOOD);
   const results = [];
@@ -204,8 +204,8 @@ test('all or nothing: when one output cannot be put in place, none is left (exit
     mkdirSync(`${out}/grad_sampling_locations.npy`, { recursive: true }); // a directory holds the second name
     writeFileSync(`${out}/grad_sampling_locations.npy/keep`, '');
     const r = await run(['backward', '--in', dir, '--out', out]);
-    assert.equal(r.status, 1, r.err);
-    assert.match(r.err, /^msda: .*grad_sampling_locations\.npy: cannot rename into place: [^\n]*\n$/);
+    assert.equal(r.status, 2, r.err);
+    assert.match(r.err, /^msda: --out .*grad_sampling_locations\.npy is a directory, so the output cannot replace it\n$/);
     assert.deepEqual(readdirSync(out), ['grad_sampling_locations.npy'], 'nothing else left behind');
     results.push(r.err);
   }

@@ -7,9 +7,9 @@
 // line from both CLIs, no signal, no hang, and no output file left behind.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import {
-  chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync,
+  chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -132,6 +132,122 @@ test('unreadable and unwritable paths, as a user without permission bypass', { s
     chmodSync(out, 0o555);
     return { args: ['forward', '--in', dir, '--out', join(out, 'sub')], out, dir };
   }, ['--out', 'Permission denied'], { prefix });
+});
+
+// ---- outputs: no write through a planted symlink, older outputs kept, no temporaries left ----
+
+const listing = (dir) => readdirSync(dir).sort();
+const hidden = (dir) => (existsSync(dir) ? readdirSync(dir).filter((f) => f.startsWith('.')) : []);
+
+test('symlinks planted in --out (at the old predictable temporary names and at the destination) are never written through', () => {
+  for (const cli of Object.keys(CLIS)) {
+    const { dir, out } = scenario();
+    mkdirSync(out);
+    const victim = join(root, `victim-${n}`), victim2 = join(root, `victim2-${n}`);
+    writeFileSync(victim, 'precious');
+    writeFileSync(victim2, 'precious too');
+    symlinkSync(victim2, join(out, 'output.npy'));
+    // The shell plants links named after its own PID, which the CLI keeps across exec; the
+    // CLIs once wrote `.output.npy.tmp<PID>` through them.
+    const cmd = [...CLIS[cli], 'forward', '--in', dir, '--out', out].map((a) => `'${a}'`).join(' ');
+    const r = spawnSync('sh', ['-c', `for n in output.npy grad_value.npy; do ln -s '${victim}' '${out}'/.$n.tmp$$; `
+      + `ln -s '${victim}' '${out}'/.$n.tmp-$$; done; exec ${cmd}`], { encoding: 'utf8', timeout: 20000 });
+    assert.equal(r.status, 0, `${cli}: ${r.stderr}`);
+    assert.equal(readFileSync(victim, 'utf8'), 'precious', `${cli} CLI wrote through a planted temporary-name symlink`);
+    assert.equal(readFileSync(victim2, 'utf8'), 'precious too', `${cli} CLI wrote through the destination symlink`);
+    assert.ok(lstatSync(join(out, 'output.npy')).isFile(), `${cli}: output.npy replaced the link, a regular file`);
+    const planted = listing(out).filter((f) => f.startsWith('.'));
+    assert.equal(planted.length, 4, `${cli}: only the 4 planted links are hidden entries: ${planted}`);
+    for (const f of planted) assert.ok(lstatSync(join(out, f)).isSymbolicLink(), `${cli}: ${f} is still the planted link`);
+  }
+});
+
+test('a destination that cannot be replaced (a directory): exit 2 before computing, older outputs unchanged, nothing left', () => {
+  const lines = {};
+  for (const [op, names] of [['backward', ['grad_value.npy', 'grad_sampling_locations.npy', 'grad_attention_weights.npy']],
+    ['forward', ['output.npy']]]) {
+    for (const cli of Object.keys(CLIS)) {
+      const { dir, out } = scenario();
+      assert.equal(run(cli, [op, '--in', dir, '--out', out]).status, 0);
+      const blocked = names[names.length - 1];
+      rmSync(join(out, blocked));
+      mkdirSync(join(out, blocked));
+      writeFileSync(join(out, blocked, 'keep'), 'x');
+      const before = Object.fromEntries(names.slice(0, -1).map((f) => [f, readFileSync(join(out, f))]));
+      // New inputs, so new results would differ from the older ones.
+      writeFileSync(join(dir, 'value.npy'), serializeNpy({ data: new Float32Array(12).fill(3), shape: [1, 6, 1, 2] }));
+      const r = run(cli, [op, '--in', dir, '--out', out]);
+      assert.equal(r.status, 2, `${op} ${cli}: exit ${r.status} ${r.stderr}`);
+      assert.match(r.stderr, /^msda: [^\n]*\n$/);
+      assert.ok(r.stderr.includes(`${blocked} is a directory`), r.stderr);
+      for (const [f, bytes] of Object.entries(before)) {
+        assert.deepEqual(readFileSync(join(out, f)), bytes, `${op} ${cli}: older ${f} changed or was deleted`);
+      }
+      assert.deepEqual(listing(out), [...names].sort(), `${op} ${cli}: nothing added or removed`);
+      assert.deepEqual(listing(join(out, blocked)), ['keep']);
+      lines[`${op} ${cli}`] = r.stderr.split(out).join('<out>');
+    }
+    assert.equal(lines[`${op} js`], lines[`${op} native`], 'both CLIs print the same line');
+  }
+});
+
+// A forward whose output.npy is 128 MiB, so the writing takes long enough to be interrupted.
+function bigCase() {
+  const dir = join(root, `big${n++}`);
+  mkdirSync(dir);
+  const Q = 32768, C = 1024;
+  const f = (shape, v) => ({ data: new Float32Array(shape.reduce((a, b) => a * b, 1)).fill(v), shape });
+  const files = {
+    'value.npy': f([1, 1, 1, C], 0.5),
+    'spatial_shapes.npy': { data: BigInt64Array.from([1n, 1n]), shape: [1, 2] },
+    'level_start_index.npy': { data: BigInt64Array.from([0n]), shape: [1] },
+    'sampling_locations.npy': f([1, Q, 1, 1, 1, 2], 0.5),
+    'attention_weights.npy': f([1, Q, 1, 1, 1], 1),
+  };
+  for (const [name, t] of Object.entries(files)) writeFileSync(join(dir, name), serializeNpy(t));
+  return dir;
+}
+
+// Starts the CLI and sends signal as soon as a hidden entry (its temporaries) appears in out.
+function interrupt(cli, args, out, signal) {
+  return new Promise((resolve, reject) => {
+    const [cmd, ...rest] = [...CLIS[cli], ...args];
+    const child = spawn(cmd, rest, { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '', sent = false, exited = false;
+    child.stderr.on('data', (d) => { stderr += d; });
+    child.on('error', reject);
+    child.on('exit', (code, sig) => { exited = true; resolve({ code, signal: sig, sent, stderr }); });
+    const poll = () => {
+      if (exited) return;
+      if (!sent && hidden(out).length) {
+        sent = true;
+        child.kill(signal);
+      }
+      if (!sent) setImmediate(poll);
+    };
+    poll();
+  });
+}
+
+test('SIGINT or SIGTERM while the outputs are written: the temporaries are removed, older outputs unchanged', async () => {
+  const dir = bigCase();
+  for (const cli of Object.keys(CLIS)) {
+    for (const signal of ['SIGINT', 'SIGTERM']) {
+      const out = join(root, `sig-${cli}-${signal}`);
+      mkdirSync(out);
+      writeFileSync(join(out, 'output.npy'), 'older');
+      let r;
+      for (let attempt = 0; attempt < 5 && !r?.sent; attempt++) {
+        r = await interrupt(cli, ['forward', '--in', dir, '--out', out], out, signal);
+        if (!r.sent) writeFileSync(join(out, 'output.npy'), 'older'); // finished first: try again
+      }
+      assert.ok(r.sent, `${cli}: never caught writing in 5 runs`);
+      assert.equal(r.signal, signal, `${cli}: ends as killed by ${signal} (exit ${r.code}, ${r.stderr})`);
+      assert.deepEqual(hidden(out), [], `${cli} ${signal}: temporaries left behind`);
+      assert.deepEqual(listing(out), ['output.npy']);
+      assert.equal(readFileSync(join(out, 'output.npy'), 'utf8'), 'older', `${cli} ${signal}: older output changed`);
+    }
+  }
 });
 
 test.after(() => {
