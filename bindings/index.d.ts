@@ -145,9 +145,11 @@ export interface InitOptions {
   wasmBinary?: ArrayBuffer | ArrayBufferView;
   /** A compiled module to instantiate instead. */
   module?: WebAssembly.Module;
-  /** 'wasm' (default), 'wasm-scalar' (same as simd: false) or 'native' (the Node addon). */
-  backend?: BackendName;
-  /** native only: the path of msda.node (default: build/native/msda.node in this package). */
+  /** 'wasm' (default), 'wasm-scalar' (same as simd: false), 'native' (the Node addon) or 'auto'
+   *  (native where Node loads the addon, else wasm; same results). */
+  backend?: BackendName | 'auto';
+  /** native/auto: the path of the addon (default: this package's prebuilds/<platform>-<arch>/,
+   *  else build/native/msda.node from `make native`). */
   addonPath?: string;
   /** Threads every call uses, default 1; 'auto': this machine's CPUs (at most 64). Wasm needs
    *  SharedArrayBuffer (browsers: a cross-origin isolated page) and falls back to 1 with a notice. */
@@ -164,7 +166,8 @@ export interface MsdaError extends Error {
 
 /** Loads a backend; memoised per option set. */
 export function init(options?: InitOptions): Promise<Msda>;
-/** The native Node addon with the same API (Node only; needs `make native`). */
+/** The native Node addon with the same API (Node only). Where no addon loads (no prebuild for
+ *  this platform), rejects with an Error whose code is 'MSDA_NATIVE_UNAVAILABLE'. */
 export function initNative(options?: { addonPath?: string; threads?: number | 'auto' }): Promise<Msda>;
 /** True when this runtime can run the SIMD128 module. */
 export function simdSupported(): boolean;

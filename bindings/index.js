@@ -480,7 +480,8 @@ const INIT_KEYS = ['simd', 'wasmBinary', 'module', 'backend', 'addonPath', 'thre
  *         true/false force the SIMD or scalar module.
  *   wasmBinary / module: the .wasm bytes or a compiled WebAssembly.Module to use instead of
  *         fetching/reading the file next to this package.
- *   backend: 'wasm' (default), 'wasm-scalar' (same as simd: false) or 'native' (Node addon).
+ *   backend: 'wasm' (default), 'wasm-scalar' (same as simd: false), 'native' (Node addon) or
+ *         'auto' (native where the addon loads, else wasm).
  *   threads: a positive integer or 'auto' (this machine's CPUs), default 1: threads every call
  *         uses (bindings/threads.js). Wasm falls back to 1, with a console notice, where the
  *         runtime cannot (a page that is not cross-origin isolated); msda.threads says which.
@@ -498,8 +499,8 @@ export function init(options = {}) {
   if (simd !== 'auto' && simd !== true && simd !== false) {
     return Promise.reject(new TypeError(`init: simd is ${describe(simd)}, expected 'auto', true or false`));
   }
-  if (!['wasm', 'wasm-scalar', 'native'].includes(backend)) {
-    return Promise.reject(new RangeError(`init: backend is ${describe(backend)}, expected 'wasm', 'wasm-scalar' or 'native'`));
+  if (!['wasm', 'wasm-scalar', 'native', 'auto'].includes(backend)) {
+    return Promise.reject(new RangeError(`init: backend is ${describe(backend)}, expected 'wasm', 'wasm-scalar', 'native' or 'auto'`));
   }
   let threads;
   try {
@@ -508,6 +509,15 @@ export function init(options = {}) {
     return Promise.reject(e);
   }
   if (backend === 'native') return initNative({ addonPath, threads });
+  if (backend === 'auto') {
+    // Native where Node can load the addon, else wasm: the same bits either way.
+    const wasm = () => init({ ...options, backend: 'wasm', addonPath: undefined });
+    if (typeof process !== 'object' || typeof process.versions?.node !== 'string') return wasm();
+    return initNative({ addonPath, threads }).catch((e) => {
+      if (e?.code !== 'MSDA_NATIVE_UNAVAILABLE') throw e;
+      return wasm();
+    });
+  }
   if (module !== undefined && !(module instanceof WebAssembly.Module)) {
     return Promise.reject(new TypeError(`init: module is ${describe(module)}, expected a WebAssembly.Module`));
   }
@@ -537,7 +547,7 @@ export function init(options = {}) {
 
 const nativePromise = new Map();
 
-/** The native Node addon (build/native/msda.node, built by `make native`) with the same API. */
+/** The native Node addon (the package's prebuild, or `make native`'s) with the same API. */
 export function initNative({ addonPath, threads } = {}) {
   try {
     checkThreadsOption(threads);

@@ -1,25 +1,55 @@
-// The native backend: the Node addon build/native/msda.node (built by `make native`) behind the
-// same store interface as the wasm heap (loader.js), so init({ backend: 'native' }) gives the
-// same API. Node only. Inputs are passed to C without copying; outputs are fresh Float32Arrays.
+// The native backend: the Node addon behind the same store interface as the wasm heap
+// (loader.js), so init({ backend: 'native' }) gives the same API. Node only. Inputs are passed
+// to C without copying; outputs are fresh Float32Arrays.
+//
+// Where the addon comes from: the package ships it prebuilt (prebuildify's layout,
+// prebuilds/<platform>-<arch>/ms-deform-attn.node, N-API so one binary serves every Node);
+// a checkout of the repository also has build/native/msda.node from `make native`.
 
 import { constants } from 'node:buffer';
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export { initNative } from './index.js';
 
-const defaultAddon = () => fileURLToPath(new URL('../build/native/msda.node', import.meta.url));
+/** The `.code` of the Error thrown when the native addon cannot be used here. */
+export const NATIVE_UNAVAILABLE = 'MSDA_NATIVE_UNAVAILABLE';
 
-/** Loads the addon (from addonPath, or build/native/msda.node beside this package). */
+// Paths are joined at run time (not `new URL('…', import.meta.url)`) so bundlers do not try to
+// pull a .node file into a bundle.
+const packageRoot = () => join(dirname(fileURLToPath(import.meta.url)), '..');
+
+function unavailable(message, cause) {
+  const err = new Error(`ms-deform-attn: ${message}`, cause === undefined ? undefined : { cause });
+  err.code = NATIVE_UNAVAILABLE;
+  return err;
+}
+
+/** Where the addon for this platform would be: the prebuild, else a `make native` build. */
+export function nativeAddonPath() {
+  const target = `${process.platform}-${process.arch}`;
+  const prebuilt = join(packageRoot(), 'prebuilds', target, 'ms-deform-attn.node');
+  if (existsSync(prebuilt)) return prebuilt;
+  const built = join(packageRoot(), 'build', 'native', 'msda.node');
+  if (existsSync(built)) return built;
+  throw unavailable(`the native backend is not available on ${target}: this package ships a prebuilt addon for ` +
+    "linux-x64 (glibc >= 2.34) only. Use the WebAssembly backend (init() or init({ backend: 'auto' }), same results), " +
+    'or build the addon from a checkout of the repository with `make native` and pass ' +
+    "init({ backend: 'native', addonPath: '<checkout>/build/native/msda.node' }).");
+}
+
+/** Loads the addon (from addonPath, or the one for this platform); failures carry .code. */
 export function loadNative(addonPath) {
-  const path = addonPath === undefined ? defaultAddon() : String(addonPath);
+  const path = addonPath === undefined ? nativeAddonPath() : String(addonPath);
   let addon;
   try {
     addon = createRequire(import.meta.url)(path);
   } catch (e) {
-    const err = new Error(`ms-deform-attn: cannot load the native addon ${path} (build it with \`make native\`): ${e.message}`);
-    err.cause = e;
-    throw err;
+    throw unavailable(`cannot load the native addon ${path} on ${process.platform}-${process.arch} (${e.message}). ` +
+      "Use the WebAssembly backend (init() or init({ backend: 'auto' }), same results), or build the addon for this " +
+      'machine from a checkout of the repository with `make native`.', e);
   }
   return new NativeBackend(addon);
 }

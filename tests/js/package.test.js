@@ -23,11 +23,11 @@ const README_SHARE = 0.15;
 
 // What the tarball may hold: the code, its types, the wasm modules, the docs and the picture the
 // README shows, the license. Nothing from tests, sources or the build tree.
-const ALLOWED = /^(package\.json|README\.md|LICENSE|bindings\/[^/]+\.(js|d\.ts)|dist\/msda-(simd|scalar|simd-threads)\.wasm|docs\/[A-Z]+\.md|docs\/demo\.webp)$/;
+const ALLOWED = /^(package\.json|README\.md|LICENSE|bindings\/[^/]+\.(js|d\.ts)|dist\/msda-(simd|scalar|simd-threads)\.wasm|prebuilds\/[a-z0-9]+-[a-z0-9]+\/ms-deform-attn\.node|docs\/[A-Z]+\.md|docs\/demo\.webp)$/;
 const REQUIRED = ['package.json', 'README.md', 'LICENSE', 'docs/SEMANTICS.md', 'docs/CONTRACT.md', 'docs/demo.webp',
   'bindings/index.js', 'bindings/loader.js', 'bindings/index.d.ts', 'bindings/native.js', 'bindings/reference.js',
   'bindings/threads.js', 'bindings/threads-worker.js', 'dist/msda-simd.wasm', 'dist/msda-scalar.wasm',
-  'dist/msda-simd-threads.wasm'];
+  'dist/msda-simd-threads.wasm', 'prebuilds/linux-x64/ms-deform-attn.node'];
 
 let dir;      // temporary directory holding the tarball and the user's project
 let packed;   // npm pack --json's record: { filename, size, unpackedSize, files: [{ path, size, mode }] }
@@ -71,6 +71,9 @@ test('package.json: license file, repository, keywords, sideEffects, engines', a
   assert.match(pkg.repository?.url ?? '', /^git\+https:\/\/.+\.git$/);
   assert.ok(Array.isArray(pkg.keywords) && pkg.keywords.length >= 3, 'keywords');
   assert.equal(pkg.sideEffects, false);
+  for (const hook of ['preinstall', 'install', 'postinstall']) {
+    assert.equal(pkg.scripts?.[hook], undefined, `no ${hook} script: nothing is compiled at install time`);
+  }
   // require() of an ES module works unflagged from Node 20.19 and 22.12; the range must say so
   // and admit the Node that runs this test (which the install test below uses through require).
   assert.equal(pkg.engines?.node, '^20.19.0 || >=22.12.0');
@@ -151,40 +154,153 @@ test('docs/ holds the contract documents the README links', async () => {
   }
 });
 
+// The tarball installed into an empty project, offline, once for the tests below.
+let installedProject;
+function installed() {
+  installedProject ??= (async () => {
+    const project = join(dir, 'project');
+    await mkdir(project, { recursive: true });
+    await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'user-project', private: true, type: 'module' }));
+    await run('npm', ['install', '--offline', '--no-audit', '--no-fund', join(dir, packed.filename)], { cwd: project, env: npmEnv });
+    return project;
+  })();
+  return installedProject;
+}
+
+// Runs an ES module in the user's project; its last stdout line is JSON.
+async function inProject(name, source, nodeArgs = []) {
+  const project = await installed();
+  await writeFile(join(project, name), source);
+  const { stdout } = await run(process.execPath, [...nodeArgs, name], { cwd: project });
+  return JSON.parse(stdout.trim().split('\n').pop());
+}
+
+const SMALL_CASE = `{
+  value: { data: new Float32Array([1, 2, 3, 4]), shape: [1, 4, 1, 1] },
+  spatialShapes: [[2, 2]],
+  samplingLocations: { data: new Float32Array([0.5, 0.5]), shape: [1, 1, 1, 1, 1, 2] },
+  attentionWeights: { data: new Float32Array([2]), shape: [1, 1, 1, 1, 1] },
+}`;
+
 test('npm pack + install the tarball into an empty project: ESM import and CommonJS require work', async () => {
-  const project = join(dir, 'project');
-  await mkdir(project, { recursive: true });
-  await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'user-project', private: true, type: 'module' }));
-  await run('npm', ['install', '--offline', '--no-audit', '--no-fund', join(dir, packed.filename)], { cwd: project, env: npmEnv });
-  const script = `
+  const results = await inProject('use.mjs', `
     import { init } from 'ms-deform-attn';
     import { referenceForward } from 'ms-deform-attn/reference';
     const results = [];
     for (const simd of [true, false]) {
       const msda = await init({ simd });
-      const args = {
-        value: { data: new Float32Array([1, 2, 3, 4]), shape: [1, 4, 1, 1] },
-        spatialShapes: [[2, 2]],
-        samplingLocations: { data: new Float32Array([0.5, 0.5]), shape: [1, 1, 1, 1, 1, 2] },
-        attentionWeights: { data: new Float32Array([2]), shape: [1, 1, 1, 1, 1] },
-      };
+      const args = ${SMALL_CASE};
       results.push([msda.backend, msda.forward(args).data[0], referenceForward(args).data[0]]);
     }
     console.log(JSON.stringify(results));
-  `;
-  await writeFile(join(project, 'use.mjs'), script);
-  const out = await run(process.execPath, ['use.mjs'], { cwd: project });
-  assert.deepEqual(JSON.parse(out.stdout), [['wasm', 5, 5], ['wasm-scalar', 5, 5]]);
+  `);
+  assert.deepEqual(results, [['wasm', 5, 5], ['wasm-scalar', 5, 5]]);
 
   // CommonJS: require() of the ES module, as engines promises.
+  const project = await installed();
   await writeFile(join(project, 'use.cjs'), `
     const { init } = require('ms-deform-attn');
     init().then((msda) => console.log(msda.backend));
   `);
   const cjs = await run(process.execPath, ['use.cjs'], { cwd: project });
   assert.equal(cjs.stdout.trim(), 'wasm');
-  const installed = JSON.parse(await readFile(join(project, 'node_modules/ms-deform-attn/package.json'), 'utf8'));
-  assert.equal(installed.name, 'ms-deform-attn');
+  const installedPkg = JSON.parse(await readFile(join(project, 'node_modules/ms-deform-attn/package.json'), 'utf8'));
+  assert.equal(installedPkg.name, 'ms-deform-attn');
+});
+
+// A random backward-sized case (seeded), run on each backend in the installed package: the
+// prebuilt addon must give the wasm module's bits.
+const RANDOM_CASE = `
+  let seed = 12345;
+  const rand = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296);
+  const t = (shape) => ({ data: Float32Array.from({ length: shape.reduce((a, b) => a * b) }, rand), shape });
+  const args = { value: t([2, 20, 3, 5]), spatialShapes: [[4, 4], [2, 2]], samplingLocations: t([2, 7, 3, 2, 2, 2]),
+    attentionWeights: t([2, 7, 3, 2, 2]), gradOutput: t([2, 7, 15]) };
+  const { gradOutput, ...fwd } = args;
+  const bits = (m) => { const g = m.backward(args); return [m.forward(fwd), g.gradValue, g.gradSamplingLocations, g.gradAttentionWeights]
+    .map((x) => Buffer.from(x.data.buffer, x.data.byteOffset, x.data.byteLength).toString('base64')); };
+`;
+
+test('installed package: backend native loads the prebuilt addon (no build step), same bits as wasm; auto picks it', {
+  skip: `${process.platform}-${process.arch}` !== 'linux-x64' && 'the package ships a prebuild for linux-x64 only',
+}, async () => {
+  const project = await installed();
+  const pkgDir = join(project, 'node_modules/ms-deform-attn');
+  await assert.rejects(readFile(join(pkgDir, 'build/native/msda.node')), { code: 'ENOENT' }, 'no build tree in the package');
+  const r = await inProject('native.mjs', `
+    import { init } from 'ms-deform-attn';
+    import { nativeAddonPath } from 'ms-deform-attn/native';
+    ${RANDOM_CASE}
+    const native = await init({ backend: 'native' });
+    const auto = await init({ backend: 'auto' });
+    const wasm = await init();
+    console.log(JSON.stringify({ path: nativeAddonPath(), backends: [native.backend, auto.backend, wasm.backend],
+      same: JSON.stringify(bits(native)) === JSON.stringify(bits(wasm)), autoIsNative: auto === native }));
+  `);
+  assert.equal(r.path, join(pkgDir, 'prebuilds/linux-x64/ms-deform-attn.node'));
+  assert.deepEqual(r.backends, ['native', 'native', 'wasm']);
+  assert.ok(r.same, 'native and wasm give the same bits');
+  assert.ok(r.autoIsNative, "backend 'auto' resolves to the native instance");
+});
+
+test('installed package on a platform without a prebuild: an Error with .code, and auto falls back to wasm', async () => {
+  // process.platform/arch as another machine reports them, before the package is imported.
+  const r = await inProject('elsewhere.mjs', `
+    Object.defineProperty(process, 'platform', { value: 'darwin' });
+    Object.defineProperty(process, 'arch', { value: 'arm64' });
+    const { init } = await import('ms-deform-attn');
+    ${RANDOM_CASE}
+    let error;
+    try { await init({ backend: 'native' }); } catch (e) { error = { name: e.name, code: e.code, message: e.message }; }
+    const auto = await init({ backend: 'auto' });
+    const wasm = await init();
+    console.log(JSON.stringify({ error, auto: auto.backend, same: JSON.stringify(bits(auto)) === JSON.stringify(bits(wasm)) }));
+  `);
+  assert.equal(r.error?.code, 'MSDA_NATIVE_UNAVAILABLE', JSON.stringify(r.error));
+  assert.equal(r.error.name, 'Error');
+  assert.match(r.error.message, /not available on darwin-arm64/);
+  assert.match(r.error.message, /linux-x64/);
+  assert.match(r.error.message, /make native/);
+  assert.match(r.error.message, /backend: 'auto'/);
+  assert.equal(r.auto, 'wasm');
+  assert.ok(r.same);
+});
+
+test('an addon that does not load (wrong file): an Error with .code and the cause; auto still gives wasm', async () => {
+  const r = await inProject('broken.mjs', `
+    import { writeFileSync } from 'node:fs';
+    import { init } from 'ms-deform-attn';
+    writeFileSync('not-an-addon.node', 'hello');
+    let error;
+    try { await init({ backend: 'native', addonPath: './not-an-addon.node' }); }
+    catch (e) { error = { code: e.code, message: e.message, cause: e.cause?.message }; }
+    const auto = await init({ backend: 'auto', addonPath: './not-an-addon.node' });
+    console.log(JSON.stringify({ error, auto: auto.backend }));
+  `);
+  assert.equal(r.error?.code, 'MSDA_NATIVE_UNAVAILABLE');
+  assert.match(r.error.message, /cannot load the native addon \.\/not-an-addon\.node on /);
+  assert.match(r.error.cause, /invalid ELF header|not-an-addon/);
+  assert.equal(r.auto, 'wasm');
+});
+
+// The prebuild must run on every linux-x64 Node >= 20 and CPU: only N-API from Node (no V8 or
+// libuv symbols, which change between versions), the x86-64 baseline ISA (no VEX/EVEX-encoded
+// instructions such as AVX), and at most the glibc the README states.
+test('the prebuilt addon: N-API only, baseline x86-64, glibc <= 2.34', {
+  skip: `${process.platform}-${process.arch}` !== 'linux-x64' && 'linux-x64 only',
+}, async () => {
+  const addon = join(await installed(), 'node_modules/ms-deform-attn/prebuilds/linux-x64/ms-deform-attn.node');
+  const { stdout: dyn } = await run('objdump', ['-T', addon], { maxBuffer: 1 << 24 });
+  const undefinedSymbols = dyn.split('\n').filter((l) => l.includes('*UND*')).map((l) => l.trim().split(/\s+/).pop());
+  const fromNode = undefinedSymbols.filter((name) => !/^(napi_|_ITM_|__gmon_start__|__cxa_finalize)/.test(name))
+    .filter((name) => !dyn.split('\n').some((l) => l.endsWith(name) && /\(GLIBC_[0-9.]+\)/.test(l)));
+  assert.deepEqual(fromNode, [], 'every undefined symbol is N-API or glibc');
+  assert.ok(undefinedSymbols.some((n) => n.startsWith('napi_')), 'the addon uses N-API');
+  const glibc = [...dyn.matchAll(/GLIBC_(\d+)\.(\d+)/g)].map((m) => [Number(m[1]), Number(m[2])]);
+  for (const [maj, min] of glibc) assert.ok(maj < 2 || (maj === 2 && min <= 34), `needs GLIBC_${maj}.${min}, README says 2.34`);
+  const { stdout: code } = await run('objdump', ['-d', '--no-show-raw-insn', addon], { maxBuffer: 1 << 28 });
+  const vex = code.split('\n').filter((l) => /%[yz]mm\d|\s(v[a-z0-9]+)\s+.*%xmm/.test(l));
+  assert.deepEqual(vex.slice(0, 5), [], 'no AVX/VEX instructions: the prebuild runs on any x86-64 CPU');
 });
 
 test('index.d.ts covers the public API: tsc --strict accepts the typed usage file', async () => {

@@ -2,7 +2,7 @@
 // writes it, through the package's own name (its `exports` and `types`). Lines under an expect-error
 // directive must stay errors, so the typings cannot silently loosen.
 import { init, initNative, simdSupported, DEFAULTS, Msda, Prepared, Tensor, Gradients, MsdaError } from 'ms-deform-attn';
-import { initNative as initNative2 } from 'ms-deform-attn/native';
+import { initNative as initNative2, nativeAddonPath, NATIVE_UNAVAILABLE } from 'ms-deform-attn/native';
 import { referenceForward, referenceBackward } from 'ms-deform-attn/reference';
 
 export async function usage(): Promise<number> {
@@ -10,6 +10,8 @@ export async function usage(): Promise<number> {
   const scalar = await init({ simd: false, backend: 'wasm-scalar' });
   const native = await initNative();
   const native2 = await initNative2({ addonPath: '/x/msda.node' });
+  const either: Msda = await init({ backend: 'auto', addonPath: nativeAddonPath() });
+  const unavailable: 'MSDA_NATIVE_UNAVAILABLE' = NATIVE_UNAVAILABLE;
   const fromBytes = await init({ wasmBinary: new Uint8Array(8) });
   const supported: boolean = simdSupported();
   const layout: 'BLNC' | 'BNLC' = DEFAULTS.valueLayout;
