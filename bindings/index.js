@@ -45,11 +45,41 @@ const TENSORS = {
 };
 
 // ---------------------------------------------------------------------------------------------
+// Reading arguments. Caller code (getters, Proxies, a resizable buffer shrunk by a getter on a
+// later argument) runs only while arguments are read: each is read once, into plain values or
+// copies, and everything is checked on those. Tensor data stays the caller's typed array; its
+// kind and length come from the TypedArray intrinsics (not from properties a caller can
+// redefine), and its length is taken only after every argument has been read.
+
+const TYPED_ARRAY = Object.getPrototypeOf(Int8Array.prototype);
+const intrinsic = (key) => Object.getOwnPropertyDescriptor(TYPED_ARRAY, key).get;
+const TYPED_ARRAY_KIND = intrinsic(Symbol.toStringTag);
+const TYPED_ARRAY_LENGTH = intrinsic('length');
+const TYPED_ARRAY_BUFFER = intrinsic('buffer');
+
+/** 'Float32Array', 'Uint8Array', ... for a real typed array (whatever its properties say), else undefined. */
+const typedArrayKind = (x) => TYPED_ARRAY_KIND.call(x);
+/** Its real element count (0 once its buffer is detached or shrunk below it). */
+const typedArrayLength = (x) => TYPED_ARRAY_LENGTH.call(x);
+const typedArrayBuffer = (x) => TYPED_ARRAY_BUFFER.call(x);
+
+// A copy of an Array's or a typed array's items, each read once; null for anything else.
+function copyList(x) {
+  let n;
+  if (Array.isArray(x)) n = x.length;
+  else if (typedArrayKind(x) !== undefined) n = typedArrayLength(x);
+  else return null;
+  const items = [];
+  for (let i = 0; i < n; i++) items.push(x[i]);
+  return items;
+}
+
 // Validation helpers: TypeError for the wrong kind of thing, RangeError for wrong sizes/values.
 
 const fmtShape = (s) => `[${Array.from(s).join(', ')}]`;
 
-function checkObject(fn, args, allowed) {
+// The named arguments, each read once (a getter or Proxy trap runs once per argument).
+function readArgs(fn, args, allowed) {
   if (args === null || typeof args !== 'object' || Array.isArray(args)) {
     throw new TypeError(`${fn}: expected an object of named arguments, got ${describe(args)}`);
   }
@@ -58,6 +88,9 @@ function checkObject(fn, args, allowed) {
       throw new TypeError(`${fn}: unknown argument '${key}', expected one of ${allowed.join(', ')}`);
     }
   }
+  const plain = {};
+  for (const key of allowed) plain[key] = args[key];
+  return plain;
 }
 
 function positiveInteger(fn, name, x) {
@@ -94,14 +127,19 @@ function readOptions(fn, args) {
   return o;
 }
 
-// An integer list given as an Array, any typed array (BigInt64Array included) or a { data } tensor.
-function integerList(fn, name, x, what) {
-  let items = x;
-  if (x !== null && typeof x === 'object' && !Array.isArray(x) && !ArrayBuffer.isView(x) && 'data' in x) items = x.data;
-  if (!Array.isArray(items) && !(ArrayBuffer.isView(items) && !(items instanceof DataView))) {
-    throw new TypeError(`${fn}: ${name} is ${describe(x)}, expected ${what}`);
-  }
-  return Array.from(items, (v, i) => {
+const isTensorObject = (x) => x !== null && typeof x === 'object' && !Array.isArray(x) && typedArrayKind(x) === undefined
+  && !(x instanceof DataView) && 'data' in x;
+
+// A { data, shape } tensor of integers, read once: { items, shape } (shape null when not given).
+function readIntegerTensor(x) {
+  const data = x.data;
+  const shapeValue = x.shape;
+  return { data, items: copyList(data), shape: shapeValue === undefined ? null : copyList(shapeValue), shapeValue };
+}
+
+// Integer items (numbers or BigInts, read once already) checked and turned into numbers.
+function integers(fn, name, items) {
+  return items.map((v, i) => {
     const n = typeof v === 'bigint' ? Number(v) : v;
     if (typeof n !== 'number' || !Number.isInteger(n)) {
       throw new TypeError(`${fn}: ${name}[${i}] is ${describe(v)}, expected an integer`);
@@ -110,20 +148,46 @@ function integerList(fn, name, x, what) {
   });
 }
 
+// A tensor-given integer list: its data an Array or typed array, its shape (when given) `want`.
+function integerTensor(fn, name, x, want, what) {
+  const t = readIntegerTensor(x);
+  if (t.items === null || t.data instanceof DataView) throw new TypeError(`${fn}: ${name}.data is ${describe(t.data)}, expected ${what}`);
+  if (t.shapeValue !== undefined) {
+    if (t.shape === null || !t.shape.every((d) => typeof d === 'number' && Number.isInteger(d))) {
+      throw new TypeError(`${fn}: ${name}.shape is ${t.shape === null ? describe(t.shapeValue) : fmtShape(t.shape)}, expected ${fmtShape(want(t.items.length))}`);
+    }
+    const expected = want(t.items.length);
+    const count = t.shape.reduce((a, b) => a * b, 1);
+    if (t.shape.length !== expected.length || t.shape.some((d, i) => d !== expected[i]) || count !== t.items.length) {
+      throw new RangeError(`${fn}: ${name}.shape is ${fmtShape(t.shape)} but ${name}.data has ${t.items.length} entries, expected shape ${fmtShape(expected)}`);
+    }
+  }
+  return integers(fn, name, t.items);
+}
+
+// An integer list given as an Array, any typed array (BigInt64Array included) or a { data, shape } tensor.
+function integerList(fn, name, x, what) {
+  if (isTensorObject(x)) return integerTensor(fn, name, x, (n) => [n], what);
+  const items = x instanceof DataView ? null : copyList(x);
+  if (items === null) throw new TypeError(`${fn}: ${name} is ${describe(x)}, expected ${what}`);
+  return integers(fn, name, items);
+}
+
 function readSpatialShapes(fn, x) {
   const what = 'an array of [H, W] pairs';
   let pairs;
-  if (Array.isArray(x) && x.every((p) => Array.isArray(p) || ArrayBuffer.isView(p))) {
-    pairs = x.map((p, l) => {
-      const pair = integerList(fn, `spatialShapes[${l}]`, p, 'an [H, W] pair');
+  const levels = Array.isArray(x) ? copyList(x) : null;
+  if (levels !== null && levels.every((p) => Array.isArray(p) || (typedArrayKind(p) !== undefined && !(p instanceof DataView)))) {
+    pairs = levels.map((p, l) => {
+      const pair = integers(fn, `spatialShapes[${l}]`, copyList(p));
       if (pair.length !== 2) {
         throw new RangeError(`${fn}: spatialShapes[${l}] has ${pair.length} entries, expected an [H, W] pair`);
       }
       return pair;
     });
-  } else if (x !== null && typeof x === 'object' && !Array.isArray(x) && !ArrayBuffer.isView(x) && 'data' in x) {
+  } else if (isTensorObject(x)) {
     // The (N_l, 2) tensor a .npy reader gives.
-    const flat = integerList(fn, 'spatialShapes', x, what);
+    const flat = integerTensor(fn, 'spatialShapes', x, (n) => [Math.floor(n / 2), 2], what);
     if (flat.length % 2 !== 0) {
       throw new RangeError(`${fn}: spatialShapes has ${flat.length} entries, expected (N_l, 2)`);
     }
@@ -162,19 +226,28 @@ function readLevelStartIndex(fn, x, shapes) {
 }
 
 // A { data: Float32Array, shape } tensor whose shape must match `expected` (numbers, or null
-// for a dimension still to be learnt). Returns the shape and the data, read once each.
+// for a dimension still to be learnt). Returns a copy of the shape and the data array; the
+// data's length is checked by checkLength once every argument has been read.
 function readTensor(fn, name, t, expected, labels, note) {
   const want = `{ data: Float32Array, shape: ${fmtShape(labels)} }`;
-  if (t === null || typeof t !== 'object' || Array.isArray(t) || ArrayBuffer.isView(t)) {
+  if (t === null || typeof t !== 'object' || Array.isArray(t) || typedArrayKind(t) !== undefined || t instanceof DataView) {
     throw new TypeError(`${fn}: ${name} is ${t === undefined ? 'missing' : describe(t)}, expected ${want}`);
   }
   const data = t.data;
-  if (!(ArrayBuffer.isView(data) && data[Symbol.toStringTag] === 'Float32Array')) {
-    throw new TypeError(`${fn}: ${name}.data is ${describe(data)}, expected a Float32Array`);
+  const shapeValue = t.shape;
+  const given = shapeValue !== undefined ? shapeValue : t.dims;
+  if (typedArrayKind(data) !== 'Float32Array') {
+    const kind = typedArrayKind(data);
+    throw new TypeError(`${fn}: ${name}.data is ${kind ?? describe(data)}, expected a Float32Array`);
   }
-  const shape = t.shape !== undefined ? t.shape : t.dims;
-  if (!Array.isArray(shape) || !shape.every((d) => typeof d === 'number' && Number.isInteger(d))) {
-    const actual = Array.isArray(shape) ? `[${shape.map((d) => (typeof d === 'string' ? JSON.stringify(d) : String(d))).join(', ')}]` : describe(shape);
+  // At most 16 entries are read: a shape longer than that is wrong whatever it holds.
+  const length = Array.isArray(given) ? given.length : 0;
+  const shape = Array.isArray(given) ? (length > 16 ? null : copyList(given)) : null;
+  if (Array.isArray(given) && shape === null) {
+    throw new RangeError(`${fn}: ${name}.shape has ${length} dimensions, expected ${labels.length} ${fmtShape(labels)}`);
+  }
+  if (shape === null || !shape.every((d) => typeof d === 'number' && Number.isInteger(d))) {
+    const actual = shape !== null ? `[${shape.map((d) => (typeof d === 'string' ? JSON.stringify(d) : String(d))).join(', ')}]` : describe(given);
     throw new TypeError(`${fn}: ${name}.shape is ${actual}, expected an array of ${labels.length} integers ${fmtShape(labels)}`);
   }
   const expectText = fmtShape(expected.map((e, i) => (e === null ? labels[i] : e)));
@@ -187,11 +260,17 @@ function readTensor(fn, name, t, expected, labels, note) {
       throw new RangeError(`${fn}: ${name}.shape is ${fmtShape(shape)}, expected ${expectText} (${labels[i]} must be ${expected[i]}${note ? `; ${note}` : ''})`);
     }
   });
+  return { name, shape, data };
+}
+
+// After every argument has been read (no caller code runs from here to the copy): the data's
+// real length against its shape.
+function checkLength(fn, { name, shape, data }) {
   const count = shape.reduce((a, b) => a * b, 1);
-  if (count !== data.length) {
-    throw new RangeError(`${fn}: ${name}.shape is ${fmtShape(shape)} (${count} elements) but ${name}.data has ${data.length} elements`);
+  const length = typedArrayLength(data);
+  if (count !== length) {
+    throw new RangeError(`${fn}: ${name}.shape is ${fmtShape(shape)} (${count} elements) but ${name}.data has ${length} elements`);
   }
-  return { shape, data };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -220,8 +299,8 @@ function makeProblem(dims, options) {
   };
 }
 
-function problemFromOptions(fn, args) {
-  checkObject(fn, args, PROBLEM_KEYS);
+function problemFromOptions(fn, given) {
+  const args = readArgs(fn, given, PROBLEM_KEYS);
   const dims = {};
   for (const key of ['batch', 'numQueries', 'numHeads', 'channels', 'numPoints']) {
     dims[key] = positiveInteger(fn, key, args[key]);
@@ -236,35 +315,41 @@ function problemFromOptions(fn, args) {
 
 // Validates forward/backward arguments; returns the problem and the input tensors' data (read
 // once here, so what was checked is what gets copied).
-function problemFromTensors(fn, args, withGradOutput) {
-  checkObject(fn, args, withGradOutput ? BACKWARD_KEYS : FORWARD_KEYS);
+function problemFromTensors(fn, given, withGradOutput) {
+  const args = readArgs(fn, given, withGradOutput ? BACKWARD_KEYS : FORWARD_KEYS);
   const options = readOptions(fn, args);
   const shapes = readSpatialShapes(fn, args.spatialShapes);
   const { starts, total: L } = readLevelStartIndex(fn, args.levelStartIndex, shapes);
   const NL = shapes.length;
   const blnc = options.valueLayout === 'BLNC';
   const lNote = `L = ${L} is the sum of H*W over spatialShapes`;
-  const inputs = {};
-  const { shape: v, data: valueData } = readTensor(fn, 'value', args.value, blnc ? [null, L, null, null] : [null, null, L, null],
+  const tensors = [];
+  const value = readTensor(fn, 'value', args.value, blnc ? [null, L, null, null] : [null, null, L, null],
     blnc ? ['B', 'L', 'N_h', 'C_h'] : ['B', 'N_h', 'L', 'C_h'], lNote);
-  inputs.value = valueData;
+  tensors.push(value);
+  const v = value.shape;
   const B = v[0], H = blnc ? v[2] : v[1], C = v[3];
   const note = `B and N_h from value, N_l = ${NL} from spatialShapes`;
   let Q, P;
   if (options.samplingLocationsLayout === 'BQHLP2') {
-    const { shape: s, data } = readTensor(fn, 'samplingLocations', args.samplingLocations, [B, null, H, NL, null, 2],
+    const t = readTensor(fn, 'samplingLocations', args.samplingLocations, [B, null, H, NL, null, 2],
       ['B', 'N_q', 'N_h', 'N_l', 'N_p', 2], note);
-    Q = s[1]; P = s[4]; inputs.samplingLocations = data;
+    Q = t.shape[1]; P = t.shape[4]; tensors.push(t);
   } else {
-    const { shape: s, data } = readTensor(fn, 'samplingLocations', args.samplingLocations, [B, 2, null, H, NL, null],
+    const t = readTensor(fn, 'samplingLocations', args.samplingLocations, [B, 2, null, H, NL, null],
       ['B', 2, 'N_q', 'N_h', 'N_l', 'N_p'], note);
-    Q = s[2]; P = s[5]; inputs.samplingLocations = data;
+    Q = t.shape[2]; P = t.shape[5]; tensors.push(t);
   }
-  inputs.attentionWeights = readTensor(fn, 'attentionWeights', args.attentionWeights, [B, Q, H, NL, P], ['B', 'N_q', 'N_h', 'N_l', 'N_p'],
-    'B, N_q, N_h, N_l and N_p from value and samplingLocations').data;
+  tensors.push(readTensor(fn, 'attentionWeights', args.attentionWeights, [B, Q, H, NL, P], ['B', 'N_q', 'N_h', 'N_l', 'N_p'],
+    'B, N_q, N_h, N_l and N_p from value and samplingLocations'));
   if (withGradOutput) {
-    inputs.gradOutput = readTensor(fn, 'gradOutput', args.gradOutput, [B, Q, H * C], ['B', 'N_q', 'N_h*C_h'],
-      'the shape of forward\'s output').data;
+    tensors.push(readTensor(fn, 'gradOutput', args.gradOutput, [B, Q, H * C], ['B', 'N_q', 'N_h*C_h'],
+      'the shape of forward\'s output'));
+  }
+  const inputs = {};
+  for (const t of tensors) {
+    checkLength(fn, t);
+    inputs[t.name] = t.data;
   }
   const problem = makeProblem({ batch: B, numQueries: Q, numHeads: H, channels: C, numPoints: P, shapes, starts,
     valueLength: L }, options);
@@ -422,7 +507,7 @@ export class Msda {
     const heap = this._backend.memory?.buffer;
     if (heap === undefined) return;
     for (const [name, data] of Object.entries(inputs)) {
-      if (data.buffer === heap) inputs[name] = data.slice();
+      if (typedArrayBuffer(data) === heap) inputs[name] = new Float32Array(data);
     }
   }
 

@@ -327,3 +327,134 @@ test('native: sizes no Float32Array can hold are a RangeError naming the tensor 
     { name: 'RangeError', message: /^prepare: value needs/ });
   native.prepare({ ...one, spatialShapes: [[Number(max), 1]] }, { mode: 'forward' }).dispose();
 });
+
+// Hostile arguments (issue 10, item 6): every argument is read once, before any check, and a
+// tensor's kind and length are its real ones. Each case below computed from stale heap data on
+// the wasm backends (or was accepted and converted) before.
+function hostileBase() {
+  const r = rng(21);
+  const Bh = 1, Qh = 3, Hh = 2, Ch = 4, Ph = 2, shapes = [[3, 4], [2, 2]];
+  const Lh = 16, NLh = 2;
+  const f = (n) => Float32Array.from({ length: n }, () => r.uniform(0, 1));
+  return {
+    value: { data: f(Bh * Lh * Hh * Ch), shape: [Bh, Lh, Hh, Ch] },
+    spatialShapes: shapes,
+    samplingLocations: { data: f(Bh * Qh * Hh * NLh * Ph * 2), shape: [Bh, Qh, Hh, NLh, Ph, 2] },
+    attentionWeights: { data: f(Bh * Qh * Hh * NLh * Ph), shape: [Bh, Qh, Hh, NLh, Ph] },
+    gradOutput: { data: f(Bh * Qh * Hh * Ch), shape: [Bh, Qh, Hh * Ch] },
+  };
+}
+
+// A value.shape whose C_h answers 4 on its first `honest` reads and 8 after.
+function lyingShape(honest) {
+  let reads = 0;
+  return new Proxy([1, 16, 2, 4], {
+    get(target, key, receiver) {
+      if (key === '3') return ++reads <= honest ? 4 : 8;
+      return Reflect.get(target, key, receiver);
+    },
+  });
+}
+
+test('hostile inputs: a shape Proxy that changes its answer is read once; every backend computes what was validated', async () => {
+  const all = await backends();
+  const base = hostileBase();
+  const { gradOutput, ...fwd } = base;
+  for (const [k, m] of Object.entries(all)) {
+    const want = m.forward(fwd).data;
+    const wantGrad = m.backward(base).gradValue.data;
+    for (let honest = 1; honest <= 6; honest++) {
+      const heap = m.wasm?.heapInUse();
+      const got = m.forward({ ...fwd, value: { data: base.value.data, shape: lyingShape(honest) } });
+      assert.deepEqual(got.shape, [1, 3, 8], `${k}: forward with C_h read ${honest} time(s) honestly`);
+      assertSameBits(got.data, want, `${k}: forward, C_h honest for ${honest} read(s)`);
+      const grads = m.backward({ ...base, value: { data: base.value.data, shape: lyingShape(honest) } });
+      assertSameBits(grads.gradValue.data, wantGrad, `${k}: backward gradValue, C_h honest for ${honest} read(s)`);
+      if (m.wasm) assert.equal(m.wasm.heapInUse(), heap, `${k}: heap`);
+    }
+  }
+});
+
+test('hostile inputs: an own lying length, a buffer shrunk by a later getter, a spoofed toStringTag are refused on every backend', async () => {
+  const all = await backends();
+  const base = hostileBase();
+  const { gradOutput, ...fwd } = base;
+  const n = base.value.data.length;
+  for (const [k, m] of Object.entries(all)) {
+    const heap = m.wasm?.heapInUse(), memory = m.wasm?.memory.buffer.byteLength;
+    // A Float32Array half as long as its shape says, with an own `length` claiming the full count.
+    const short = base.value.data.slice(0, n / 2);
+    Object.defineProperty(short, 'length', { value: n });
+    assert.throws(() => m.forward({ ...fwd, value: { data: short, shape: base.value.shape } }),
+      { name: 'RangeError', message: `forward: value.shape is [1, 16, 2, 4] (${n} elements) but value.data has ${n / 2} elements` }, k);
+
+    // value's resizable buffer is shrunk by the getter of a later argument, after value was read.
+    for (const op of ['forward', 'backward']) {
+      const buffer = new ArrayBuffer(4 * n, { maxByteLength: 4 * n });
+      const tracking = new Float32Array(buffer);
+      tracking.set(base.value.data);
+      const args = {
+        ...(op === 'forward' ? fwd : base),
+        value: { data: tracking, shape: base.value.shape },
+        attentionWeights: { shape: base.attentionWeights.shape, get data() { buffer.resize(4); return base.attentionWeights.data; } },
+      };
+      assert.throws(() => m[op](args),
+        { name: 'RangeError', message: `${op}: value.shape is [1, 16, 2, 4] (${n} elements) but value.data has 1 elements` }, `${k} ${op}`);
+      // A fixed-length view of a buffer shrunk below it has no elements left.
+      const buffer2 = new ArrayBuffer(4 * n, { maxByteLength: 4 * n });
+      const fixed = new Float32Array(buffer2, 0, n);
+      const args2 = { ...args, value: { data: fixed, shape: base.value.shape },
+        attentionWeights: { shape: base.attentionWeights.shape, get data() { buffer2.resize(8); return base.attentionWeights.data; } } };
+      assert.throws(() => m[op](args2), { name: 'RangeError', message: new RegExp(`^${op}: value.shape .* but value.data has 0 elements$`) }, `${k} ${op} fixed view`);
+    }
+
+    // Other typed arrays dressed up as Float32Array.
+    for (const Kind of [Uint8Array, Float64Array, Int32Array]) {
+      const spoof = new Kind(n);
+      Object.defineProperty(spoof, Symbol.toStringTag, { value: 'Float32Array' });
+      assert.throws(() => m.forward({ ...fwd, value: { data: spoof, shape: base.value.shape } }),
+        { name: 'TypeError', message: `forward: value.data is ${Kind.name}, expected a Float32Array` }, `${k} ${Kind.name}`);
+      assert.throws(() => m.backward({ ...base, gradOutput: { data: new Kind(base.gradOutput.data.length), shape: base.gradOutput.shape } }),
+        { name: 'TypeError', message: `backward: gradOutput.data is ${Kind.name}, expected a Float32Array` }, `${k} ${Kind.name}`);
+    }
+    // A Float32Array whose own toStringTag lies the other way is still a Float32Array.
+    const honest = base.value.data.slice();
+    Object.defineProperty(honest, Symbol.toStringTag, { value: 'Uint8Array' });
+    assertSameBits(m.forward({ ...fwd, value: { data: honest, shape: base.value.shape } }).data, m.forward(fwd).data, `${k}: relabelled Float32Array`);
+
+    // Each argument is read once: a getter that answers differently on a second read is harmless.
+    let reads = 0;
+    const once = { ...fwd, get spatialShapes() { reads++; return reads === 1 ? fwd.spatialShapes : [[1, 1]]; } };
+    assertSameBits(m.forward(once).data, m.forward(fwd).data, `${k}: spatialShapes getter`);
+    assert.equal(reads, 1, `${k}: spatialShapes read once`);
+    if (m.wasm) {
+      assert.equal(m.wasm.heapInUse(), heap, `${k}: nothing left allocated`);
+      assert.equal(m.wasm.memory.buffer.byteLength, memory, `${k}: memory unchanged`);
+    }
+  }
+});
+
+test('spatialShapes and levelStartIndex given as tensors: their shape is checked', async () => {
+  const all = await backends();
+  const base = hostileBase();
+  const { gradOutput, ...fwd } = base;
+  for (const [k, m] of Object.entries(all)) {
+    const want = m.forward(fwd).data;
+    const data = new BigInt64Array([3n, 4n, 2n, 2n]);
+    assertSameBits(m.forward({ ...fwd, spatialShapes: { data, shape: [2, 2] } }).data, want, `${k}: (N_l, 2) tensor`);
+    assertSameBits(m.forward({ ...fwd, spatialShapes: { data } }).data, want, `${k}: tensor without a shape`);
+    for (const shape of [[1, 4], [4], [2, 2, 1], [4, 1]]) {
+      assert.throws(() => m.forward({ ...fwd, spatialShapes: { data, shape } }),
+        { name: 'RangeError', message: `forward: spatialShapes.shape is [${shape.join(', ')}] but spatialShapes.data has 4 entries, expected shape [2, 2]` },
+        `${k}: spatialShapes shape ${shape}`);
+    }
+    assert.throws(() => m.forward({ ...fwd, spatialShapes: { data, shape: [2, 2.5] } }), { name: 'TypeError', message: /^forward: spatialShapes.shape is \[2, 2.5\]/ });
+    assert.throws(() => m.forward({ ...fwd, spatialShapes: { data, shape: '2x2' } }), { name: 'TypeError', message: /^forward: spatialShapes.shape is the string "2x2"/ });
+    assert.throws(() => m.prepare({ batch: 1, numQueries: 1, numHeads: 1, channels: 1, numPoints: 1, spatialShapes: { data, shape: [1, 4] } }),
+      { name: 'RangeError', message: /^prepare: spatialShapes.shape is \[1, 4\]/ });
+    const starts = new BigInt64Array([0n, 12n]);
+    assertSameBits(m.forward({ ...fwd, levelStartIndex: { data: starts, shape: [2] } }).data, want, `${k}: levelStartIndex tensor`);
+    assert.throws(() => m.forward({ ...fwd, levelStartIndex: { data: starts, shape: [1, 2] } }),
+      { name: 'RangeError', message: 'forward: levelStartIndex.shape is [1, 2] but levelStartIndex.data has 2 entries, expected shape [2]' });
+  }
+});
