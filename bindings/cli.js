@@ -162,13 +162,17 @@ function readNpyFile(path, want) {
   }
   let a;
   try {
-    a = parseNpy(bytes);
+    a = parseNpy(bytes, { bigint: true });
   } catch (e) {
     if (e instanceof NpyError) throw bad(`${path}: ${e.message}`);
     throw e;
   }
   if (want === 'float' && a.dtype !== '<f4') throw bad(`${path}: dtype '${a.dtype}', expected '<f4'`);
   if (want === 'int' && a.dtype === '<f4') throw bad(`${path}: dtype '<f4', expected '<i8' or '<i4'`);
+  // Exact dimensions for messages; numbers for the checks (a dimension past 2^53 rounds to a
+  // number >= 2^53, which still differs from every size a file can hold).
+  a.exactShape = a.shape;
+  a.shape = a.shape.map(Number);
   a.path = path;
   return a;
 }
@@ -220,12 +224,12 @@ export function deriveProblem(o, f) {
   const valueDims = blnc ? '(B, L, N_h, C_h) per --value-layout BLNC' : '(B, N_h, L, C_h) per --value-layout BNLC';
   const { value, spatialShapes: shapes, levelStartIndex: starts, samplingLocations: loc, attentionWeights: weights } = f;
   const vs = value.shape;
-  if (vs.length !== 4) throw bad(`${value.path}: shape ${formatShape(vs)}, expected 4 dimensions ${valueDims}`);
-  if (vs.some((d) => d < 1)) throw bad(`${value.path}: shape ${formatShape(vs)}, expected every dimension of ${valueDims} >= 1`);
+  if (vs.length !== 4) throw bad(`${value.path}: shape ${formatShape(value.exactShape)}, expected 4 dimensions ${valueDims}`);
+  if (vs.some((d) => d < 1)) throw bad(`${value.path}: shape ${formatShape(value.exactShape)}, expected every dimension of ${valueDims} >= 1`);
   const [B, L, H, C] = [vs[0], vs[blnc ? 1 : 2], vs[blnc ? 2 : 1], vs[3]];
 
   if (shapes.shape.length !== 2 || shapes.shape[1] !== 2 || shapes.shape[0] < 1) {
-    throw bad(`${shapes.path}: shape ${formatShape(shapes.shape)}, expected (N_l, 2) with N_l >= 1`);
+    throw bad(`${shapes.path}: shape ${formatShape(shapes.exactShape)}, expected (N_l, 2) with N_l >= 1`);
   }
   const NL = shapes.shape[0];
   const big = Array.from(shapes.data, BigInt);
@@ -244,26 +248,26 @@ export function deriveProblem(o, f) {
     pairs.push([Number(h), Number(w)]);
   }
   if (BigInt(L) !== total) {
-    throw bad(`${value.path}: shape ${formatShape(vs)} has L = ${L}, expected ${total} (the sum of H*W over ${shapes.path}) ${valueDims}`);
+    throw bad(`${value.path}: shape ${formatShape(value.exactShape)} has L = ${L}, expected ${total} (the sum of H*W over ${shapes.path}) ${valueDims}`);
   }
   if (!sameShape(starts.shape, [NL])) {
-    throw bad(`${starts.path}: shape ${formatShape(starts.shape)}, expected ${formatShape([NL])} = (N_l,) with N_l from ${shapes.path}`);
+    throw bad(`${starts.path}: shape ${formatShape(starts.exactShape)}, expected ${formatShape([NL])} = (N_l,) with N_l from ${shapes.path}`);
   }
   const ws = weights.shape;
   if (ws.length !== 5 || ws[0] !== B || ws[2] !== H || ws[3] !== NL || ws[1] < 1 || ws[4] < 1) {
-    throw bad(`${weights.path}: shape ${formatShape(ws)}, expected (${B}, N_q, ${H}, ${NL}, N_p) = (B, N_q, N_h, N_l, N_p) with N_q, N_p >= 1, B and N_h from ${value.path}, N_l from ${shapes.path}`);
+    throw bad(`${weights.path}: shape ${formatShape(weights.exactShape)}, expected (${B}, N_q, ${H}, ${NL}, N_p) = (B, N_q, N_h, N_l, N_p) with N_q, N_p >= 1, B and N_h from ${value.path}, N_l from ${shapes.path}`);
   }
   const Q = ws[1], P = ws[4];
   const locShape = bqhlp2 ? [B, Q, H, NL, P, 2] : [B, 2, Q, H, NL, P];
   if (!sameShape(loc.shape, locShape)) {
-    throw bad(`${loc.path}: shape ${formatShape(loc.shape)}, expected ${formatShape(locShape)} = ${bqhlp2
+    throw bad(`${loc.path}: shape ${formatShape(loc.exactShape)}, expected ${formatShape(locShape)} = ${bqhlp2
       ? '(B, N_q, N_h, N_l, N_p, 2) per --sampling-locations-layout BQHLP2'
       : '(B, 2, N_q, N_h, N_l, N_p) per --sampling-locations-layout B2QHLP'} with N_q and N_p from ${weights.path}`);
   }
   if (f.gradOutput) {
     const goShape = [B, Q, H * C];
     if (!sameShape(f.gradOutput.shape, goShape)) {
-      throw bad(`${f.gradOutput.path}: shape ${formatShape(f.gradOutput.shape)}, expected ${formatShape(goShape)} = (B, N_q, N_h*C_h)`);
+      throw bad(`${f.gradOutput.path}: shape ${formatShape(f.gradOutput.exactShape)}, expected ${formatShape(goShape)} = (B, N_q, N_h*C_h)`);
     }
   }
   // The library's level-start rule and message, with the file name.
@@ -514,7 +518,7 @@ async function crosscheck(o, print) {
     pairs = Object.keys(expected).map((n) => {
       const e = expected[n];
       if (!sameShape(e.shape, mine[n].shape)) {
-        throw bad(`${e.path}: shape ${formatShape(e.shape)}, expected ${formatShape(mine[n].shape)} (the shape of ${n})`);
+        throw bad(`${e.path}: shape ${formatShape(e.exactShape)}, expected ${formatShape(mine[n].shape)} (the shape of ${n})`);
       }
       return [n, e.data, mine[n].data];
     });

@@ -20,8 +20,18 @@ export interface NpyArray {
   count: number;
 }
 
-/** Parses a whole .npy file (versions 1.0-3.0, '<f4' | '<i4' | '<i8', C order). Throws NpyError. */
-export declare function parseNpy(bytes: Uint8Array | ArrayBuffer | ArrayBufferView): NpyArray;
+/** parseNpy(bytes, { bigint: true }): every dimension an exact BigInt. */
+export interface NpyArrayBigShape extends Omit<NpyArray, 'shape'> {
+  shape: bigint[];
+}
+
+/**
+ * Parses a whole .npy file (versions 1.0-3.0, '<f4' | '<i4' | '<i8', C order). Throws NpyError,
+ * also for a (zero-size) array with a dimension past Number.MAX_SAFE_INTEGER unless bigint is set.
+ */
+export declare function parseNpy(bytes: Uint8Array | ArrayBuffer | ArrayBufferView, options?: { bigint?: false }): NpyArray;
+/** The same, with every dimension an exact BigInt. */
+export declare function parseNpy(bytes: Uint8Array | ArrayBuffer | ArrayBufferView, options: { bigint: true }): NpyArrayBigShape;
 
 /** A version 1.0 .npy file with NumPy's 64-byte-aligned header; the dtype follows data. */
 export declare function serializeNpy(tensor: { data: NpyData; shape: number[] }): Uint8Array;

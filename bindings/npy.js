@@ -181,10 +181,12 @@ function parseHeader(bytes) {
 
 /**
  * Parses a whole .npy file. Returns { version, dtype, shape, data, count }: shape an array of
- * numbers, data a fresh typed array (Float32Array for '<f4', Int32Array for '<i4',
- * BigInt64Array for '<i8'). Throws NpyError.
+ * numbers (of BigInts with { bigint: true }), data a fresh typed array (Float32Array for '<f4',
+ * Int32Array for '<i4', BigInt64Array for '<i8'). A zero-size array can have a dimension past
+ * Number.MAX_SAFE_INTEGER, which no number holds exactly: without { bigint: true } such a file
+ * is refused rather than given a rounded shape. Throws NpyError.
  */
-export function parseNpy(input) {
+export function parseNpy(input, { bigint = false } = {}) {
   let bytes;
   // A plain Uint8Array view (a Node Buffer's slice() would not copy).
   if (input instanceof ArrayBuffer) bytes = new Uint8Array(input);
@@ -226,7 +228,13 @@ export function parseNpy(input) {
       data[i] = dtype === '<f4' ? view.getFloat32(4 * i, true) : dtype === '<i4' ? view.getInt32(4 * i, true) : view.getBigInt64(8 * i, true);
     }
   }
-  return { version: major, dtype, shape: dims.map(Number), data, count: n };
+  if (!bigint) {
+    const unsafe = dims.find((d) => d > BigInt(Number.MAX_SAFE_INTEGER));
+    if (unsafe !== undefined) {
+      fail(`shape ${shapeText} has dimension ${unsafe}, past 2^53 - 1, which a JavaScript number cannot hold exactly (parseNpy(bytes, { bigint: true }) gives BigInt dimensions)`);
+    }
+  }
+  return { version: major, dtype, shape: bigint ? dims : dims.map(Number), data, count: n };
 }
 
 const dtypeOf = (data) => (data instanceof Float32Array ? '<f4' : data instanceof Int32Array ? '<i4'

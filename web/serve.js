@@ -84,7 +84,10 @@ function handle(req, res) {
   fs.stat(file, (err, st) => {
     if (!err && st.isDirectory()) {
       if (!urlPath.split('?')[0].endsWith('/')) {
-        send(res, 302, 'see directory\n', { Location: urlPath.split('?')[0] + '/' });
+        // From the resolved path, never the request's: `//web` must not become the
+        // protocol-relative `//web/` (another host).
+        const rel = path.relative(ROOT, file).split(path.sep).map(encodeURIComponent).join('/');
+        send(res, 302, 'see directory\n', { Location: `/${rel}/` });
         return;
       }
       file = path.join(file, 'index.html');

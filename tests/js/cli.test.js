@@ -110,6 +110,13 @@ const resize = (file, delta) => (dir) => {
   writeFileSync(`${dir}/${file}`, delta < 0 ? b.subarray(0, b.length + delta) : Buffer.concat([b, Buffer.alloc(delta, 0x41)]));
 };
 const replace = (file, tensor) => (dir) => writeFileSync(`${dir}/${file}`, serializeNpy(tensor));
+// A file with the given header dict and no data (a zero-size array), bypassing serializeNpy's checks.
+const rawEmpty = (file, descr, shapeText) => (dir) => {
+  const dict = `{'descr': '${descr}', 'fortran_order': False, 'shape': ${shapeText}, }`;
+  const total = Math.ceil((10 + dict.length + 1) / 64) * 64;
+  const header = `\x93NUMPY\x01\x00${String.fromCharCode((total - 10) & 0xff, (total - 10) >> 8)}${dict.padEnd(total - 11)}\n`;
+  writeFileSync(`${dir}/${file}`, Buffer.from(header, 'latin1'));
+};
 const S = GOOD.args;
 const REFUSALS = [
   // arguments
@@ -145,6 +152,15 @@ const REFUSALS = [
   ['trailing garbage', resize('sampling_locations.npy', 8), [], '8 bytes of trailing data'],
   ['overflowing shape', replace('value.npy', { data: new Float32Array(0), shape: [0, 4294967296, 4294967296, 4294967296] }), [],
     'value.npy: shape (0, 4294967296, 4294967296, 4294967296), expected every dimension'],
+  // dimensions past 2^53 (zero-size arrays): printed exactly, as native prints them
+  ['value with a dimension past 2^53', rawEmpty('value.npy', '<f4', '(0, 9007199254740993, 1, 2)'), [],
+    'value.npy: shape (0, 9007199254740993, 1, 2), expected every dimension'],
+  ['spatial_shapes with a dimension past 2^53', rawEmpty('spatial_shapes.npy', '<i8', '(18014398509481985, 0)'), [],
+    'spatial_shapes.npy: shape (18014398509481985, 0), expected (N_l, 2)'],
+  ['attention_weights with dimensions past 2^53', rawEmpty('attention_weights.npy', '<f4', '(1, 9223372036854775807, 0, 2, 3)'), [],
+    'attention_weights.npy: shape (1, 9223372036854775807, 0, 2, 3), expected'],
+  ['sampling_locations with a dimension past 2^53', rawEmpty('sampling_locations.npy', '<f4', '(0, 9007199254740995)'), [],
+    'sampling_locations.npy: shape (0, 9007199254740995), expected'],
   // missing files, wrong dtypes and shapes
   ['missing file', (dir) => unlinkSync(`${dir}/attention_weights.npy`), [], 'attention_weights.npy: cannot open: No such file or directory'],
   ['value as <i8', replace('value.npy', { data: new BigInt64Array(S.value.data.length), shape: S.value.shape }), [],

@@ -162,3 +162,17 @@ test('serializeNpy refuses data and shape that disagree', () => {
   assert.throws(() => serializeNpy({ data: new Float32Array(5), shape: [2, 3] }), /shape \(2, 3\) has 6 elements, data has 5/);
   assert.throws(() => serializeNpy({ data: new Float32Array(1), shape: [-1] }), TypeError);
 });
+
+test('zero-size arrays with dimensions past 2^53: exact BigInt dimensions with { bigint: true }, refused otherwise (never rounded)', () => {
+  const big = image(dict('<f4', '(0, 9007199254740993, 3)'), { data: new Uint8Array(0) });
+  refused(big, 'shape (0, 9007199254740993, 3) has dimension 9007199254740993, past 2^53 - 1');
+  const a = parseNpy(big, { bigint: true });
+  assert.deepEqual(a.shape, [0n, 9007199254740993n, 3n]);
+  assert.equal(a.count, 0);
+  assert.equal(a.data.length, 0);
+  const max = image(dict('<i8', '(9223372036854775807, 0)'), { data: new Uint8Array(0) });
+  assert.deepEqual(parseNpy(max, { bigint: true }).shape, [9223372036854775807n, 0n]);
+  // at the limit and below: plain numbers, as before
+  assert.deepEqual(parseNpy(image(dict('<f4', '(0, 9007199254740991)'), { data: new Uint8Array(0) })).shape, [0, 9007199254740991]);
+  assert.deepEqual(parseNpy(serializeNpy({ data: SIX, shape: [2, 3] }), { bigint: true }).shape, [2n, 3n]);
+});

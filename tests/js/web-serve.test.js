@@ -53,6 +53,20 @@ test('serves the page, the package and the wasm with the right types and isolati
   assert.equal((await get('/web/index.html', 'POST')).status, 405);
 });
 
+test('directory redirects stay on this server: //web, ///bindings, //dist?x go to /web/, /bindings/, /dist/', async () => {
+  for (const [p, where] of [['//web', '/web/'], ['///bindings', '/bindings/'], ['//dist?x=1', '/dist/'],
+    ['/web/./', null]]) {
+    const r = await get(p);
+    if (where === null) {
+      assert.equal(r.status, 200, p);
+      continue;
+    }
+    assert.equal(r.status, 302, p);
+    assert.equal(r.headers.location, where, `${p} redirects to ${r.headers.location}`);
+    assert.ok(!r.headers.location.startsWith('//'), `${p}: a protocol-relative redirect leaves the server`);
+  }
+});
+
 test('nothing outside web/, bindings/ and dist/ is reachable', async () => {
   const refused = [
     '/package.json', '/src/msda.h', '/Makefile', '/.git/config', '/web/../package.json',
