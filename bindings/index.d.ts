@@ -1,8 +1,13 @@
 // Types for the `ms-deform-attn` package (bindings/index.js). What is computed: SEMANTICS.md.
 
-/** A C-contiguous float32 tensor. `dims` is accepted in place of `shape` on input. */
-export interface Tensor {
-  data: Float32Array;
+/**
+ * A C-contiguous float32 tensor. `dims` is accepted in place of `shape` on input. Results of
+ * forward/backward are arrays of their own (`Float32Array<ArrayBuffer>`: Blob and
+ * crypto.subtle take them); a Prepared problem's are views of the backend's memory, which is a
+ * SharedArrayBuffer when threads run.
+ */
+export interface Tensor<Buffer extends ArrayBufferLike = ArrayBuffer> {
+  data: Float32Array<Buffer>;
   shape: number[];
 }
 export type TensorInput = { data: Float32Array; shape: readonly number[] } | { data: Float32Array; dims: readonly number[] };
@@ -47,10 +52,10 @@ export interface BackwardArgs extends ForwardArgs {
   gradOutput: TensorInput;
 }
 
-export interface Gradients {
-  gradValue: Tensor;
-  gradSamplingLocations: Tensor;
-  gradAttentionWeights: Tensor;
+export interface Gradients<Buffer extends ArrayBufferLike = ArrayBuffer> {
+  gradValue: Tensor<Buffer>;
+  gradSamplingLocations: Tensor<Buffer>;
+  gradAttentionWeights: Tensor<Buffer>;
 }
 
 /** The sizes of a problem, for prepare(). */
@@ -108,11 +113,11 @@ export class Prepared {
   readonly gradAttentionWeights: Float32Array;
   readonly disposed: boolean;
   /** { data, shape } over one tensor's view. */
-  tensor(name: TensorName): Tensor;
+  tensor(name: TensorName): Tensor<ArrayBufferLike>;
   /** Runs forward on the current inputs; returns output (a view, valid until memory grows). */
-  forward(): Tensor;
+  forward(): Tensor<ArrayBufferLike>;
   /** Runs backward on the current inputs and gradOutput; returns the gradients (views). */
-  backward(): Gradients;
+  backward(): Gradients<ArrayBufferLike>;
   /** Frees the buffers; the object cannot be used afterwards. */
   dispose(): void;
 }

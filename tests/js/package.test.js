@@ -303,13 +303,48 @@ test('the prebuilt addon: N-API only, baseline x86-64, glibc <= 2.34', {
   assert.deepEqual(vex.slice(0, 5), [], 'no AVX/VEX instructions: the prebuild runs on any x86-64 CPU');
 });
 
-test('index.d.ts covers the public API: tsc --strict accepts the typed usage file', async () => {
-  const tsc = join(root, 'node_modules/typescript/bin/tsc');
-  const args = ['--strict', '--noEmit', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022',
-    '--types', 'node', 'tests/js/types/usage.ts'];
+const tsc = join(root, 'node_modules/typescript/bin/tsc');
+async function typecheck(args) {
   try {
     await run(process.execPath, [tsc, ...args], { cwd: root });
   } catch (e) {
     assert.fail(`tsc reported errors:\n${e.stdout}${e.stderr}`);
   }
+}
+
+test('index.d.ts covers the public API: tsc --strict accepts the typed usage files (Node types)', async () => {
+  await typecheck(['--strict', '--noEmit', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022',
+    '--types', 'node', 'tests/js/types/usage.ts', 'tests/js/types/outputs.ts']);
+});
+
+test('outputs go to Blob and crypto.subtle.digest, the reference takes ForwardArgs: tsc --strict with the DOM types', async () => {
+  // A browser project: the DOM library and no Node types (a tsconfig, as the command line cannot say "types": []).
+  const config = join(dir, 'tsconfig.dom.json');
+  await writeFile(config, JSON.stringify({
+    compilerOptions: { strict: true, noEmit: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022',
+      lib: ['es2023', 'dom'], types: [] },
+    files: [join(root, 'tests/js/types/outputs.ts')],
+  }));
+  await typecheck(['-p', config]);
+});
+
+// What the types promise at run time: forward/backward results own a plain ArrayBuffer on every
+// backend, threads included (whose wasm memory is a SharedArrayBuffer); the reference's too.
+test('results typed Float32Array<ArrayBuffer> own an ArrayBuffer on every backend', async () => {
+  const { init } = await import('../../bindings/index.js');
+  const { referenceForward, referenceBackward } = await import('../../bindings/reference.js');
+  const t = (shape) => ({ data: Float32Array.from({ length: shape.reduce((a, b) => a * b) }, (_, i) => (i % 7) / 7), shape });
+  const args = { value: t([1, 20, 2, 3]), spatialShapes: [[4, 4], [2, 2]], samplingLocations: t([1, 5, 2, 2, 2, 2]),
+    attentionWeights: t([1, 5, 2, 2, 2]) };
+  const backwardArgs = { ...args, gradOutput: t([1, 5, 6]) };
+  const owns = (what, a) => assert.equal(Object.prototype.toString.call(a.buffer), '[object ArrayBuffer]', what);
+  for (const options of [{}, { simd: false }, { threads: 2 }, { backend: 'native' }]) {
+    const msda = await init(options);
+    if (options.threads) assert.equal(msda.threads, 2, 'threads run');
+    const what = JSON.stringify(options);
+    owns(`${what} forward`, msda.forward(args).data);
+    for (const [k, g] of Object.entries(msda.backward(backwardArgs))) owns(`${what} ${k}`, g.data);
+  }
+  owns('reference forward', referenceForward(args).data);
+  for (const [k, g] of Object.entries(referenceBackward(backwardArgs))) owns(`reference ${k}`, g.data);
 });
