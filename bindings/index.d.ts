@@ -1,4 +1,4 @@
-// Types for the `ms-deform-attn` package (bindings/index.js). What is computed: SEMANTICS.md.
+// Types for the `ms-deform-attn` package (bindings/browser.js and bindings/node.js). What is computed: SEMANTICS.md.
 
 /**
  * A C-contiguous float32 tensor. `dims` is accepted in place of `shape` on input. Results of
@@ -120,6 +120,8 @@ export class Prepared {
   backward(): Gradients<ArrayBufferLike>;
   /** Frees the buffers; the object cannot be used afterwards. */
   dispose(): void;
+  /** `using p = msda.prepare(...)`: dispose() at the end of the block. */
+  [Symbol.dispose](): void;
 }
 
 export type BackendName = 'wasm' | 'wasm-scalar' | 'native';
@@ -141,7 +143,17 @@ export class Msda {
   backward(args: BackwardArgs): Gradients;
   /** Allocates a problem's tensors once, for repeated calls without copies. */
   prepare(problem: ProblemOptions, options?: PrepareOptions): Prepared;
+  /** Frees what this instance holds (its prepared problems; the wasm heap and threads once no
+   *  other instance from init() shares them); later calls throw an Error. Idempotent. */
+  dispose(): void;
+  /** `using msda = await init()`: dispose() at the end of the block. */
+  [Symbol.dispose](): void;
+  /** True after dispose(). */
+  readonly disposed: boolean;
 }
+
+/** The package's files that wasmPaths may place. */
+export type PackageFile = 'msda-simd.wasm' | 'msda-scalar.wasm' | 'msda-simd-threads.wasm' | 'threads-worker.js';
 
 export interface InitOptions {
   /** 'auto' (default): the SIMD module where the runtime supports SIMD128; true/false force it. */
@@ -159,6 +171,11 @@ export interface InitOptions {
   /** Threads every call uses, default 1; 'auto': this machine's CPUs (at most 64). Wasm needs
    *  SharedArrayBuffer (browsers: a cross-origin isolated page) and falls back to 1 with a notice. */
   threads?: number | 'auto';
+  /** Where the package's files are served, for bundlers that do not copy them (esbuild) and CDNs:
+   *  a URL prefix (each file at prefix + file name, e.g. '/assets/msda/'), or an object from file
+   *  name to URL. Relative URLs resolve against the page (or worker) calling init. Covers the
+   *  threads module and the threads' worker script too (in browsers; Node runs its own worker). */
+  wasmPaths?: string | URL | Partial<Record<PackageFile, string | URL>>;
 }
 
 /** An Error carrying the C library's status. */
@@ -169,7 +186,8 @@ export interface MsdaError extends Error {
   status: number;
 }
 
-/** Loads a backend; memoised per option set. */
+/** Loads a backend and returns an instance of its own (dispose() it when done); instances with
+ *  the same options share one backend. */
 export function init(options?: InitOptions): Promise<Msda>;
 /** The native Node addon with the same API (Node only). Where no addon loads (no prebuild for
  *  this platform), rejects with an Error whose code is 'MSDA_NATIVE_UNAVAILABLE'. */
@@ -178,3 +196,10 @@ export function initNative(options?: { addonPath?: string; threads?: number | 'a
 export function simdSupported(): boolean;
 /** The reference API's defaults. */
 export const DEFAULTS: Readonly<Required<Omit<Options, 'threads'>>>;
+
+declare global {
+  interface SymbolConstructor {
+    /** Explicit resource management (Node 20 has it through @types/node, TypeScript's lib esnext.disposable). */
+    readonly dispose: unique symbol;
+  }
+}

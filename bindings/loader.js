@@ -1,5 +1,5 @@
-// Finds, instantiates and wraps the WebAssembly module. The choice of .wasm file is made here
-// and nowhere else; everything that touches the wasm heap lives in this file too.
+// Instantiates and wraps the WebAssembly module (the entries, browser.js and node.js, say where
+// its file is and how to read it); everything that touches the wasm heap lives in this file.
 
 // The 31-byte module wasm-feature-detect uses: it validates only where SIMD128 is supported.
 const SIMD_PROBE = new Uint8Array([
@@ -18,37 +18,57 @@ export function simdSupported() {
 // wasm32 addresses 4 GiB at most (MAXIMUM_MEMORY=4GB in mk/wasm.mk).
 export const WASM_MAX_BYTES = 2 ** 32;
 
-const isNode = typeof process !== 'undefined' && process.versions != null && process.versions.node != null;
-
-// Two literal `new URL(...)` expressions so bundlers find and copy both files.
-function wasmUrl(simd) {
-  return simd
-    ? new URL('../dist/msda-simd.wasm', import.meta.url)
-    : new URL('../dist/msda-scalar.wasm', import.meta.url);
-}
-
-async function fetchModuleSource(url, imports) {
-  if (isNode && url.protocol === 'file:') {
-    const { readFile } = await import(/* webpackIgnore: true */ 'node:fs/promises');
-    return WebAssembly.instantiate(await readFile(url), imports);
-  }
-  const response = await fetch(url);
-  if (!response.ok) throw new Error(`ms-deform-attn: fetching ${url} failed with HTTP ${response.status}`);
+/**
+ * Instantiates `source`, a fetch() Response (compiled while it streams when the server sent
+ * application/wasm) or the module's bytes.
+ */
+export async function instantiateSource(source, imports) {
+  if (!isResponse(source)) return WebAssembly.instantiate(source, imports);
   if (typeof WebAssembly.instantiateStreaming === 'function') {
     try {
-      return await WebAssembly.instantiateStreaming(response.clone(), imports);
+      return await WebAssembly.instantiateStreaming(source.clone(), imports);
     } catch {
       // Served without `application/wasm` (or streaming unavailable): compile from the bytes.
     }
   }
-  return WebAssembly.instantiate(await response.arrayBuffer(), imports);
+  return WebAssembly.instantiate(await source.arrayBuffer(), imports);
+}
+
+/** Compiles `source` (a Response or bytes) without instantiating it. */
+export async function compileSource(source) {
+  if (!isResponse(source)) return WebAssembly.compile(source);
+  if (typeof WebAssembly.compileStreaming === 'function') {
+    try {
+      return await WebAssembly.compileStreaming(source.clone());
+    } catch {
+      // Served without `application/wasm`: compile from the bytes.
+    }
+  }
+  return WebAssembly.compile(await source.arrayBuffer());
+}
+
+const isResponse = (x) => typeof Response !== 'undefined' && x instanceof Response;
+
+/** fetch() that names the URL and the HTTP status when the file is not there. */
+export async function fetchChecked(url) {
+  let response;
+  try {
+    response = await fetch(url);
+  } catch (e) {
+    throw new Error(`ms-deform-attn: fetching ${url} failed: ${e && e.message ? e.message : e} (init's wasmPaths says where the package's files are served)`, { cause: e });
+  }
+  if (!response.ok) {
+    throw new Error(`ms-deform-attn: fetching ${url} failed with HTTP ${response.status} (init's wasmPaths says where the package's files are served)`);
+  }
+  return response;
 }
 
 /**
  * Instantiates the module: `module` (a WebAssembly.Module) or `wasmBinary` (bytes) when given,
- * otherwise the SIMD or scalar file next to this package. Returns a WasmBackend.
+ * otherwise what `source()` gives (the entry's platform reads or fetches the file). Returns a
+ * WasmBackend.
  */
-export async function loadWasm({ simd, wasmBinary, module } = {}) {
+export async function loadWasm({ wasmBinary, module, source }) {
   const imports = { env: { emscripten_notify_memory_growth() {} } };
   let instance;
   if (module !== undefined) {
@@ -62,7 +82,7 @@ export async function loadWasm({ simd, wasmBinary, module } = {}) {
     }
     ({ instance } = await WebAssembly.instantiate(wasmBinary, imports));
   } else {
-    ({ instance } = await fetchModuleSource(wasmUrl(simd), imports));
+    ({ instance } = await instantiateSource(await source(), imports));
   }
   instance.exports._initialize();
   return new WasmBackend(instance);

@@ -12,7 +12,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export { initNative } from './index.js';
+export { initNative } from './node.js';
 
 /** The `.code` of the Error thrown when the native addon cannot be used here. */
 export const NATIVE_UNAVAILABLE = 'MSDA_NATIVE_UNAVAILABLE';

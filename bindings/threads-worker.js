@@ -4,8 +4,6 @@
 // its mailbox, run its parts, hand the mailbox back, report. The protocol and why it is correct:
 // the comment above Pool#run in bindings/threads.js.
 
-const isNode = typeof process !== 'undefined' && process.versions != null && process.versions.node != null;
-
 // Control block: the same slots as bindings/threads.js.
 const PENDING = 0;
 const FAILED = 1;
@@ -77,9 +75,11 @@ async function start({ module, memory, control: controlPtr, stackTop, index, del
   }
 }
 
-if (isNode) {
-  const { parentPort } = await import(/* webpackIgnore: true */ 'node:worker_threads');
-  parentPort.once('message', (init) => start(init, (m) => parentPort.postMessage(m)));
-} else {
+// In a browser this file is the worker (browser.js starts it by a URL bundlers see); in Node,
+// threads-worker-node.js imports start() and wires it to worker_threads. Nothing here imports
+// anything, so the file also works copied on its own (wasmPaths).
+if (typeof WorkerGlobalScope !== 'undefined' && globalThis instanceof WorkerGlobalScope) {
   self.addEventListener('message', (e) => start(e.data, (m) => self.postMessage(m)), { once: true });
 }
+
+export { start };

@@ -10,9 +10,10 @@
 // and spins on the browser's main thread, where blocking is not allowed.
 //
 // Workers are started once, by init(), and reused; in Node they are unref'd, so a process that
-// used threads exits by itself when its own work is done.
+// used threads exits by itself when its own work is done. The entry (browser.js, node.js) says
+// how a worker is started and where the threads module is; nothing here is environment specific.
 
-import { describe, simdSupported, WasmBackend } from './loader.js';
+import { compileSource, describe, simdSupported, WasmBackend } from './loader.js';
 
 /** Most threads a wasm backend starts (the native pool's limit too). */
 export const MAX_THREADS = 64;
@@ -39,12 +40,8 @@ const isNode = typeof process !== 'undefined' && process.versions != null && pro
 // Atomics.wait throws on a browser's main thread; Node's main thread and workers may block.
 const canBlock = isNode || (typeof WorkerGlobalScope !== 'undefined' && globalThis instanceof WorkerGlobalScope);
 
-/** Logical CPUs of this machine (Node: os.availableParallelism; browsers: hardwareConcurrency). */
-export async function hardwareThreads() {
-  if (isNode) {
-    const os = await import(/* webpackIgnore: true */ 'node:os');
-    return typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length || 1;
-  }
+/** Logical CPUs where the entry does not say (browsers: navigator.hardwareConcurrency). */
+function navigatorThreads() {
   return (typeof navigator !== 'undefined' && navigator.hardwareConcurrency) || 1;
 }
 
@@ -59,7 +56,7 @@ export function checkThreadsOption(threads) {
 }
 
 /** The thread count for a checked `threads` option ('auto': this machine's CPUs), at most MAX_THREADS. */
-export async function resolveThreads(threads) {
+export async function resolveThreads(threads, hardwareThreads = navigatorThreads) {
   if (threads === undefined) return 1;
   return Math.min(threads === 'auto' ? await hardwareThreads() : threads, MAX_THREADS);
 }
@@ -107,49 +104,11 @@ function notice(requested, reason) {
   console.info(`ms-deform-attn: using 1 thread instead of ${requested}: ${reason}`);
 }
 
-async function threadsModule() {
-  const url = new URL('../dist/msda-simd-threads.wasm', import.meta.url);
-  if (isNode && url.protocol === 'file:') {
-    const { readFile } = await import(/* webpackIgnore: true */ 'node:fs/promises');
-    return WebAssembly.compile(await readFile(url));
-  }
-  const response = await fetch(url);
-  if (!response.ok) throw new Error(`ms-deform-attn: fetching ${url} failed with HTTP ${response.status}`);
-  if (typeof WebAssembly.compileStreaming === 'function') {
-    try {
-      return await WebAssembly.compileStreaming(response.clone());
-    } catch {
-      // Served without `application/wasm`: compile from the bytes.
-    }
-  }
-  return WebAssembly.compile(await response.arrayBuffer());
-}
-
-// Node workers inherit the process's flags, but refuse those of an inline script
-// (`node --input-type=module -e ...`): keep the rest.
-function workerExecArgv() {
-  const kept = [];
-  const args = process.execArgv;
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i];
-    if (['-e', '--eval', '-p', '--print', '--input-type'].includes(a)) i++;
-    else if (!a.startsWith('--input-type=') && !a.startsWith('--eval=') && !a.startsWith('--print=')) kept.push(a);
-  }
-  return kept;
-}
-
 // Starts one worker, listed in pool.workers at once (so terminate() reaches it whatever happens),
-// and resolves when it is ready.
-async function startWorker(init, pool) {
-  const url = new URL('./threads-worker.js', import.meta.url);
-  let worker;
-  if (isNode) {
-    const { Worker } = await import(/* webpackIgnore: true */ 'node:worker_threads');
-    worker = new Worker(url, { execArgv: workerExecArgv() });
-    worker.unref();
-  } else {
-    worker = new Worker(url, { type: 'module', name: `ms-deform-attn worker ${init.index}` });
-  }
+// and resolves when it is ready. `create(name)` is the entry's startThreadsWorker: a
+// worker_threads Worker (unref'd) in Node, a module Web Worker in browsers.
+async function startWorker(init, pool, create) {
+  const worker = await create(`ms-deform-attn worker ${init.index}`);
   pool.workers.push(worker);
   const on = (type, fn) => (isNode ? worker.on(type, fn) : worker.addEventListener(type, fn));
   const off = (type, fn) => (isNode ? worker.off(type, fn) : worker.removeEventListener(type, fn));
@@ -275,11 +234,11 @@ class Pool {
  * isolation, no SIMD, no workers, a worker fails to start), the plain module on one thread with a
  * one-line console notice. backend.threads says which.
  */
-export async function loadThreadedWasm({ threads, simd, wasmBinary, module, loadPlain }) {
+export async function loadThreadedWasm({ threads, simd, wasmBinary, module, loadPlain, threadsModule, startWorker: create }) {
   const reason = threadsUnavailableReason({ simd: simd !== false, custom: wasmBinary !== undefined || module !== undefined });
   if (reason === null) {
     try {
-      return await startThreads(threads);
+      return await startThreads(threads, threadsModule, create);
     } catch (e) {
       notice(threads, e.message);
       const backend = await loadPlain();
@@ -293,8 +252,9 @@ export async function loadThreadedWasm({ threads, simd, wasmBinary, module, load
   return backend;
 }
 
-async function startThreads(threads) {
-  const compiled = await threadsModule();
+// threadsModule(): the threads module's Response or bytes; create(name): a started worker.
+async function startThreads(threads, threadsModule, create) {
+  const compiled = await compileSource(await threadsModule());
   const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: MAXIMUM_PAGES, shared: true });
   const pool = new Pool(threads, memory);
   const imports = {
@@ -322,7 +282,7 @@ async function startThreads(threads) {
       if (stack === 0) throw new Error('ms-deform-attn: no heap for a worker stack');
       // The stack grows down from its top, 16-byte aligned.
       const stackTop = Math.floor((stack + WORKER_STACK_BYTES) / 16) * 16;   // not `& ~15`: may be >= 2^31
-      starting.push(startWorker({ module: compiled, memory, control, stackTop, index, delays: pool.delays }, pool));
+      starting.push(startWorker({ module: compiled, memory, control, stackTop, index, delays: pool.delays }, pool, create));
     }
     const results = await Promise.allSettled(starting);
     const failure = results.find((r) => r.status === 'rejected');

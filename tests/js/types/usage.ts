@@ -60,6 +60,15 @@ export async function usage(): Promise<number> {
   // @ts-expect-error: views are read-only properties
   p.value = new Float32Array(1);
 
+  const served = await init({ wasmPaths: '/assets/msda/' });
+  const mapped = await init({ wasmPaths: { 'msda-simd.wasm': new URL('https://cdn.example/x.wasm'), 'threads-worker.js': '/w.js' } });
+  // @ts-expect-error: not one of the package's files
+  await init({ wasmPaths: { 'msda.wasm': '/x.wasm' } });
+  served.dispose();
+  mapped[Symbol.dispose]();
+  p[Symbol.dispose]();
+  const gone: boolean = served.disposed;
+
   return out.data.length + gv.length + o.length + g.length + (shape?.length ?? 0) + heap + ref.length + refGrad.length
-    + (supported ? 1 : 0) + layout.length + (native2.simd ? 1 : 0) + (fromBytes.simd ? 1 : 0);
+    + (supported ? 1 : 0) + (gone ? 1 : 0) + layout.length + (native2.simd ? 1 : 0) + (fromBytes.simd ? 1 : 0);
 }

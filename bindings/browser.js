@@ -1,0 +1,78 @@
+// The package in browsers and bundlers (package.json's "browser" and "default" conditions): the
+// core (core.js) with fetch() for the .wasm files and module Web Workers for threads. Nothing
+// this file imports is Node-only or mentions the native addon.
+//
+//   import { init } from 'ms-deform-attn';
+//   const msda = await init();   // { wasmPaths } when the .wasm files are served elsewhere
+
+import { createApi, NATIVE_UNAVAILABLE } from './core.js';
+import { fetchChecked } from './loader.js';
+
+export { DEFAULTS, Msda, Prepared, simdSupported } from './core.js';
+
+// One literal `new URL(..., import.meta.url)` per file: webpack and Vite find these, emit the
+// files and rewrite the URLs. (esbuild leaves them relative to the bundle: wasmPaths.)
+function defaultUrl(file) {
+  switch (file) {
+    case 'msda-simd.wasm': return new URL('../dist/msda-simd.wasm', import.meta.url);
+    case 'msda-scalar.wasm': return new URL('../dist/msda-scalar.wasm', import.meta.url);
+    case 'msda-simd-threads.wasm': return new URL('../dist/msda-simd-threads.wasm', import.meta.url);
+    default: throw new Error(`ms-deform-attn: no file ${file}`);
+  }
+}
+
+// Where this module was loaded from, kept out of `new URL(..., import.meta.url)` so bundlers do
+// not take the worker script for an asset.
+const here = import.meta.url;
+
+function resolveUrl(text, fn) {
+  const base = globalThis.document?.baseURI ?? globalThis.location?.href;
+  try {
+    return new URL(text, base).href;
+  } catch {
+    throw new TypeError(`${fn}: wasmPaths gives ${JSON.stringify(text)}, which is not a URL`);
+  }
+}
+
+// A module worker at `url`. A page may not start a worker from another origin (a CDN): there
+// the worker is a same-origin blob: module that imports the script (fetched with CORS).
+function workerAt(url) {
+  if (globalThis.location === undefined || new URL(url).origin === globalThis.location.origin) {
+    return new Worker(url, { type: 'module' });
+  }
+  const blobUrl = URL.createObjectURL(new Blob([`import ${JSON.stringify(url)};\n`], { type: 'text/javascript' }));
+  const worker = new Worker(blobUrl, { type: 'module' });
+  const revoke = () => URL.revokeObjectURL(blobUrl);
+  worker.addEventListener('message', revoke, { once: true });
+  worker.addEventListener('error', revoke, { once: true });
+  return worker;
+}
+
+const isSecurityError = (e) => e !== null && typeof e === 'object' && e.name === 'SecurityError';
+
+// The threads' worker: at wasmPaths' URL when it gives one, else beside this module, started by
+// the literal pattern bundlers recognise (they bundle threads-worker.js and rewrite the URL).
+function startThreadsWorker(url) {
+  if (url !== undefined) return workerAt(url);
+  try {
+    return new Worker(new URL('./threads-worker.js', import.meta.url), { type: 'module' });
+  } catch (e) {
+    if (!isSecurityError(e)) throw e;
+    return workerAt(new URL('threads-worker.js', here).href);
+  }
+}
+
+const platform = {
+  defaultUrl,
+  resolveUrl,
+  fetchFile: fetchChecked,
+  hardwareThreads: () => (typeof navigator !== 'undefined' && navigator.hardwareConcurrency) || 1,
+  startThreadsWorker,
+  loadNative() {
+    const err = new Error("ms-deform-attn: the native backend runs only in Node; in a browser use the WebAssembly backend (init() or init({ backend: 'auto' }), same results)");
+    err.code = NATIVE_UNAVAILABLE;
+    return Promise.reject(err);
+  },
+};
+
+export const { init, initNative } = createApi(platform);

@@ -1,0 +1,62 @@
+// The package in Node (package.json's "node" condition): the core (core.js) with the .wasm files
+// read from disk, worker_threads for threads, and the native addon (native.js).
+//
+//   import { init } from 'ms-deform-attn';
+//   const msda = await init();   // { backend: 'native' } for the addon
+
+import { readFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { createApi } from './core.js';
+import { fetchChecked } from './loader.js';
+
+export { DEFAULTS, Msda, Prepared, simdSupported } from './core.js';
+
+function defaultUrl(file) {
+  return new URL(`../dist/${file}`, import.meta.url);
+}
+
+// wasmPaths in Node: URLs (file:, http:, https:) or file paths (relative to the working directory).
+function resolveUrl(text) {
+  if (/^[a-z][a-z0-9+.-]+:/i.test(text)) return new URL(text).href;
+  return pathToFileURL(path.resolve(text)).href;
+}
+
+async function fetchFile(url) {
+  const u = new URL(url);
+  return u.protocol === 'file:' ? readFile(u) : fetchChecked(u);
+}
+
+// Node workers inherit the process's flags, but refuse those of an inline script
+// (`node --input-type=module -e ...`): keep the rest.
+function workerExecArgv() {
+  const kept = [];
+  const args = process.execArgv;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    if (['-e', '--eval', '-p', '--print', '--input-type'].includes(a)) i++;
+    else if (!a.startsWith('--input-type=') && !a.startsWith('--eval=') && !a.startsWith('--print=')) kept.push(a);
+  }
+  return kept;
+}
+
+// Unref'd: a process that used threads exits by itself when its own work is done. wasmPaths'
+// worker URL is for browsers; Node runs the package's own.
+function startThreadsWorker() {
+  const worker = new Worker(new URL('./threads-worker-node.js', import.meta.url), { execArgv: workerExecArgv() });
+  worker.unref();
+  return worker;
+}
+
+const platform = {
+  defaultUrl,
+  resolveUrl,
+  fetchFile,
+  hardwareThreads: () => (typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length || 1),
+  startThreadsWorker,
+  loadNative: async (addonPath) => (await import('./native.js')).loadNative(addonPath),
+};
+
+export const { init, initNative } = createApi(platform);
