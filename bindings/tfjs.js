@@ -1,0 +1,496 @@
+// ms-deform-attn/tfjs: multi-scale deformable attention as a differentiable TensorFlow.js op
+// (msDeformAttn) and Deformable DETR's MSDeformAttn module on top of it (MSDeformAttn).
+//
+//   import * as tf from '@tensorflow/tfjs-core';
+//   import { msDeformAttn } from 'ms-deform-attn/tfjs';
+//   const out = msDeformAttn(value, samplingLocations, attentionWeights, { spatialShapes });
+//
+// @tensorflow/tfjs-core is the user's own copy (an optional peer dependency). The kernels run
+// in this package's wasm module (or any instance given to setMsda), never in tfjs: tensors are
+// read with dataSync(), which on tfjs-backend-cpu hands over tfjs's own array without a copy,
+// and results are wrapped with tf.tensor(data, shape, 'float32'), which the cpu backend keeps
+// as it is. GPU backends (webgl, webgpu) work too, by reading the data back to the CPU.
+
+import * as tf from '@tensorflow/tfjs-core';
+import { parseNpy } from './npy.js';
+// Through the package's own name, so that package.json's conditions pick the browser or the Node
+// entry (bundlers never see the Node one).
+import { DEFAULTS, init, Msda } from 'ms-deform-attn';
+import { describe } from './loader.js';
+
+// Ready at import: the module is instantiated once, here.
+let msda = await init();
+
+/** The ms-deform-attn instance the op calls (by default `await init()`, wasm SIMD, one thread). */
+export function getMsda() {
+  return msda;
+}
+
+/** Makes the op call another instance from init() (e.g. `{ threads: 'auto' }`, or the native addon). */
+export function setMsda(instance) {
+  if (!(instance instanceof Msda)) throw new TypeError(`setMsda: instance is ${describe(instance)}, expected what init() resolves to`);
+  msda = instance;
+}
+
+const OPTION_KEYS = ['spatialShapes', 'levelStartIndex', 'valueLayout', 'samplingLocationsLayout', 'alignCorners', 'paddingMode'];
+const CHOICES = { valueLayout: ['BLNC', 'BNLC'], samplingLocationsLayout: ['BQHLP2', 'B2QHLP'], paddingMode: ['zeros', 'border'] };
+const fmt = (shape) => `[${shape.join(', ')}]`;
+
+// An integer list or (N_l, 2) table given as a tf.Tensor becomes the { data, shape } the core
+// API reads (spatial shapes are tiny; reading them back is free).
+function plainIntegers(x) {
+  return x instanceof tf.Tensor ? { data: x.dataSync(), shape: x.shape } : x;
+}
+
+// Options checked once, up front: the op's own messages, before any data is read back.
+function readOptions(fn, options) {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new TypeError(`${fn}: options is ${describe(options)}, expected an object with at least spatialShapes`);
+  }
+  for (const key of Object.keys(options)) {
+    if (!OPTION_KEYS.includes(key)) throw new TypeError(`${fn}: unknown option '${key}', expected one of ${OPTION_KEYS.join(', ')}`);
+  }
+  const o = { ...DEFAULTS };
+  for (const [key, allowed] of Object.entries(CHOICES)) {
+    const v = options[key];
+    if (v === undefined) continue;
+    const list = allowed.map((a) => `'${a}'`).join(', ');
+    if (typeof v !== 'string') throw new TypeError(`${fn}: ${key} is ${describe(v)}, expected one of ${list}`);
+    if (!allowed.includes(v)) throw new RangeError(`${fn}: ${key} is '${v}', expected one of ${list}`);
+    o[key] = v;
+  }
+  if (options.alignCorners !== undefined) {
+    if (typeof options.alignCorners !== 'boolean') {
+      throw new TypeError(`${fn}: alignCorners is ${describe(options.alignCorners)}, expected true or false`);
+    }
+    o.alignCorners = options.alignCorners;
+  }
+  o.spatialShapes = readSpatialShapes(fn, plainIntegers(options.spatialShapes));
+  const starts = [];
+  let L = 0;
+  for (const [h, w] of o.spatialShapes) { starts.push(L); L += h * w; }
+  o.valueLength = L;
+  o.levelStartIndex = starts;
+  const given = plainIntegers(options.levelStartIndex);
+  if (given !== undefined) {
+    const list = given !== null && typeof given === 'object' && 'data' in given ? given.data : given;
+    if (!(Array.isArray(list) || (ArrayBuffer.isView(list) && !(list instanceof DataView)))) {
+      throw new TypeError(`${fn}: levelStartIndex is ${describe(given)}, expected an array of integers`);
+    }
+    const got = Array.from(list, Number);
+    if (got.length !== starts.length || got.some((s, i) => s !== starts[i])) {
+      throw new RangeError(`${fn}: levelStartIndex is ${fmt(got)}, expected ${fmt(starts)} (the prefix sums of H*W over spatialShapes)`);
+    }
+  }
+  return o;
+}
+
+function readSpatialShapes(fn, x) {
+  const what = 'an array of [H, W] pairs or an (N_l, 2) tensor';
+  let flat;
+  if (Array.isArray(x)) {
+    x.forEach((p, l) => {
+      if (!(Array.isArray(p) || ArrayBuffer.isView(p)) || p.length !== 2) {
+        throw new TypeError(`${fn}: spatialShapes[${l}] is ${describe(p)}, expected an [H, W] pair`);
+      }
+    });
+    flat = x.flatMap((p) => Array.from(p, Number));
+  } else if (x !== null && typeof x === 'object' && ArrayBuffer.isView(x.data)) {
+    if (x.shape !== undefined && (x.shape.length !== 2 || x.shape[1] !== 2)) {
+      throw new RangeError(`${fn}: spatialShapes has shape ${fmt(x.shape)}, expected [N_l, 2]`);
+    }
+    flat = Array.from(x.data, Number);
+  } else {
+    throw new TypeError(`${fn}: spatialShapes is ${describe(x)}, expected ${what}`);
+  }
+  if (flat.length === 0 || flat.length % 2 !== 0) throw new RangeError(`${fn}: spatialShapes has ${flat.length} numbers, expected ${what} with at least one level`);
+  const pairs = [];
+  for (let i = 0; i < flat.length; i += 2) {
+    const [h, w] = [flat[i], flat[i + 1]];
+    if (!Number.isSafeInteger(h) || !Number.isSafeInteger(w) || h < 1 || w < 1) {
+      throw new RangeError(`${fn}: spatialShapes[${i / 2}] is [${h}, ${w}], expected integers H >= 1 and W >= 1`);
+    }
+    pairs.push([h, w]);
+  }
+  return pairs;
+}
+
+// A tf.Tensor (or anything tf.tensor accepts), float32. Returns [tensor, owned].
+function asTensor(fn, name, x) {
+  if (x instanceof tf.Tensor) {
+    if (x.dtype !== 'float32') {
+      throw new TypeError(`Argument '${name}' passed to '${fn}' must be float32 tensor, but got ${x.dtype} tensor`);
+    }
+    return x;
+  }
+  if (Array.isArray(x) || x instanceof Float32Array) return tf.tensor(x, undefined, 'float32');
+  throw new TypeError(`Argument '${name}' passed to '${fn}' must be a Tensor or TensorLike, but got ${describe(x)}`);
+}
+
+function checkShape(fn, name, actual, expected, labels, note) {
+  const ok = actual.length === expected.length && expected.every((e, i) => e === null ? actual[i] >= 1 : actual[i] === e);
+  if (!ok) {
+    const want = expected.map((e, i) => (e === null ? labels[i] : e));
+    throw new RangeError(`${fn}: ${name} has shape ${fmt(actual)}, expected ${fmt(labels)} = ${fmt(want)} (${note})`);
+  }
+}
+
+// The three tensors' shapes against each other and the options; returns the problem sizes.
+function checkShapes(fn, value, samplingLocations, attentionWeights, o) {
+  const NL = o.spatialShapes.length, L = o.valueLength;
+  const blnc = o.valueLayout === 'BLNC';
+  checkShape(fn, 'value', value.shape, blnc ? [null, L, null, null] : [null, null, L, null],
+    blnc ? ['B', 'L', 'N_h', 'C_h'] : ['B', 'N_h', 'L', 'C_h'], `valueLayout '${o.valueLayout}', L = ${L} = sum of H*W over spatialShapes`);
+  const [B, H, C] = blnc ? [value.shape[0], value.shape[2], value.shape[3]] : [value.shape[0], value.shape[1], value.shape[3]];
+  const s = samplingLocations.shape;
+  const note = `B and N_h from value, N_l = ${NL} from spatialShapes`;
+  let Q, P;
+  if (o.samplingLocationsLayout === 'BQHLP2') {
+    checkShape(fn, 'samplingLocations', s, [B, null, H, NL, null, 2], ['B', 'N_q', 'N_h', 'N_l', 'N_p', 2], `${note}, layout 'BQHLP2'`);
+    Q = s[1]; P = s[4];
+  } else {
+    checkShape(fn, 'samplingLocations', s, [B, 2, null, H, NL, null], ['B', 2, 'N_q', 'N_h', 'N_l', 'N_p'], `${note}, layout 'B2QHLP'`);
+    Q = s[2]; P = s[5];
+  }
+  checkShape(fn, 'attentionWeights', attentionWeights.shape, [B, Q, H, NL, P], ['B', 'N_q', 'N_h', 'N_l', 'N_p'],
+    'B, N_q, N_h, N_l and N_p from value and samplingLocations');
+  return { B, Q, H, C };
+}
+
+// The core API's arguments for these tensors: dataSync() arrays passed straight in.
+function coreArgs(o, value, samplingLocations, attentionWeights) {
+  return {
+    value: { data: value.dataSync(), shape: value.shape },
+    samplingLocations: { data: samplingLocations.dataSync(), shape: samplingLocations.shape },
+    attentionWeights: { data: attentionWeights.dataSync(), shape: attentionWeights.shape },
+    spatialShapes: o.spatialShapes, levelStartIndex: o.levelStartIndex,
+    valueLayout: o.valueLayout, samplingLocationsLayout: o.samplingLocationsLayout,
+    alignCorners: o.alignCorners, paddingMode: o.paddingMode,
+  };
+}
+
+const wrap = (t) => tf.tensor(t.data, t.shape, 'float32');
+
+/**
+ * Multi-scale deformable attention: (B, N_q, N_h*C_h), differentiable in all three tensors.
+ * What is computed: SEMANTICS.md; the options and their defaults are the core API's.
+ */
+export function msDeformAttn(value, samplingLocations, attentionWeights, options) {
+  const fn = 'msDeformAttn';
+  const o = readOptions(fn, options);
+  return tf.tidy(() => {
+    const v = asTensor(fn, 'value', value);
+    const l = asTensor(fn, 'samplingLocations', samplingLocations);
+    const w = asTensor(fn, 'attentionWeights', attentionWeights);
+    checkShapes(fn, v, l, w, o);
+    const op = tf.customGrad((v1, l1, w1, save) => {
+      save([v1, l1, w1]);
+      return {
+        value: wrap(msda.forward(coreArgs(o, v1, l1, w1))),
+        gradFunc: (dy, saved) => backward(o, dy, saved[0], saved[1], saved[2]),
+      };
+    });
+    return op(v, l, w);
+  });
+}
+
+function backward(o, dy, value, samplingLocations, attentionWeights) {
+  const args = coreArgs(o, value, samplingLocations, attentionWeights);
+  // dy may be another dtype only if a user's gradient says so; the kernel wants float32.
+  const g = dy.dtype === 'float32' ? dy : tf.cast(dy, 'float32');
+  args.gradOutput = { data: g.dataSync(), shape: g.shape };
+  if (g !== dy) g.dispose();
+  const grads = msda.backward(args);
+  return [wrap(grads.gradValue), wrap(grads.gradSamplingLocations), wrap(grads.gradAttentionWeights)];
+}
+
+/**
+ * The vector-Jacobian product on its own: the gradients of sum(dy * msDeformAttn(...)) with
+ * respect to value, samplingLocations and attentionWeights (what tf.grads computes through the op).
+ */
+export function msDeformAttnBackward(dy, value, samplingLocations, attentionWeights, options) {
+  const fn = 'msDeformAttnBackward';
+  const o = readOptions(fn, options);
+  return tf.tidy(() => {
+    const v = asTensor(fn, 'value', value);
+    const l = asTensor(fn, 'samplingLocations', samplingLocations);
+    const w = asTensor(fn, 'attentionWeights', attentionWeights);
+    const g = asTensor(fn, 'dy', dy);
+    const { B, Q, H, C } = checkShapes(fn, v, l, w, o);
+    checkShape(fn, 'dy', g.shape, [B, Q, H * C], ['B', 'N_q', 'N_h*C_h'], 'the shape of the op\'s output');
+    return backward(o, g, v, l, w);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deformable DETR's MSDeformAttn (models/ops/modules/ms_deform_attn.py), parameters named and
+// laid out as PyTorch's state_dict has them: Linear weights are (out, in), y = x W^T + b.
+
+const PARAMETERS = ['sampling_offsets', 'attention_weights', 'value_proj', 'output_proj'];
+let layerCount = 0;
+
+function positiveInteger(fn, name, x) {
+  if (typeof x !== 'number' || !Number.isInteger(x)) throw new TypeError(`${fn}: ${name} is ${describe(x)}, expected a positive integer`);
+  if (x < 1) throw new RangeError(`${fn}: ${name} is ${x}, expected an integer >= 1`);
+  return x;
+}
+
+// Linear's y = x W^T + b over the last axis of x (2-d: rows of x).
+function linear(x2d, weight, bias) {
+  return tf.add(tf.matMul(x2d, weight, false, true), bias);
+}
+
+// Linear's backward for y = x W^T + b: [dx, dW, db] from dy (rows, out) and x (rows, in).
+function linearBackward(dy2d, x2d, weight) {
+  return [tf.matMul(dy2d, weight), tf.matMul(dy2d, x2d, true, false), tf.sum(dy2d, 0)];
+}
+
+// A parameter given as a tf.Tensor, a { data, shape } tensor or the bytes of a .npy file.
+function parameterTensor(fn, name, x) {
+  if (x instanceof tf.Tensor) return { shape: x.shape, read: () => x };
+  let t = x;
+  if (x instanceof Uint8Array || x instanceof ArrayBuffer) t = parseNpy(x);
+  if (t === null || typeof t !== 'object' || !Array.isArray(t.shape) || !ArrayBuffer.isView(t.data)) {
+    throw new TypeError(`${fn}: ${name} is ${describe(x)}, expected a tf.Tensor, a { data, shape } tensor or the bytes of a .npy file`);
+  }
+  if (!(t.data instanceof Float32Array)) {
+    throw new TypeError(`${fn}: ${name} has ${t.dtype ?? describe(t.data)} data, expected float32 ('<f4')`);
+  }
+  return { shape: t.shape, read: () => tf.tensor(t.data, t.shape, 'float32') };
+}
+
+export class MSDeformAttn {
+  /**
+   * Options as in PyTorch: d_model (256), n_levels (4), n_heads (8), n_points (4). Also seed (for
+   * the xavier_uniform draws), name (prefix of the tf.Variables' names), trainable (true).
+   */
+  constructor(options = {}) {
+    const fn = 'MSDeformAttn';
+    if (options === null || typeof options !== 'object') throw new TypeError(`${fn}: options is ${describe(options)}, expected an object`);
+    const allowed = ['d_model', 'n_levels', 'n_heads', 'n_points', 'seed', 'name', 'trainable'];
+    for (const key of Object.keys(options)) {
+      if (!allowed.includes(key)) throw new TypeError(`${fn}: unknown option '${key}', expected one of ${allowed.join(', ')}`);
+    }
+    const { d_model = 256, n_levels = 4, n_heads = 8, n_points = 4, seed, trainable = true } = options;
+    this.d_model = positiveInteger(fn, 'd_model', d_model);
+    this.n_levels = positiveInteger(fn, 'n_levels', n_levels);
+    this.n_heads = positiveInteger(fn, 'n_heads', n_heads);
+    this.n_points = positiveInteger(fn, 'n_points', n_points);
+    if (d_model % n_heads !== 0) {
+      throw new RangeError(`${fn}: d_model must be divisible by n_heads, but got ${d_model} and ${n_heads}`);
+    }
+    if (seed !== undefined && (typeof seed !== 'number' || !Number.isFinite(seed))) {
+      throw new TypeError(`${fn}: seed is ${describe(seed)}, expected a number`);
+    }
+    this.name = options.name ?? `MSDeformAttn_${++layerCount}`;
+    if (typeof this.name !== 'string') throw new TypeError(`${fn}: name is ${describe(this.name)}, expected a string`);
+    const H = n_heads, L = n_levels, P = n_points, D = d_model;
+    const shapes = {
+      'sampling_offsets.weight': [H * L * P * 2, D], 'sampling_offsets.bias': [H * L * P * 2],
+      'attention_weights.weight': [H * L * P, D], 'attention_weights.bias': [H * L * P],
+      'value_proj.weight': [D, D], 'value_proj.bias': [D],
+      'output_proj.weight': [D, D], 'output_proj.bias': [D],
+    };
+    const initial = tf.tidy(() => {
+      const xavier = (shape, s) => {
+        const bound = Math.sqrt(6 / (shape[0] + shape[1]));
+        return tf.randomUniform(shape, -bound, bound, 'float32', s);
+      };
+      return {
+        'sampling_offsets.weight': tf.zeros(shapes['sampling_offsets.weight']),
+        'sampling_offsets.bias': tf.tensor(samplingOffsetsBias(H, L, P), shapes['sampling_offsets.bias'], 'float32'),
+        'attention_weights.weight': tf.zeros(shapes['attention_weights.weight']),
+        'attention_weights.bias': tf.zeros(shapes['attention_weights.bias']),
+        'value_proj.weight': xavier(shapes['value_proj.weight'], seed),
+        'value_proj.bias': tf.zeros([D]),
+        'output_proj.weight': xavier(shapes['output_proj.weight'], seed === undefined ? undefined : seed + 1),
+        'output_proj.bias': tf.zeros([D]),
+      };
+    });
+    /** The parameters by their PyTorch state_dict names ('value_proj.weight', ...). */
+    this.parameters = {};
+    for (const [key, t] of Object.entries(initial)) {
+      this.parameters[key] = tf.variable(t, trainable, `${this.name}.${key}`);
+      t.dispose();
+    }
+    for (const module of PARAMETERS) {
+      this[module] = { weight: this.parameters[`${module}.weight`], bias: this.parameters[`${module}.bias`] };
+    }
+  }
+
+  /** The tf.Variables, in PyTorch's order (for optimizers' varList). */
+  get trainableWeights() {
+    return Object.values(this.parameters).filter((v) => v.trainable);
+  }
+
+  /**
+   * Loads parameters by name, as torch's load_state_dict does: `dict` maps names (after
+   * `prefix`, e.g. 'transformer.encoder.layers.0.self_attn.') to tf.Tensors, { data, shape }
+   * tensors or .npy file bytes. strict (default true): every parameter must be there, and no
+   * other name under the prefix.
+   */
+  loadStateDict(dict, { prefix = '', strict = true } = {}) {
+    const fn = 'loadStateDict';
+    if (dict === null || typeof dict !== 'object') throw new TypeError(`${fn}: dict is ${describe(dict)}, expected an object of named parameters`);
+    const entries = dict instanceof Map ? dict : new Map(Object.entries(dict));
+    const found = [];
+    for (const [key, variable] of Object.entries(this.parameters)) {
+      const name = prefix + key;
+      if (!entries.has(name)) {
+        if (strict) throw new RangeError(`${fn}: missing parameter '${name}' (shape ${fmt(variable.shape)})`);
+        continue;
+      }
+      const t = parameterTensor(fn, name, entries.get(name));
+      if (fmt(t.shape) !== fmt(variable.shape)) {
+        throw new RangeError(`${fn}: ${name} has shape ${fmt(t.shape)}, expected ${fmt(variable.shape)}`);
+      }
+      found.push([variable, t]);
+    }
+    if (strict) {
+      for (const name of entries.keys()) {
+        if (name.startsWith(prefix) && !Object.hasOwn(this.parameters, name.slice(prefix.length))) {
+          throw new RangeError(`${fn}: unexpected parameter '${name}', expected only ${Object.keys(this.parameters).map((k) => prefix + k).join(', ')}`);
+        }
+      }
+    }
+    // Every check passed: only now assign, so a bad dict changes nothing.
+    for (const [variable, t] of found) tf.tidy(() => variable.assign(t.read()));
+    return this;
+  }
+
+  /** The parameters as { name: { data: Float32Array, shape } }, for saving (e.g. with serializeNpy). */
+  stateDict() {
+    return Object.fromEntries(Object.entries(this.parameters).map(([k, v]) => [k, { data: v.dataSync().slice(), shape: v.shape.slice() }]));
+  }
+
+  /**
+   * PyTorch's forward(query, reference_points, input_flatten, input_spatial_shapes,
+   * input_level_start_index, input_padding_mask):
+   *   query (N, Len_q, d_model); referencePoints (N, Len_q, n_levels, 2) in [0, 1], or
+   *   (N, Len_q, n_levels, 4) boxes (cx, cy, w, h); inputFlatten (N, Len_in, d_model);
+   *   inputSpatialShapes [[H, W], ...] (or an (n_levels, 2) tensor); inputLevelStartIndex
+   *   optional (derived); inputPaddingMask (N, Len_in), true (non-zero) where padded.
+   * Returns (N, Len_q, d_model).
+   */
+  apply(query, referencePoints, inputFlatten, inputSpatialShapes, inputLevelStartIndex, inputPaddingMask) {
+    const fn = 'MSDeformAttn';
+    const o = readOptions(fn, { spatialShapes: inputSpatialShapes, levelStartIndex: inputLevelStartIndex ?? undefined });
+    const { d_model: D, n_heads: H, n_levels: NL, n_points: P } = this;
+    const C = D / H, K = H * NL * P;
+    return tf.tidy(() => {
+      const q = asTensor(fn, 'query', query);
+      const ref = asTensor(fn, 'referencePoints', referencePoints);
+      const input = asTensor(fn, 'inputFlatten', inputFlatten);
+      if (o.spatialShapes.length !== NL) {
+        throw new RangeError(`${fn}: inputSpatialShapes has ${o.spatialShapes.length} levels, expected n_levels = ${NL}`);
+      }
+      checkShape(fn, 'query', q.shape, [null, null, D], ['N', 'Len_q', 'd_model'], `d_model = ${D}`);
+      const [N, Lq] = q.shape, Lin = o.valueLength;
+      checkShape(fn, 'inputFlatten', input.shape, [N, Lin, D], ['N', 'Len_in', 'd_model'],
+        `N from query, Len_in = ${Lin} = sum of H*W over inputSpatialShapes`);
+      const last = ref.shape[ref.shape.length - 1];
+      if (ref.shape.length !== 4 || ref.shape[0] !== N || ref.shape[1] !== Lq || ref.shape[2] !== NL || (last !== 2 && last !== 4)) {
+        throw new RangeError(`${fn}: referencePoints has shape ${fmt(ref.shape)}, expected [N, Len_q, n_levels, 2 or 4] = [${N}, ${Lq}, ${NL}, 2 or 4]`);
+      }
+      // 1 where padded (PyTorch's masked_fill(input_padding_mask[..., None], 0)), as float32.
+      let keep = null;
+      if (inputPaddingMask !== undefined && inputPaddingMask !== null) {
+        const mask = inputPaddingMask instanceof tf.Tensor ? inputPaddingMask : tf.tensor(inputPaddingMask);
+        checkShape(fn, 'inputPaddingMask', mask.shape, [N, Lin], ['N', 'Len_in'], 'N from query, Len_in from inputFlatten');
+        keep = tf.reshape(tf.logicalNot(tf.cast(mask, 'bool')), [N * Lin, 1]);
+      }
+      const pixelsNormalizer = tf.tensor(o.spatialShapes.map(([h, w]) => [w, h]).flat(), [1, 1, 1, NL, 1, 2], 'float32');
+      const p = this.parameters;
+      // One op with its own backward: tfjs-core registers no gradients for its built-in ops
+      // (the @tensorflow/tfjs package does), so the layer trains on tfjs-core alone.
+      const op = tf.customGrad((q1, ref1, input1, sow, sob, aww, awb, vpw, vpb, opw, opb, save) => {
+        const qRows = tf.reshape(q1, [N * Lq, D]);
+        const inRows = tf.reshape(input1, [N * Lin, D]);
+        let value = linear(inRows, vpw, vpb);
+        if (keep !== null) value = tf.where(tf.broadcastTo(keep, value.shape), value, tf.zerosLike(value));
+        const value4 = tf.reshape(value, [N, Lin, H, C]);
+        const offsets = tf.reshape(linear(qRows, sow, sob), [N, Lq, H, NL, P, 2]);
+        const attention = tf.reshape(tf.softmax(tf.reshape(linear(qRows, aww, awb), [N * Lq * H, NL * P])), [N, Lq, H, NL, P]);
+        let locations, boxSize = null;
+        if (last === 2) {
+          // offsets are in pixels of each level: divided by (W, H).
+          locations = tf.add(tf.reshape(ref1, [N, Lq, 1, NL, 1, 2]), tf.div(offsets, pixelsNormalizer));
+        } else {
+          // offsets are in units of the box: times its (w, h) / n_points / 2.
+          const center = tf.reshape(tf.slice(ref1, [0, 0, 0, 0], [N, Lq, NL, 2]), [N, Lq, 1, NL, 1, 2]);
+          boxSize = tf.reshape(tf.slice(ref1, [0, 0, 0, 2], [N, Lq, NL, 2]), [N, Lq, 1, NL, 1, 2]);
+          locations = tf.add(center, tf.mul(tf.mul(tf.div(offsets, P), boxSize), 0.5));
+        }
+        const attended = wrap(msda.forward(coreArgs(o, value4, locations, attention)));
+        const output = tf.reshape(linear(tf.reshape(attended, [N * Lq, D]), opw, opb), [N, Lq, D]);
+        // What the backward reads, kept by tfjs (only while a gradient is being recorded).
+        const kept = { qRows, inRows, value4, offsets, attention, locations, attended, sow, aww, vpw, opw, pixelsNormalizer,
+          ...(boxSize ? { boxSize } : {}), ...(keep ? { keep } : {}) };
+        const names = Object.keys(kept);
+        save(Object.values(kept));
+        return {
+          value: output,
+          gradFunc: (dy, saved) => {
+            const k = Object.fromEntries(names.map((name, i) => [name, saved[i]]));
+            const [gAttended, gOpw, gOpb] = linearBackward(tf.reshape(dy, [N * Lq, D]), tf.reshape(k.attended, [N * Lq, D]), k.opw);
+            const core = coreArgs(o, k.value4, k.locations, k.attention);
+            core.gradOutput = { data: gAttended.dataSync(), shape: [N, Lq, D] };
+            const g = msda.backward(core);
+            // value_proj (through the mask)
+            let gValue = tf.tensor(g.gradValue.data, [N * Lin, D], 'float32');
+            if (k.keep) gValue = tf.where(tf.broadcastTo(k.keep, gValue.shape), gValue, tf.zerosLike(gValue));
+            const [gInput, gVpw, gVpb] = linearBackward(gValue, k.inRows, k.vpw);
+            // attention_weights through the softmax over levels x points
+            const a = tf.reshape(k.attention, [N * Lq * H, NL * P]);
+            const ga = tf.tensor(g.gradAttentionWeights.data, [N * Lq * H, NL * P], 'float32');
+            const gLogits = tf.mul(a, tf.sub(ga, tf.sum(tf.mul(ga, a), 1, true)));
+            const [gqA, gAww, gAwb] = linearBackward(tf.reshape(gLogits, [N * Lq, K]), k.qRows, k.aww);
+            // sampling_offsets and reference points through the locations
+            const gl = tf.tensor(g.gradSamplingLocations.data, [N, Lq, H, NL, P, 2], 'float32');
+            const gCenter = tf.sum(gl, [2, 4]);
+            let gOffsets, gRef;
+            if (last === 2) {
+              gOffsets = tf.div(gl, k.pixelsNormalizer);
+              gRef = gCenter;
+            } else {
+              gOffsets = tf.mul(tf.div(tf.mul(gl, k.boxSize), P), 0.5);
+              const gSize = tf.sum(tf.mul(gl, tf.mul(tf.div(k.offsets, P), 0.5)), [2, 4]);
+              gRef = tf.concat([gCenter, gSize], 3);
+            }
+            const [gqS, gSow, gSob] = linearBackward(tf.reshape(gOffsets, [N * Lq, K * 2]), k.qRows, k.sow);
+            return [tf.reshape(tf.add(gqA, gqS), [N, Lq, D]), gRef, tf.reshape(gInput, [N, Lin, D]),
+              gSow, gSob, gAww, gAwb, gVpw, gVpb, gOpw, gOpb];
+          },
+        };
+      });
+      return op(q, ref, input, p['sampling_offsets.weight'], p['sampling_offsets.bias'], p['attention_weights.weight'],
+        p['attention_weights.bias'], p['value_proj.weight'], p['value_proj.bias'], p['output_proj.weight'], p['output_proj.bias']);
+    });
+  }
+
+  /** Frees the variables. */
+  dispose() {
+    for (const v of Object.values(this.parameters)) v.dispose();
+  }
+}
+
+// PyTorch's _reset_parameters: head h's offsets point along the angle 2*pi*h/n_heads, scaled so
+// the larger component is 1, times (point + 1); the same for every level. float32 as in torch.
+function samplingOffsetsBias(H, L, P) {
+  const f = Math.fround;
+  const out = new Float32Array(H * L * P * 2);
+  const step = f(2 * Math.PI / H);
+  for (let h = 0; h < H; h++) {
+    const theta = f(f(h) * step);
+    const x = f(Math.cos(theta)), y = f(Math.sin(theta));
+    const m = Math.max(Math.abs(x), Math.abs(y));
+    for (let l = 0; l < L; l++) {
+      for (let p = 0; p < P; p++) {
+        const at = ((h * L + l) * P + p) * 2;
+        out[at] = f(f(x / m) * (p + 1));
+        out[at + 1] = f(f(y / m) * (p + 1));
+      }
+    }
+  }
+  return out;
+}
