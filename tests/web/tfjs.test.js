@@ -1,6 +1,6 @@
 // ms-deform-attn/tfjs in headless Chromium: a page imports tfjs-core's ESM bundle and
 // tfjs-backend-cpu from node_modules (through an import map, as a user's page or bundler would
-// resolve '@tensorflow/tfjs-core') and bindings/tfjs.js; the op's output and tf.grads equal
+// resolve '@tensorflow/tfjs-core' and the package's own browser entry) and bindings/tfjs.js; the op's output and tf.grads equal
 // Node's msda.forward/backward bits on the same inputs, and the layer trains (the loss falls).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -44,7 +44,8 @@ const PAGE = `<!doctype html><meta charset="utf-8"><title>tfjs</title><link rel=
 { "imports": {
   "@tensorflow/tfjs-core": "/node_modules/@tensorflow/tfjs-core/dist/tf-core.fesm.js",
   "@tensorflow/tfjs-backend-cpu": "/node_modules/@tensorflow/tfjs-backend-cpu/dist/tf-backend-cpu.fesm.js",
-  "seedrandom": "/seedrandom.js"
+  "seedrandom": "/seedrandom.js",
+  "ms-deform-attn": "/bindings/browser.js"
 } }
 </script>
 <script type="module">
