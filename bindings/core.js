@@ -228,8 +228,9 @@ function readLevelStartIndex(fn, x, shapes) {
 
 // A { data: Float32Array, shape } tensor whose shape must match `expected` (numbers, or null
 // for a dimension still to be learnt). Returns a copy of the shape and the data array; the
-// data's length is checked by checkLength once every argument has been read.
-function readTensor(fn, name, t, expected, labels, note) {
+// data's length is checked by checkLength once every argument has been read. `kinds`: the data
+// types accepted (the float64 reference also takes Float64Array).
+function readTensor(fn, name, t, expected, labels, note, kinds = ['Float32Array']) {
   const want = `{ data: Float32Array, shape: ${fmtShape(labels)} }`;
   if (t === null || typeof t !== 'object' || Array.isArray(t) || typedArrayKind(t) !== undefined || t instanceof DataView) {
     throw new TypeError(`${fn}: ${name} is ${t === undefined ? 'missing' : describe(t)}, expected ${want}`);
@@ -237,9 +238,9 @@ function readTensor(fn, name, t, expected, labels, note) {
   const data = t.data;
   const shapeValue = t.shape;
   const given = shapeValue !== undefined ? shapeValue : t.dims;
-  if (typedArrayKind(data) !== 'Float32Array') {
+  if (!kinds.includes(typedArrayKind(data))) {
     const kind = typedArrayKind(data);
-    throw new TypeError(`${fn}: ${name}.data is ${kind ?? describe(data)}, expected a Float32Array`);
+    throw new TypeError(`${fn}: ${name}.data is ${kind ?? describe(data)}, expected a ${kinds.join(' or ')}`);
   }
   // At most 16 entries are read: a shape longer than that is wrong whatever it holds.
   const length = Array.isArray(given) ? given.length : 0;
@@ -315,8 +316,9 @@ function problemFromOptions(fn, given) {
 }
 
 // Validates forward/backward arguments; returns the problem and the input tensors' data (read
-// once here, so what was checked is what gets copied).
-function problemFromTensors(fn, given, withGradOutput) {
+// once here, so what was checked is what gets copied). The reference (reference.js) validates
+// with this too, passing dataKinds to also take float64 tensors.
+export function problemFromTensors(fn, given, withGradOutput, dataKinds = undefined) {
   const args = readArgs(fn, given, withGradOutput ? BACKWARD_KEYS : FORWARD_KEYS);
   const options = readOptions(fn, args);
   const shapes = readSpatialShapes(fn, args.spatialShapes);
@@ -326,7 +328,7 @@ function problemFromTensors(fn, given, withGradOutput) {
   const lNote = `L = ${L} is the sum of H*W over spatialShapes`;
   const tensors = [];
   const value = readTensor(fn, 'value', args.value, blnc ? [null, L, null, null] : [null, null, L, null],
-    blnc ? ['B', 'L', 'N_h', 'C_h'] : ['B', 'N_h', 'L', 'C_h'], lNote);
+    blnc ? ['B', 'L', 'N_h', 'C_h'] : ['B', 'N_h', 'L', 'C_h'], lNote, dataKinds);
   tensors.push(value);
   const v = value.shape;
   const B = v[0], H = blnc ? v[2] : v[1], C = v[3];
@@ -334,18 +336,18 @@ function problemFromTensors(fn, given, withGradOutput) {
   let Q, P;
   if (options.samplingLocationsLayout === 'BQHLP2') {
     const t = readTensor(fn, 'samplingLocations', args.samplingLocations, [B, null, H, NL, null, 2],
-      ['B', 'N_q', 'N_h', 'N_l', 'N_p', 2], note);
+      ['B', 'N_q', 'N_h', 'N_l', 'N_p', 2], note, dataKinds);
     Q = t.shape[1]; P = t.shape[4]; tensors.push(t);
   } else {
     const t = readTensor(fn, 'samplingLocations', args.samplingLocations, [B, 2, null, H, NL, null],
-      ['B', 2, 'N_q', 'N_h', 'N_l', 'N_p'], note);
+      ['B', 2, 'N_q', 'N_h', 'N_l', 'N_p'], note, dataKinds);
     Q = t.shape[2]; P = t.shape[5]; tensors.push(t);
   }
   tensors.push(readTensor(fn, 'attentionWeights', args.attentionWeights, [B, Q, H, NL, P], ['B', 'N_q', 'N_h', 'N_l', 'N_p'],
-    'B, N_q, N_h, N_l and N_p from value and samplingLocations'));
+    'B, N_q, N_h, N_l and N_p from value and samplingLocations', dataKinds));
   if (withGradOutput) {
     tensors.push(readTensor(fn, 'gradOutput', args.gradOutput, [B, Q, H * C], ['B', 'N_q', 'N_h*C_h'],
-      'the shape of forward\'s output'));
+      'the shape of forward\'s output', dataKinds));
   }
   const inputs = {};
   for (const t of tensors) {

@@ -1,22 +1,21 @@
 // A plain float64 reference of SEMANTICS.md, for tests, the benchmark and the web page.
 // Slow on purpose: one loop per formula, no tricks. Takes the same arguments as the API's
-// forward/backward (any numeric array as data) and returns Float64Array tensors.
+// forward/backward, checked by the API's own validation (core.js: the same errors and messages,
+// named referenceForward/referenceBackward), with float32 or float64 tensors; returns Float64Array
+// tensors.
 
-const DEFAULTS = { valueLayout: 'BLNC', samplingLocationsLayout: 'BQHLP2', alignCorners: false, paddingMode: 'zeros' };
+import { problemFromTensors } from './core.js';
 
-function dimsOf(args) {
-  const o = { ...DEFAULTS };
-  for (const k of Object.keys(DEFAULTS)) if (args[k] !== undefined) o[k] = args[k];
-  const shapes = Array.from(args.spatialShapes, (p) => [Number(p[0]), Number(p[1])]);
-  const starts = [];
-  let L = 0;
-  for (const [h, w] of shapes) { starts.push(L); L += h * w; }
-  const vs = args.value.shape || args.value.dims;
-  const ls = args.samplingLocations.shape || args.samplingLocations.dims;
+const DATA_KINDS = ['Float32Array', 'Float64Array'];
+
+// The validated problem, its tensors' data as read once by the validation, and element offsets.
+function validate(fn, args, withGradOutput) {
+  const { problem, inputs } = problemFromTensors(fn, args, withGradOutput, DATA_KINDS);
+  const { batch: B, numQueries: Q, numHeads: H, channels: C, numLevels: NL, numPoints: P, valueLength: L } = problem;
+  const o = problem;
+  const shapes = problem.spatialShapes, starts = problem.levelStartIndex;
   const blnc = o.valueLayout === 'BLNC';
-  const B = vs[0], H = blnc ? vs[2] : vs[1], C = vs[3];
   const bq = o.samplingLocationsLayout === 'BQHLP2';
-  const Q = bq ? ls[1] : ls[2], P = bq ? ls[4] : ls[5], NL = shapes.length;
   // Element offsets, written out from the layout names.
   const valueAt = blnc
     ? (b, pix, h, c) => ((b * L + pix) * H + h) * C + c
@@ -25,7 +24,9 @@ function dimsOf(args) {
     ? (b, q, h, l, p, xy) => (((((b * Q + q) * H + h) * NL + l) * P + p) * 2 + xy)
     : (b, q, h, l, p, xy) => (((((b * 2 + xy) * Q + q) * H + h) * NL + l) * P + p);
   const weightAt = (b, q, h, l, p) => ((((b * Q + q) * H + h) * NL + l) * P + p);
-  return { o, shapes, starts, L, B, H, C, Q, P, NL, valueAt, locAt, weightAt, vs, ls };
+  const d = { o, shapes, starts, L, B, H, C, Q, P, NL, valueAt, locAt, weightAt,
+    vs: problem.shapes.value, ls: problem.shapes.samplingLocations };
+  return { d, inputs };
 }
 
 // One axis of SEMANTICS' forward: null when the sample contributes nothing along it.
@@ -86,14 +87,14 @@ function eachSample(d, data, visit) {
   }
 }
 
-const toF64 = (t) => Float64Array.from(t.data);
+const toF64 = (data) => Float64Array.from(data);
 
 /** output (B, N_q, N_h*C_h) in float64. */
 export function referenceForward(args) {
-  const d = dimsOf(args);
+  const { d, inputs } = validate('referenceForward', args, false);
   const { B, Q, H, C } = d;
   const out = new Float64Array(B * Q * H * C);
-  const data = { value: toF64(args.value), loc: toF64(args.samplingLocations), weights: toF64(args.attentionWeights) };
+  const data = { value: toF64(inputs.value), loc: toF64(inputs.samplingLocations), weights: toF64(inputs.attentionWeights) };
   eachSample(d, data, ({ b, q, h, a, S }) => {
     const base = (b * Q + q) * H * C + h * C;
     for (let c = 0; c < C; c++) out[base + c] += a * S[c];
@@ -103,10 +104,10 @@ export function referenceForward(args) {
 
 /** gradValue, gradSamplingLocations, gradAttentionWeights in float64. */
 export function referenceBackward(args) {
-  const d = dimsOf(args);
+  const { d, inputs } = validate('referenceBackward', args, true);
   const { B, Q, H, C, shapes, starts, valueAt, locAt, weightAt } = d;
-  const data = { value: toF64(args.value), loc: toF64(args.samplingLocations), weights: toF64(args.attentionWeights) };
-  const G = toF64(args.gradOutput);
+  const data = { value: toF64(inputs.value), loc: toF64(inputs.samplingLocations), weights: toF64(inputs.attentionWeights) };
+  const G = toF64(inputs.gradOutput);
   const gv = new Float64Array(data.value.length);
   const gl = new Float64Array(data.loc.length);
   const gw = new Float64Array(data.weights.length);
