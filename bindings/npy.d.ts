@@ -5,6 +5,8 @@ export declare const NPY_MAX_DIMS: 32;
 /** A malformed or unsupported .npy file; the message says what is wrong. */
 export declare class NpyError extends Error {
   name: 'NpyError';
+  /** The header's 'descr' when the file was refused for its dtype (e.g. '<f8'), else undefined. */
+  descr?: string;
 }
 
 export type NpyDtype = '<f4' | '<i4' | '<i8';

@@ -30,7 +30,7 @@ export class NpyError extends Error {
   }
 }
 
-const fail = (message) => { throw new NpyError(message); };
+const fail = (message, props) => { throw Object.assign(new NpyError(message), props); };
 
 /** "()", "(3,)", "(2, 3)": the way NumPy prints a shape. */
 export function formatShape(shape) {
@@ -139,7 +139,7 @@ function checkDtype(descr) {
   let what = 'unsupported dtype';
   if (descr[0] === '>') what = 'big-endian dtype';
   else if (descr[0] === '|' && ['f4', 'i4', 'i8'].includes(descr.slice(1))) what = "dtype without byte order ('|' is for 1-byte types)";
-  return fail(`${what} '${descr}', expected '<f4', '<i4' or '<i8'`);
+  return fail(`${what} '${descr}', expected '<f4', '<i4' or '<i8'`, { descr });
 }
 
 function parseHeader(bytes) {

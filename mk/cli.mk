@@ -5,11 +5,14 @@
 CLI_SRC := $(wildcard src/cli/*.c)
 CLI_HDR := $(wildcard src/cli/*.h)
 CLI_LDLIBS := -lm -pthread
+# --version prints package.json's version, fixed at build time.
+MSDA_VERSION := $(shell sed -n 's/^  "version": *"\([^"]*\)".*/\1/p' package.json)
+CLI_DEFS := -DMSDA_VERSION='"$(MSDA_VERSION)"'
 
 native: $(NATIVE)/msda
 
-$(NATIVE)/msda: $(CLI_SRC) $(CLI_HDR) $(LIB_HDR) $(NATIVE)/libmsda.a mk/cli.mk
-	$(CC) $(CFLAGS) -Isrc -Isrc/cli $(CLI_SRC) $(NATIVE)/libmsda.a $(CLI_LDLIBS) -o $@
+$(NATIVE)/msda: $(CLI_SRC) $(CLI_HDR) $(LIB_HDR) $(NATIVE)/libmsda.a mk/cli.mk package.json
+	$(CC) $(CFLAGS) $(CLI_DEFS) -Isrc -Isrc/cli $(CLI_SRC) $(NATIVE)/libmsda.a $(CLI_LDLIBS) -o $@
 
 $(NATIVE)/tests/test_npy $(NATIVE)/tests/test_cli: $(CLI_SRC) $(CLI_HDR)
 
@@ -20,7 +23,7 @@ test-c test-c-sanitize: $(NATIVE)/msda
 .PHONY: test-cli-sanitize test-cli-js
 test-cli-sanitize: $(NATIVE)/tests/test_cli
 	@mkdir -p $(SAN)
-	$(CC) $(CSTD) $(CWARN) $(SANFLAGS) -Isrc -Isrc/cli $(CLI_SRC) $(LIB_SRC) $(CLI_LDLIBS) -o $(SAN)/msda
+	$(CC) $(CSTD) $(CWARN) $(SANFLAGS) $(CLI_DEFS) -Isrc -Isrc/cli $(CLI_SRC) $(LIB_SRC) $(CLI_LDLIBS) -o $(SAN)/msda
 	@echo "== $(NATIVE)/tests/test_cli against $(SAN)/msda (asan+ubsan)"
 	@ASAN_OPTIONS=detect_leaks=1 MSDA_CLI=$(SAN)/msda $(NATIVE)/tests/test_cli
 

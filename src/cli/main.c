@@ -20,6 +20,10 @@
 
 enum { EXIT_OK = 0, EXIT_OTHER = 1, EXIT_BAD_INPUT = 2 };
 
+#ifndef MSDA_VERSION
+#error "MSDA_VERSION (package.json's version) is defined by mk/cli.mk"
+#endif
+
 static const char USAGE[] =
     "usage: msda forward  --in DIR --out DIR [options]\n"
     "       msda backward --in DIR --out DIR [options]\n"
@@ -39,6 +43,7 @@ static const char USAGE[] =
     "  --padding-mode zeros|border                default zeros\n"
     "  --threads N                                default 1; results do not depend on it\n"
     "  -h, --help                                 this text\n"
+    "  --version                                  the package version\n"
     "\n"
     "Exit status: 0 done, 2 bad arguments or input (one line on stderr naming the file or flag),\n"
     "1 any other failure.\n";
@@ -93,6 +98,10 @@ static int parse_args(int argc, char **argv, options *o)
         fputs(USAGE, stdout);
         return -1;
     }
+    if (!strcmp(cmd, "--version")) {
+        puts(MSDA_VERSION);
+        return -1;
+    }
     if (!strcmp(cmd, "forward")) o->backward = 0;
     else if (!strcmp(cmd, "backward")) o->backward = 1;
     else return report(EXIT_BAD_INPUT, "unknown command '%s', expected forward or backward (see msda --help)", cmd);
@@ -102,6 +111,10 @@ static int parse_args(int argc, char **argv, options *o)
         const char *arg = argv[i];
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
             fputs(USAGE, stdout);
+            return -1;
+        }
+        if (!strcmp(arg, "--version")) {
+            puts(MSDA_VERSION);
             return -1;
         }
         if (strncmp(arg, "--", 2) != 0)
@@ -197,6 +210,16 @@ static void case_free(case_data *c)
     }
 }
 
+/* What to do about a file of the wrong dtype, in NumPy's words (the JS CLI prints the same). */
+static int dtype_hint(const char *path, const char *name, const char *descr, int want_int)
+{
+    const int big_endian = descr[0] == '>';
+    return report(EXIT_BAD_INPUT, "%s: dtype '%s'%s: %s must be %s%s: save tensor.astype(%s)", path, descr,
+                  big_endian ? " (big-endian)" : "", name, big_endian ? "little-endian " : "",
+                  want_int ? "int64 or int32" : "float32",
+                  want_int ? (big_endian ? "'<i8'" : "np.int64") : (big_endian ? "'<f4'" : "np.float32"));
+}
+
 static int load_case(const options *o, case_data *c)
 {
     struct stat st;
@@ -212,6 +235,7 @@ static int load_case(const options *o, case_data *c)
             rc = npy_load_i64(c->path[i], &c->arr[i], &c->i64[i], &io_error, err, sizeof err);
         else
             rc = npy_load_f32(c->path[i], &c->arr[i], &c->f32[i], &io_error, err, sizeof err);
+        if (rc && c->arr[i].bad_dtype) return dtype_hint(c->path[i], INPUT_NAMES[i], c->arr[i].descr, i == F_SHAPES || i == F_STARTS);
         if (rc) return report(io_error ? EXIT_OTHER : EXIT_BAD_INPUT, "%s: %s", c->path[i], err);
     }
     return 0;
@@ -556,7 +580,7 @@ int main(int argc, char **argv)
 {
     options o;
     int code = parse_args(argc, argv, &o);
-    if (code < 0) return EXIT_OK; /* --help */
+    if (code < 0) return EXIT_OK; /* --help, --version */
     if (code) return code;
     case_data c;
     memset(&c, 0, sizeof c);

@@ -251,7 +251,11 @@ static int parse_header(const char *s, size_t len, npy_array *a, char *err, size
     if (!seen_descr || !seen_fortran || !seen_shape)
         return fail(err, errlen, "header: missing key '%s'",
                     !seen_descr ? "descr" : !seen_fortran ? "fortran_order" : "shape");
-    if (parse_dtype(descr, &a->dtype, err, errlen)) return -1;
+    memcpy(a->descr, descr, sizeof a->descr);
+    if (parse_dtype(descr, &a->dtype, err, errlen)) {
+        a->bad_dtype = 1;
+        return -1;
+    }
     if (fortran)
         return fail(err, errlen, "Fortran-order (column-major) arrays are not supported, expected fortran_order False");
     return 0;
@@ -283,7 +287,13 @@ int npy_parse(const unsigned char *bytes, size_t len, npy_array *out, char *err,
         return fail(err, errlen, "truncated: the header is %llu bytes but only %zu follow the preamble",
                     (unsigned long long)header_len, len - prefix);
     a.version_major = major;
-    if (parse_header((const char *)bytes + prefix, (size_t)header_len, &a, err, errlen)) return -1;
+    if (parse_header((const char *)bytes + prefix, (size_t)header_len, &a, err, errlen)) {
+        if (a.bad_dtype && out) {
+            memcpy(out->descr, a.descr, sizeof out->descr);
+            out->bad_dtype = 1;
+        }
+        return -1;
+    }
 
     char shape[NPY_MAX_DIMS * 22 + 4];
     npy_format_shape(a.ndim, a.shape, shape, sizeof shape);
@@ -395,6 +405,7 @@ int npy_load_f32(const char *path, npy_array *arr, float **data, int *io_error, 
     *data = NULL;
     if (load(path, arr, &bytes, io_error, err, errlen)) return -1;
     if (arr->dtype != NPY_F4) {
+        arr->bad_dtype = 1;
         free(bytes);
         return fail(err, errlen, "dtype '%s', expected '<f4'", npy_dtype_name(arr->dtype));
     }
@@ -416,6 +427,7 @@ int npy_load_i64(const char *path, npy_array *arr, int64_t **data, int *io_error
     *data = NULL;
     if (load(path, arr, &bytes, io_error, err, errlen)) return -1;
     if (arr->dtype == NPY_F4) {
+        arr->bad_dtype = 1;
         free(bytes);
         return fail(err, errlen, "dtype '<f4', expected '<i8' or '<i4'");
     }

@@ -37,6 +37,9 @@ typedef struct npy_array {
     int64_t count;               /* product of shape (1 for shape ()) */
     size_t data_offset;          /* where the data starts in the parsed bytes */
     size_t data_bytes;           /* count * item size, exactly the bytes after the header */
+    char descr[32];              /* the header's 'descr' as written */
+    int bad_dtype;               /* set (with descr) when the file was refused for its dtype alone:
+                                  * by npy_parse, or by a load_* that wants another kind */
 } npy_array;
 
 /* Parses a whole .npy file held in bytes[0..len). Returns 0 and fills *out, or -1 with a

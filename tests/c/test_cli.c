@@ -277,6 +277,11 @@ static void test_bad_arguments(void)
     tu_check(r.status == 0 && strstr(r.out, "usage: msda forward") && !r.err[0], "--help: exit %d", r.status);
     RUN(&r, "forward", "--in", good_dir, "--out", out_dir, "--help");
     tu_check(r.status == 0 && strstr(r.out, "--padding-mode") && !listing(out_dir)[0], "forward --help prints usage only");
+    /* the version itself is compared with package.json by tests/js/cli.test.js */
+    RUN(&r, "--version");
+    tu_check(r.status == 0 && r.out[0] >= '0' && r.out[0] <= '9' && strchr(r.out, '.') && !r.err[0], "--version: exit %d, \"%s\"", r.status, r.out);
+    RUN(&r, "backward", "--in", good_dir, "--out", out_dir, "--version");
+    tu_check(r.status == 0 && r.out[0] >= '0' && r.out[0] <= '9' && !listing(out_dir)[0], "backward --version prints the version only");
     char *const none[] = {NULL};
     run_argv(&r, none);
     expect_refusal("no arguments", &r, "missing command");
@@ -431,10 +436,14 @@ static void test_malformed_files(void)
         {"wrong magic", "value.npy", "NUMPY", "NUMPX", 0, "value.npy: not a .npy file"},
         {"unsupported version", "attention_weights.npy", "NUMPY\x01", "NUMPY\x04", 0,
          "attention_weights.npy: unsupported .npy format version 4.0"},
-        {"big-endian", "sampling_locations.npy", "'<f4'", "'>f4'", 0, "sampling_locations.npy: big-endian dtype '>f4'"},
-        {"big-endian ints", "spatial_shapes.npy", "'<i8'", "'>i8'", 0, "spatial_shapes.npy: big-endian dtype '>i8'"},
+        {"big-endian", "sampling_locations.npy", "'<f4'", "'>f4'", 0,
+         "sampling_locations.npy: dtype '>f4' (big-endian): sampling_locations.npy must be little-endian float32: save tensor.astype('<f4')"},
+        {"big-endian ints", "spatial_shapes.npy", "'<i8'", "'>i8'", 0,
+         "spatial_shapes.npy: dtype '>i8' (big-endian): spatial_shapes.npy must be little-endian int64 or int32: save tensor.astype('<i8')"},
         {"Fortran order", "value.npy", "False", "True ", 0, "value.npy: Fortran-order"},
-        {"other dtype", "value.npy", "'<f4'", "'<f8'", 0, "value.npy: unsupported dtype '<f8'"},
+        {"other dtype", "value.npy", "'<f4'", "'<f8'", 0, "value.npy: dtype '<f8': value.npy must be float32: save tensor.astype(np.float32)"},
+        {"other int dtype", "level_start_index.npy", "'<i8'", "'<u8'", 0,
+         "level_start_index.npy: dtype '<u8': level_start_index.npy must be int64 or int32: save tensor.astype(np.int64)"},
         {"header not a dict", "attention_weights.npy", "{'descr'", "['descr'", 0, "attention_weights.npy: header: expected '{'"},
         {"header with an unknown key", "value.npy", "'shape'", "'shapf'", 0, "value.npy: header: unexpected key 'shapf'"},
         {"truncated data", "value.npy", NULL, NULL, -4, "value.npy: truncated"},
@@ -479,14 +488,15 @@ static void test_inconsistent_case(void)
     int64_t *ints = calloc((size_t)good.value_elements, sizeof(int64_t));
     save_or_die(path_in(good_dir, "value.npy"), NPY_I8, 4, vs, ints);
     run_case(&r, "forward");
-    expect_refusal("value.npy as <i8", &r, "value.npy: dtype '<i8', expected '<f4'");
+    expect_refusal("value.npy as <i8", &r, "value.npy: dtype '<i8': value.npy must be float32: save tensor.astype(np.float32)");
     free(ints);
     fresh_case();
     const int64_t ss[2] = {p->num_levels, 2};
     float fshapes[2 * TU_MAX_LEVELS] = {0};
     save_or_die(path_in(good_dir, "spatial_shapes.npy"), NPY_F4, 2, ss, fshapes);
     run_case(&r, "forward");
-    expect_refusal("spatial_shapes.npy as <f4", &r, "spatial_shapes.npy: dtype '<f4', expected '<i8' or '<i4'");
+    expect_refusal("spatial_shapes.npy as <f4", &r,
+                   "spatial_shapes.npy: dtype '<f4': spatial_shapes.npy must be int64 or int32: save tensor.astype(np.int64)");
 
     /* wrong shapes: each file in turn */
     fresh_case();

@@ -58,6 +58,81 @@ function writeCase(dir, c, ints32 = false) {
 }
 const load = (path) => parseNpy(readFileSync(path));
 
+test('--version: both CLIs print the package version and exit 0, before or after the command', async () => {
+  const { version } = JSON.parse(readFileSync(fileURLToPath(new URL('../../package.json', import.meta.url)), 'utf8'));
+  for (const args of [['--version'], ['forward', '--in', 'x', '--version']]) {
+    for (const [name, r] of [['native', native(args)], ['bin', bin(args)], ['in-process', await js(args)]]) {
+      assert.equal(r.status, 0, `${name} ${args}: ${r.err}`);
+      assert.equal(r.out, `${version}\n`, `${name} ${args}`);
+      assert.equal(r.err, '');
+    }
+  }
+});
+
+// A forward whose output alone is 4 GiB: wasm refuses it (RangeError) before allocating.
+function writeHugeOutputCase(dir) {
+  const C = 65536, Q = 16384;
+  mkdirSync(dir, { recursive: true });
+  const w = (name, t) => writeFileSync(`${dir}/${name}.npy`, serializeNpy(t));
+  w('value', { data: new Float32Array(C), shape: [1, 1, 1, C] });
+  w('spatial_shapes', { data: BigInt64Array.from([1n, 1n]), shape: [1, 2] });
+  w('level_start_index', { data: BigInt64Array.from([0n]), shape: [1] });
+  w('sampling_locations', { data: new Float32Array(2 * Q).fill(0.5), shape: [1, Q, 1, 1, 1, 2] });
+  w('attention_weights', { data: new Float32Array(Q).fill(1), shape: [1, Q, 1, 1, 1] });
+}
+
+test('a backend is named in an error only when the user named it', async () => {
+  const dir = `${root}/huge`;
+  writeHugeOutputCase(dir);
+  const unnamed = await js(['forward', '--in', dir, '--out', `${root}/huge-out`]);
+  assert.equal(unnamed.status, 2, unnamed.err);
+  assert.match(unnamed.err, /^msda: forward: this call needs \d+ bytes of WebAssembly memory[^\n]*\n$/);
+  assert.doesNotMatch(unnamed.err, /--backend/);
+  const named = await js(['forward', '--in', dir, '--out', `${root}/huge-out`, '--backend', 'wasm']);
+  assert.equal(named.status, 2, named.err);
+  assert.match(named.err, /^msda: --backend wasm: forward: this call needs \d+ bytes/);
+  assert.ok(!existsSync(`${root}/huge-out/output.npy`));
+});
+
+// The bin of a copy of the package without a native addon for this machine (no prebuilds/, no
+// build/): what a plain npm install gives on a platform the package ships no addon for.
+let bareCli = null;
+function binWithoutNative(args) {
+  if (!bareCli) {
+    const pkg = `${root}/bare-package`;
+    for (const part of ['bindings', 'dist', 'package.json']) cpSync(fileURLToPath(new URL(`../../${part}`, import.meta.url)), `${pkg}/${part}`, { recursive: true });
+    bareCli = `${pkg}/bindings/cli.js`;
+  }
+  const r = spawnSync(process.execPath, [bareCli, ...args], { encoding: 'utf8' });
+  return { status: r.status, out: r.stdout, err: r.stderr };
+}
+const HERE = `${process.platform}-${process.arch}`;
+
+test('crosscheck without native: against the float64 reference, saying so; --backend native where it is missing: exit 2', async () => {
+  const dir = `${root}/cross-elsewhere`;
+  const c = randomCase(11, OPTION_COMBOS[6]);
+  writeCase(dir, c);
+  const flags = flagsOf(OPTION_COMBOS[6]);
+  const r = binWithoutNative(['crosscheck', '--in', dir, ...flags]);
+  assert.equal(r.status, 0, r.err + r.out);
+  assert.ok(r.out.startsWith(`crosscheck ${dir}: wasm (SIMD) against the float64 reference (the native addon is not available on ${HERE})\n`), r.out);
+  assert.match(r.out, /\+ 1e-4\*max\|ref\|/);
+  for (const name of OUTPUTS) assert.match(r.out, new RegExp(`${name} +max abs diff \\S+ +max rel diff \\S+ +ok`));
+  assert.equal(r.err, '');
+  for (const args of [['crosscheck', '--in', dir, '--backend', 'native'], ['forward', '--in', dir, '--out', `${dir}/o`, '--backend', 'native']]) {
+    const n = binWithoutNative([...args, ...flags]);
+    assert.equal(n.status, 2, `${args[0]}: exit ${n.status} ${n.err}`);
+    assert.match(n.err, /^msda: --backend native: the native addon is not available here; without --backend the CLI runs on WebAssembly with the same results \([^\n]*\)\n$/);
+    assert.ok(n.err.includes(HERE), n.err);
+  }
+  assert.ok(!existsSync(`${dir}/o`));
+  // Where native loads, --backend native is checked against the float64 reference, and a wrong
+  // kernel would show: an --expect that is off by 1e-3 somewhere is caught against it too.
+  const here = await js(['crosscheck', '--in', dir, '--backend', 'native', ...flags]);
+  assert.equal(here.status, 0, here.err + here.out);
+  assert.match(here.out, /: native against the float64 reference\n/);
+});
+
 test('--help prints the usage and exits 0 (bin and in-process)', async () => {
   const r = bin(['--help']);
   assert.equal(r.status, 0);
@@ -135,10 +210,17 @@ const REFUSALS = [
   // malformed files, one per class
   ['wrong magic', edit('value.npy', 'NUMPY', 'NUMPX'), [], 'value.npy: not a .npy file'],
   ['unsupported version', edit('attention_weights.npy', 'NUMPY\x01', 'NUMPY\x04'), [], 'unsupported .npy format version 4.0'],
-  ['big-endian', edit('sampling_locations.npy', "'<f4'", "'>f4'"), [], "big-endian dtype '>f4'"],
-  ['big-endian ints', edit('spatial_shapes.npy', "'<i8'", "'>i8'"), [], "big-endian dtype '>i8'"],
+  ['big-endian', edit('sampling_locations.npy', "'<f4'", "'>f4'"), [],
+    "sampling_locations.npy: dtype '>f4' (big-endian): sampling_locations.npy must be little-endian float32: save tensor.astype('<f4')"],
+  ['big-endian ints', edit('spatial_shapes.npy', "'<i8'", "'>i8'"), [],
+    "spatial_shapes.npy: dtype '>i8' (big-endian): spatial_shapes.npy must be little-endian int64 or int32: save tensor.astype('<i8')"],
   ['Fortran order', edit('value.npy', 'False', 'True '), [], 'Fortran-order'],
-  ['other dtype', edit('value.npy', "'<f4'", "'<f8'"), [], "unsupported dtype '<f8'"],
+  ['float64 value (the common NumPy slip)', edit('value.npy', "'<f4'", "'<f8'"), [],
+    "value.npy: dtype '<f8': value.npy must be float32: save tensor.astype(np.float32)"],
+  ['float16 weights', edit('attention_weights.npy', "'<f4'", "'<f2'"), [],
+    "attention_weights.npy: dtype '<f2': attention_weights.npy must be float32: save tensor.astype(np.float32)"],
+  ['uint64 level starts', edit('level_start_index.npy', "'<i8'", "'<u8'"), [],
+    "level_start_index.npy: dtype '<u8': level_start_index.npy must be int64 or int32: save tensor.astype(np.int64)"],
   ['header not a dict', edit('attention_weights.npy', "{'descr'", "['descr'"), [], "header: expected '{'"],
   ['unknown key', edit('value.npy', "'shape'", "'shapf'"), [], "unexpected key 'shapf'"],
   ['shape not a tuple', (dir) => {
@@ -164,9 +246,9 @@ const REFUSALS = [
   // missing files, wrong dtypes and shapes
   ['missing file', (dir) => unlinkSync(`${dir}/attention_weights.npy`), [], 'attention_weights.npy: cannot open: No such file or directory'],
   ['value as <i8', replace('value.npy', { data: new BigInt64Array(S.value.data.length), shape: S.value.shape }), [],
-    "value.npy: dtype '<i8', expected '<f4'"],
+    "value.npy: dtype '<i8': value.npy must be float32: save tensor.astype(np.float32)"],
   ['spatial_shapes as <f4', replace('spatial_shapes.npy', { data: new Float32Array(2 * S.spatialShapes.length), shape: [S.spatialShapes.length, 2] }), [],
-    "spatial_shapes.npy: dtype '<f4', expected '<i8' or '<i4'"],
+    "spatial_shapes.npy: dtype '<f4': spatial_shapes.npy must be int64 or int32: save tensor.astype(np.int64)"],
   ['locations in the other layout', null, ['--sampling-locations-layout', 'B2QHLP'], 'per --sampling-locations-layout B2QHLP'],
   ['value in the other layout', null, ['--value-layout', 'BNLC'], 'value.npy: shape'],
   ['value not 4-d', replace('value.npy', { data: S.value.data, shape: [S.value.data.length] }), [], 'expected 4 dimensions'],
@@ -236,7 +318,6 @@ test('missing --in, --out or command, and unknown commands: exit 2 with one line
     [['sideways'], "unknown command 'sideways'"],
     [['crosscheck', '--in', root, '--out', root], '--out is not used by crosscheck'],
     [['forward', '--in', root, '--out', root, '--expect', root], '--expect is only for msda crosscheck'],
-    [['crosscheck', '--in', root, '--backend', 'native'], '--backend native'],
     [['forward', '--in', root, '--out', root, '--backend', 'gpu'], "--backend: 'gpu', expected wasm, wasm-scalar or native"],
   ]) {
     const r = await js(args);
