@@ -1,7 +1,7 @@
 // What the page computes after every change, without any DOM: the target feature, forward,
 // the loss, backward, and one gradient-descent step. `msda` is an instance from init().
 import {
-  LEVELS, NUM_HEADS, NUM_POINTS, valueToLayout, valueFromLayout, locationsToLayout,
+  LEVELS, NUM_HEADS, NUM_POINTS, CHANNELS, valueToLayout, valueFromLayout, locationsToLayout,
   locationsFromLayout, valueShape, locationsShape, weightsShape,
 } from './scene.js';
 
@@ -74,19 +74,109 @@ export function evaluate(msda, data, state, opts) {
   };
 }
 
+// The same computation through prepare(), as the README recommends for repeated calls: the
+// tensors stay in the wasm heap, each call writes only the locations, the weights and
+// gradOutput, and the timings are the kernels' (no copies of the 680 kB value or gradient).
+// Same bits as evaluate(). Rebuild it when the module, a layout or an option changes.
+export class Session {
+  constructor(msda, data, opts) {
+    this.data = data;
+    this.opts = { ...opts };
+    const problem = {
+      batch: 1, numQueries: 1, numHeads: NUM_HEADS, channels: CHANNELS, numPoints: NUM_POINTS,
+      spatialShapes: data.spatialShapes, valueLayout: opts.valueLayout,
+      samplingLocationsLayout: opts.samplingLocationsLayout, alignCorners: opts.alignCorners,
+      paddingMode: opts.paddingMode,
+    };
+    this.main = msda.prepare(problem);
+    this.target = msda.prepare(problem, { mode: 'forward' });
+    const value = valueToLayout(data.value, opts.valueLayout, data.length);
+    this.main.value.set(value);
+    this.target.value.set(value);
+  }
+
+  evaluate(state) {
+    const { data, opts, main, target } = this;
+    const t = targetArgs(data, state.target, opts);
+    target.samplingLocations.set(t.samplingLocations.data);
+    target.attentionWeights.set(t.attentionWeights.data);
+    const targetFeature = target.forward().data.slice();
+    main.samplingLocations.set(locationsToLayout(state.samplingLocations, opts.samplingLocationsLayout));
+    main.attentionWeights.set(state.attentionWeights);
+    const t0 = now();
+    main.forward();
+    const t1 = now();
+    const output = main.output.slice();
+    const { loss, gradOutput } = lossAndGrad(output, targetFeature);
+    main.gradOutput.set(gradOutput);
+    const t2 = now();
+    main.backward();
+    const t3 = now();
+    const gradLoc = main.gradSamplingLocations.slice();
+    const gradW = main.gradAttentionWeights.slice();
+    const gradValueView = main.gradValue;
+    const shapes = main.shapes;
+    const copy = (name) => ({ data: main[name].slice(), shape: shapes[name].slice() });
+    let argsMemo = null;
+    const result = {
+      targetFeature, output, loss, gradOutput,
+      gradSamplingLocations: locationsFromLayout(gradLoc, opts.samplingLocationsLayout),
+      gradAttentionWeights: gradW,
+      heat: heatOf(gradValueView, opts.valueLayout, data.length),
+      forwardMs: t1 - t0,
+      backwardMs: t3 - t2,
+    };
+    const snapshot = { loc: state.samplingLocations.slice(), w: state.attentionWeights.slice() };
+    // What the copying API would be called with, and the gradients as backward returned them
+    // (the heap views in the chosen layouts, copied when asked: valid until the next call).
+    Object.defineProperties(result, {
+      args: { get: () => (argsMemo ??= forwardArgs(data, snapshot.loc, snapshot.w, opts)) },
+      gradArgs: { get: () => ({ ...result.args, gradOutput: { data: gradOutput, shape: shapes.output.slice() } }) },
+      raw: { get: () => ({ gradValue: copy('gradValue'), gradSamplingLocations: { data: gradLoc.slice(), shape: shapes.gradSamplingLocations.slice() },
+        gradAttentionWeights: { data: gradW.slice(), shape: shapes.gradAttentionWeights.slice() } }) },
+    });
+    return result;
+  }
+
+  dispose() {
+    this.main.dispose();
+    this.target.dispose();
+  }
+}
+
+// |∂loss/∂value| summed over each head's channels, per pixel and head (BLNC order: (L, N_h)).
+export function heatOf(gradValue, layout, L) {
+  const out = new Float32Array(L * NUM_HEADS);
+  for (let i = 0; i < L; i++) {
+    for (let h = 0; h < NUM_HEADS; h++) {
+      const base = layout === 'BLNC' ? (i * NUM_HEADS + h) * CHANNELS : (h * L + i) * CHANNELS;
+      let s = 0;
+      for (let c = 0; c < CHANNELS; c++) s += Math.abs(gradValue[base + c]);
+      out[i * NUM_HEADS + h] = s;
+    }
+  }
+  return out;
+}
+
 // Adam keeps the step size readable whatever the gradient's scale (location gradients grow
-// with a level's width), so points travel at a steady pace. Locations are kept in [0, 1] and
-// weights in [MIN_WEIGHT, 1]: a point whose weight reached 0 would get no location gradient
-// and stop, while with a small weight Adam still moves it at full pace.
+// with a level's width), so points travel at a steady pace. Locations are kept in [0, 1].
+// Raw weights are kept in [MIN_WEIGHT, 1]: a point whose weight reached 0 would get no location
+// gradient and stop, while with a small weight Adam still moves it at full pace. Softmax
+// weights (Deformable DETR: softmax over a head's levels and points) are never 0; descent
+// moves their logits.
 export const MIN_WEIGHT = 0.02;
 export const LEARNING_RATE = { locations: 0.01, weights: 0.003 };
+// Step sizes relative to the locations' learning rate.
+const RAW_WEIGHT_RATE = LEARNING_RATE.weights / LEARNING_RATE.locations;
+const LOGIT_RATE = 5;
+const SLOTS_PER_HEAD = LEVELS.length * NUM_POINTS;
 
 export function newOptimizer() {
   return { t: 0, mLoc: new Float64Array(NUM_SLOTS * 2), vLoc: new Float64Array(NUM_SLOTS * 2),
     mW: new Float64Array(NUM_SLOTS), vW: new Float64Array(NUM_SLOTS) };
 }
 
-function adam(params, grad, m, v, t, lr, lo) {
+function adam(params, grad, m, v, t, lr, lo, hi) {
   const b1 = 0.9, b2 = 0.999, eps = 1e-12;
   const c1 = 1 - b1 ** t, c2 = 1 - b2 ** t;
   for (let i = 0; i < params.length; i++) {
@@ -95,12 +185,72 @@ function adam(params, grad, m, v, t, lr, lo) {
     m[i] = b1 * m[i] + (1 - b1) * g;
     v[i] = b2 * v[i] + (1 - b2) * g * g;
     const step = (lr * (m[i] / c1)) / (Math.sqrt(v[i] / c2) + eps);
-    params[i] = Math.min(1, Math.max(lo, params[i] - step));
+    params[i] = Math.min(hi, Math.max(lo, params[i] - step));
   }
 }
 
-export function descend(state, result, opt) {
+// Each head's weights = softmax of its N_l·N_p logits (written into the float32 weights).
+export function softmaxInto(logits, weights) {
+  for (let h = 0; h < NUM_HEADS; h++) {
+    const at = h * SLOTS_PER_HEAD;
+    let max = -Infinity;
+    for (let k = 0; k < SLOTS_PER_HEAD; k++) max = Math.max(max, logits[at + k]);
+    let sum = 0;
+    for (let k = 0; k < SLOTS_PER_HEAD; k++) sum += Math.exp(logits[at + k] - max);
+    for (let k = 0; k < SLOTS_PER_HEAD; k++) weights[at + k] = Math.exp(logits[at + k] - max) / sum;
+  }
+  return weights;
+}
+
+// Logits whose softmax is the given weights (each head's weights are scaled to sum to 1).
+export function logitsOf(weights) {
+  const logits = new Float64Array(weights.length);
+  for (let h = 0; h < NUM_HEADS; h++) {
+    const at = h * SLOTS_PER_HEAD;
+    let sum = 0;
+    for (let k = 0; k < SLOTS_PER_HEAD; k++) sum += Math.max(1e-6, weights[at + k]);
+    for (let k = 0; k < SLOTS_PER_HEAD; k++) logits[at + k] = Math.log(Math.max(1e-6, weights[at + k]) / sum);
+  }
+  return logits;
+}
+
+// Sets slot i's softmax weight to w (others keep their ratios): its logit becomes
+// log(w / (1 − w) · Σ_{j≠i} exp(z_j)).
+export function setSoftmaxWeight(logits, i, w) {
+  const at = Math.floor(i / SLOTS_PER_HEAD) * SLOTS_PER_HEAD;
+  const c = Math.min(0.999, Math.max(0.001, w));
+  let max = -Infinity;
+  for (let k = 0; k < SLOTS_PER_HEAD; k++) if (at + k !== i) max = Math.max(max, logits[at + k]);
+  let rest = 0;
+  for (let k = 0; k < SLOTS_PER_HEAD; k++) if (at + k !== i) rest += Math.exp(logits[at + k] - max);
+  logits[i] = max + Math.log(rest) + Math.log(c / (1 - c));
+}
+
+// ∂loss/∂logit from ∂loss/∂weight through the softmax: w_i (g_i − Σ_j w_j g_j) within a head.
+export function logitGradients(weights, gradWeights) {
+  const out = new Float64Array(weights.length);
+  for (let h = 0; h < NUM_HEADS; h++) {
+    const at = h * SLOTS_PER_HEAD;
+    let mean = 0;
+    for (let k = 0; k < SLOTS_PER_HEAD; k++) mean += weights[at + k] * gradWeights[at + k];
+    for (let k = 0; k < SLOTS_PER_HEAD; k++) out[at + k] = weights[at + k] * (gradWeights[at + k] - mean);
+  }
+  return out;
+}
+
+// One Adam step on every location and weight. settings.weights: 'raw' (the weights are the
+// parameters) or 'softmax' (state.logits are, and the weights are their softmax);
+// settings.learningRate: the locations' rate (the weights' follows it).
+export function descend(state, result, opt, settings = {}) {
+  const lr = settings.learningRate ?? LEARNING_RATE.locations;
   opt.t += 1;
-  adam(state.samplingLocations, result.gradSamplingLocations, opt.mLoc, opt.vLoc, opt.t, LEARNING_RATE.locations, 0);
-  adam(state.attentionWeights, result.gradAttentionWeights, opt.mW, opt.vW, opt.t, LEARNING_RATE.weights, MIN_WEIGHT);
+  adam(state.samplingLocations, result.gradSamplingLocations, opt.mLoc, opt.vLoc, opt.t, lr, 0, 1);
+  if (settings.weights === 'softmax') {
+    const g = logitGradients(state.attentionWeights, result.gradAttentionWeights);
+    adam(state.logits, g, opt.mW, opt.vW, opt.t, LOGIT_RATE * lr, -60, 60);
+    softmaxInto(state.logits, state.attentionWeights);
+  } else {
+    const wlr = settings.learningRate === undefined ? LEARNING_RATE.weights : RAW_WEIGHT_RATE * lr;
+    adam(state.attentionWeights, result.gradAttentionWeights, opt.mW, opt.vW, opt.t, wlr, MIN_WEIGHT, 1);
+  }
 }

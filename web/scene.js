@@ -56,9 +56,11 @@ export function drawPicture(doc = document) {
   g.closePath();
   g.fill();
   g.fillStyle = '#101820';
-  g.font = 'bold 22px sans-serif';
+  // Right-aligned with a margin, so the word stays inside the picture whatever the font.
+  g.font = 'bold 20px sans-serif';
   g.textBaseline = 'alphabetic';
-  g.fillText('MSDA', 92, 114);
+  g.textAlign = 'right';
+  g.fillText('MSDA', w - 6, 113, w - 80);
   const rgba = g.getImageData(0, 0, w, h).data;
   const rgb = new Float32Array(w * h * 3);
   for (let i = 0; i < w * h; i++) {
@@ -236,3 +238,24 @@ export function locationsShape(layout) {
   return layout === 'BQHLP2' ? [1, 1, NUM_HEADS, nl, NUM_POINTS, 2] : [1, 2, 1, NUM_HEADS, nl, NUM_POINTS];
 }
 export const weightsShape = () => [1, 1, NUM_HEADS, LEVELS.length, NUM_POINTS];
+
+// Bilinear sampling of one level at normalised (x, y), as SEMANTICS.md defines it: the four
+// corner pixels with their weights. A corner outside the level has `inside: false` (zeros
+// padding reads 0 there); border padding clamps the coordinate first. For display only: the
+// page's numbers come from the operator.
+export function bilinearCorners(x, y, h, w, { alignCorners = false, paddingMode = 'zeros' } = {}) {
+  let u = alignCorners ? x * (w - 1) : x * w - 0.5;
+  let v = alignCorners ? y * (h - 1) : y * h - 0.5;
+  if (paddingMode === 'border') {
+    u = Math.min(w - 1, Math.max(0, u));
+    v = Math.min(h - 1, Math.max(0, v));
+  }
+  const x0 = Math.floor(u), y0 = Math.floor(v);
+  const fx = u - x0, fy = v - y0;
+  const corners = [];
+  for (const [dy, dx, weight] of [[0, 0, (1 - fx) * (1 - fy)], [0, 1, fx * (1 - fy)], [1, 0, (1 - fx) * fy], [1, 1, fx * fy]]) {
+    const col = x0 + dx, row = y0 + dy;
+    corners.push({ row, col, weight, inside: col >= 0 && col < w && row >= 0 && row < h });
+  }
+  return { u, v, corners };
+}
