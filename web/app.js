@@ -64,9 +64,17 @@ function moduleOptions() {
   return { simd: 'auto', threads: ui.threads === 'auto' ? 'auto' : 1 };
 }
 
+// One instance per module choice, kept for the page's life (init() gives each call its own).
+const instances = new Map();
+function instance(options) {
+  const key = JSON.stringify(options);
+  if (!instances.has(key)) instances.set(key, init(options));
+  return instances.get(key);
+}
+
 // (Re)prepares every problem of the page for the current module and options.
 async function prepareAll() {
-  msda = await init(moduleOptions());
+  msda = await instance(moduleOptions());
   for (const p of [session, sampler, pointSampler]) if (p) p.dispose();
   session = new Session(msda, data, ui.opts);
   // Step 1: one query, every head's point at the same place, weight 1, on the coarse map only.
@@ -1018,7 +1026,7 @@ async function main() {
   // The SIMD module runs on this machine's CPUs when the page is cross-origin isolated (make
   // demo's server sends COOP and COEP), else on 1 thread with one console notice; the threads
   // field under the hood shows which (README "Threads").
-  msda = await init(moduleOptions());
+  msda = await instance(moduleOptions());
   if (!msda.simd) {
     // No SIMD in this browser: the scalar module serves both entries.
     simdAvailable = false;
