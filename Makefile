@@ -31,6 +31,7 @@ include mk/native.mk
 -include mk/wasm.mk
 -include mk/js.mk
 -include mk/web.mk
+-include mk/bundlers.mk
 -include mk/bench.mk
 -include mk/fuzz.mk
 
