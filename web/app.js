@@ -1036,6 +1036,7 @@ async function main() {
     ui.module = 'scalar';
     $('simd').value = 'scalar';
   }
+  $('threads-select').options[0].textContent = `auto (${navigator.hardwareConcurrency || 1} CPUs)`;
   data = buildPyramid(drawPicture());
   images = LEVELS.map((_, l) => HEADS.map((__, head) => levelImage(l, head)));
   state = freshState();
