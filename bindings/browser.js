@@ -5,10 +5,12 @@
 //   import { init } from 'ms-deform-attn';
 //   const msda = await init();   // { wasmPaths } when the .wasm files are served elsewhere
 
-import { createApi, NATIVE_UNAVAILABLE } from './core.js';
+import { createApi, NATIVE_UNAVAILABLE, resolveWasmPaths } from './core.js';
 import { fetchChecked } from './loader.js';
+import { createInitWorker } from './remote.js';
 
 export { DEFAULTS, Msda, Prepared, simdSupported } from './core.js';
+export { MsdaWorker } from './remote.js';
 
 // One literal `new URL(..., import.meta.url)` per file: webpack and Vite find these, emit the
 // files and rewrite the URLs. (esbuild leaves them relative to the bundle: wasmPaths.)
@@ -76,3 +78,43 @@ const platform = {
 };
 
 export const { init, initNative } = createApi(platform);
+
+// initWorker: the instance in a module Web Worker, started by the literal pattern bundlers
+// follow (they bundle remote-worker.js and what it imports), or from another origin (a CDN)
+// through a blob: module.
+function startRemoteWorker() {
+  try {
+    return new Worker(new URL('./remote-worker.js', import.meta.url), { type: 'module' });
+  } catch (e) {
+    if (!isSecurityError(e)) throw e;
+    return workerAt(new URL('remote-worker.js', here).href);
+  }
+}
+
+function spawnRemote() {
+  const worker = startRemoteWorker();
+  return {
+    post: (message, transfer) => worker.postMessage(message, transfer),
+    onMessage: (fn) => worker.addEventListener('message', (e) => fn(e.data)),
+    onFailure(fn) {
+      worker.addEventListener('error', (e) => fn(e && e.message ? e.message : 'the worker script failed to load or threw'));
+      worker.addEventListener('messageerror', () => fn('a message from the worker could not be read'));
+    },
+    ref() {},
+    unref() {},
+    terminate() {
+      worker.terminate();
+      return Promise.resolve();
+    },
+  };
+}
+
+// wasmPaths resolved against this page (or worker), so relative URLs mean the same in the worker.
+function resolveRemoteOptions(options) {
+  if (options.wasmPaths === undefined) return { options, urls: {} };
+  const urls = resolveWasmPaths('initWorker', options.wasmPaths, resolveUrl);
+  return { options: { ...options, wasmPaths: urls }, urls };
+}
+
+/** The same API, asynchronous, in a module Web Worker (remote.js). */
+export const initWorker = createInitWorker(spawnRemote, resolveRemoteOptions);

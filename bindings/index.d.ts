@@ -197,8 +197,43 @@ export function simdSupported(): boolean;
 /** The reference API's defaults. */
 export const DEFAULTS: Readonly<Required<Omit<Options, 'threads'>>>;
 
+/** The second argument of an MsdaWorker call. */
+export interface CallOptions {
+  /** Aborting rejects the call at once with a DOMException named 'AbortError'; a call still
+   *  queued never runs, one already running finishes in the worker and its result is dropped. */
+  signal?: AbortSignal;
+  /** true: the inputs' ArrayBuffers are transferred to the worker instead of copied (they are
+   *  detached here when the call is made: every tensor on those buffers becomes empty). Buffers
+   *  that cannot be transferred (SharedArrayBuffer, WebAssembly memory) are copied. Default false. */
+  transfer?: boolean;
+}
+
+/**
+ * The API initWorker() resolves to: Msda's calls, asynchronous, on an instance in a worker
+ * (worker_threads in Node, a module Web Worker in browsers). Inputs are taken when a call is
+ * made; calls run one at a time, in order; results are arrays of their own.
+ */
+export class MsdaWorker {
+  readonly backend: BackendName;
+  readonly simd: boolean;
+  readonly threads: number;
+  /** True after terminate() (or if the worker stopped on its own). */
+  readonly terminated: boolean;
+  forward(args: ForwardArgs, options?: CallOptions): Promise<Tensor<ArrayBuffer>>;
+  backward(args: BackwardArgs, options?: CallOptions): Promise<Gradients<ArrayBuffer>>;
+  /** Stops the worker, freeing its memory and threads; pending calls reject, later calls reject
+   *  with an Error. In Node the process then exits by itself (an idle worker never holds it). */
+  terminate(): Promise<void>;
+  /** `await using w = await initWorker()`: terminate() at the end of the block. */
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** init's options; the instance lives in a worker and its calls return Promises. */
+export function initWorker(options?: InitOptions): Promise<MsdaWorker>;
+
 declare global {
   interface SymbolConstructor {
+    readonly asyncDispose: unique symbol;
     /** Explicit resource management (Node 20 has it through @types/node, TypeScript's lib esnext.disposable). */
     readonly dispose: unique symbol;
   }

@@ -9,10 +9,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { createApi } from './core.js';
+import { createApi, resolveWasmPaths } from './core.js';
 import { fetchChecked } from './loader.js';
+import { createInitWorker } from './remote.js';
 
 export { DEFAULTS, Msda, Prepared, simdSupported } from './core.js';
+export { MsdaWorker } from './remote.js';
 
 function defaultUrl(file) {
   return new URL(`../dist/${file}`, import.meta.url);
@@ -60,3 +62,30 @@ const platform = {
 };
 
 export const { init, initNative } = createApi(platform);
+
+// initWorker: the instance in a worker_threads Worker, ref'd only while a call is pending (so
+// an idle one never keeps the process alive) and gone with terminate().
+function spawnRemote() {
+  const worker = new Worker(new URL('./remote-worker-node.js', import.meta.url), { execArgv: workerExecArgv() });
+  return {
+    post: (message, transfer) => worker.postMessage(message, transfer),
+    onMessage: (fn) => worker.on('message', fn),
+    onFailure(fn) {
+      worker.on('error', (e) => fn(e && e.message ? e.message : String(e)));
+      worker.on('exit', (code) => fn(`exit code ${code}`));
+    },
+    ref: () => worker.ref(),
+    unref: () => worker.unref(),
+    terminate: async () => { await worker.terminate(); },
+  };
+}
+
+// wasmPaths resolved here (paths against this process's working directory) for the worker.
+function resolveRemoteOptions(options) {
+  if (options.wasmPaths === undefined) return { options, urls: {} };
+  const urls = resolveWasmPaths('initWorker', options.wasmPaths, resolveUrl);
+  return { options: { ...options, wasmPaths: urls }, urls };
+}
+
+/** The same API, asynchronous, in a worker_threads Worker (remote.js). */
+export const initWorker = createInitWorker(spawnRemote, resolveRemoteOptions);

@@ -1,7 +1,7 @@
 // Compiled by `tsc --strict --noEmit` in tests/js/types.test.js: the whole public API as a user
 // writes it, through the package's own name (its `exports` and `types`). Lines under an expect-error
 // directive must stay errors, so the typings cannot silently loosen.
-import { init, initNative, simdSupported, DEFAULTS, Msda, Prepared, Tensor, Gradients, MsdaError } from 'ms-deform-attn';
+import { init, initNative, initWorker, MsdaWorker, simdSupported, DEFAULTS, Msda, Prepared, Tensor, Gradients, MsdaError } from 'ms-deform-attn';
 import { initNative as initNative2, nativeAddonPath, NATIVE_UNAVAILABLE } from 'ms-deform-attn/native';
 import { referenceForward, referenceBackward } from 'ms-deform-attn/reference';
 
@@ -69,6 +69,20 @@ export async function usage(): Promise<number> {
   p[Symbol.dispose]();
   const gone: boolean = served.disposed;
 
+  const w: MsdaWorker = await initWorker({ threads: 2, wasmPaths: '/msda/' });
+  const controller = new AbortController();
+  const wout: Float32Array<ArrayBuffer> = (await w.forward({ value, spatialShapes: [[4, 4]], samplingLocations, attentionWeights },
+    { signal: controller.signal, transfer: true })).data;
+  const wgrad: Float32Array<ArrayBuffer> = (await w.backward({ value, spatialShapes: [[4, 4]], samplingLocations, attentionWeights,
+    gradOutput: out })).gradValue.data;
+  // @ts-expect-error: transfer is a boolean
+  await w.forward({ value, spatialShapes: [[4, 4]], samplingLocations, attentionWeights }, { transfer: 'yes' });
+  // @ts-expect-error: worker calls return Promises
+  const notNow: Tensor = w.forward({ value, spatialShapes: [[4, 4]], samplingLocations, attentionWeights });
+  await w.terminate();
+  await w[Symbol.asyncDispose]();
+  const ended: boolean = w.terminated;
+
   return out.data.length + gv.length + o.length + g.length + (shape?.length ?? 0) + heap + ref.length + refGrad.length
-    + (supported ? 1 : 0) + (gone ? 1 : 0) + layout.length + (native2.simd ? 1 : 0) + (fromBytes.simd ? 1 : 0);
+    + (supported ? 1 : 0) + (gone ? 1 : 0) + (ended ? 1 : 0) + wout.length + wgrad.length + notNow.data.length + layout.length + (native2.simd ? 1 : 0) + (fromBytes.simd ? 1 : 0);
 }

@@ -1,0 +1,290 @@
+// initWorker: the same API, asynchronous, on an instance that lives in a worker (worker_threads
+// in Node, a module Web Worker in browsers), so a long backward never blocks the caller's thread.
+// Both halves live here; the entries (node.js, browser.js) say how the worker is started and the
+// worker scripts (remote-worker-node.js, remote-worker.js) wire serve() to their port.
+//
+// A call is validated and its inputs taken on the caller's thread when it is made (so later
+// changes to the caller's arrays do not reach it): copied, or with { transfer: true } moved
+// (their ArrayBuffers are transferred and detached). Calls run one at a time, in order. An
+// AbortSignal rejects the call at once with a DOMException named AbortError; a call still queued
+// is dropped, one already running finishes in the worker and its result is discarded.
+
+import { DISPOSE, problemFromTensors } from './core.js';
+import { describe } from './loader.js';
+
+export const ASYNC_DISPOSE = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose');
+
+const TYPED_ARRAY = Object.getPrototypeOf(Int8Array.prototype);
+const intrinsic = (key) => Object.getOwnPropertyDescriptor(TYPED_ARRAY, key).get;
+const BUFFER = intrinsic('buffer');
+const BYTE_OFFSET = intrinsic('byteOffset');
+const LENGTH = intrinsic('length');
+const slice = TYPED_ARRAY.slice;
+
+const INPUTS = { forward: ['value', 'samplingLocations', 'attentionWeights'],
+  backward: ['gradOutput', 'value', 'samplingLocations', 'attentionWeights'] };
+
+// ---------------------------------------------------------------------------------------------
+// Errors cross the thread boundary as plain records and are rebuilt with their class and code.
+
+function errorRecord(e) {
+  if (e === null || typeof e !== 'object') return { name: 'Error', message: String(e) };
+  return { name: e.name, message: e.message, code: e.code, status: e.status };
+}
+
+function rebuildError(r) {
+  const E = r.name === 'TypeError' ? TypeError : r.name === 'RangeError' ? RangeError : Error;
+  const err = new E(r.message);
+  if (r.code !== undefined) err.code = r.code;
+  if (r.status !== undefined) err.status = r.status;
+  return err;
+}
+
+const abortError = (op) => new DOMException(`${op} was aborted`, 'AbortError');
+
+// ---------------------------------------------------------------------------------------------
+// The worker's half.
+
+/**
+ * Serves one instance on `port` ({ post(message, transfer), onMessage(fn) }): 'init' makes it
+ * with `init(options)`, 'call' runs forward or backward, outputs transferred back.
+ */
+export function serve(port, init) {
+  let msda = null;
+  let ran = 0;
+  port.onMessage(async (m) => {
+    if (m.type === 'init') {
+      try {
+        msda = await init(m.options);
+        port.post({ id: m.id, info: { backend: msda.backend, simd: msda.simd, threads: msda.threads } });
+      } catch (e) {
+        port.post({ id: m.id, error: errorRecord(e) });
+      }
+      return;
+    }
+    let result;
+    try {
+      result = msda[m.op](m.args);
+      ran++;
+    } catch (e) {
+      port.post({ id: m.id, error: errorRecord(e), ran });
+      return;
+    }
+    const tensors = m.op === 'forward' ? [result] : Object.values(result);
+    port.post({ id: m.id, result, ran }, tensors.map((t) => t.data.buffer));
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The caller's half.
+
+// Takes the inputs when the call is made: copies of their elements, or with transfer their
+// ArrayBuffers moved out, each once even when inputs share one (where each view sits is read
+// before anything moves). Buffers that cannot move (a SharedArrayBuffer, a WebAssembly memory)
+// are copied.
+function takeAll(arrays, transfer) {
+  if (!transfer) return arrays.map((data) => slice.call(data));
+  const where = arrays.map((data) => ({ buffer: BUFFER.call(data), offset: BYTE_OFFSET.call(data), length: LENGTH.call(data) }));
+  const moved = new Map();
+  for (const { buffer } of where) {
+    if (moved.has(buffer)) continue;
+    let to = null;
+    if (!(typeof SharedArrayBuffer !== 'undefined' && buffer instanceof SharedArrayBuffer)) {
+      try {
+        to = structuredClone(buffer, { transfer: [buffer] });
+      } catch {
+        to = null;   // not transferable: copied below
+      }
+    }
+    moved.set(buffer, to);
+  }
+  return arrays.map((data, i) => {
+    const { buffer, offset, length } = where[i];
+    const to = moved.get(buffer);
+    return to === null ? slice.call(data) : new Float32Array(to, offset, length);
+  });
+}
+
+function checkCallOptions(op, options) {
+  if (options === undefined) return { signal: undefined, transfer: false };
+  if (options === null || typeof options !== 'object') {
+    throw new TypeError(`${op}: options is ${describe(options)}, expected { signal?, transfer? }`);
+  }
+  const { signal, transfer = false, ...rest } = options;
+  const unknown = Object.keys(rest);
+  if (unknown.length > 0) throw new TypeError(`${op}: unknown option '${unknown[0]}', expected signal or transfer`);
+  if (signal !== undefined && !(typeof AbortSignal !== 'undefined' && signal instanceof AbortSignal)) {
+    throw new TypeError(`${op}: signal is ${describe(signal)}, expected an AbortSignal`);
+  }
+  if (typeof transfer !== 'boolean') throw new TypeError(`${op}: transfer is ${describe(transfer)}, expected true or false`);
+  return { signal, transfer };
+}
+
+/** The API initWorker() resolves to: Msda's calls, asynchronous, in a worker. */
+export class MsdaWorker {
+  constructor(port, info) {
+    this._port = port;
+    this._queue = [];       // calls not yet sent
+    this._running = null;   // the call the worker is running
+    this._stopped = null;   // why calls are refused, once terminated or the worker died
+    this._ran = 0;          // calls the worker has run (for tests)
+    /** 'wasm', 'wasm-scalar' or 'native', as in the worker. */
+    this.backend = info.backend;
+    this.simd = info.simd;
+    this.threads = info.threads;
+  }
+
+  /** forward(args) in the worker; resolves to the output tensor. */
+  forward(args, options) {
+    return this._call('forward', args, options);
+  }
+
+  /** backward(args) in the worker; resolves to the gradients. */
+  backward(args, options) {
+    return this._call('backward', args, options);
+  }
+
+  _call(op, args, options) {
+    let job;
+    try {
+      if (this._stopped !== null) throw new Error(`ms-deform-attn: ${op} on a ${this._stopped}`);
+      const { signal, transfer } = checkCallOptions(op, options);
+      if (signal !== undefined && signal.aborted) return Promise.reject(abortError(op));
+      const { problem, inputs } = problemFromTensors(op, args, op === 'backward');
+      const message = {
+        spatialShapes: problem.spatialShapes, levelStartIndex: problem.levelStartIndex,
+        valueLayout: problem.valueLayout, samplingLocationsLayout: problem.samplingLocationsLayout,
+        alignCorners: problem.alignCorners, paddingMode: problem.paddingMode,
+      };
+      if (problem.threads !== undefined) message.threads = problem.threads;
+      const taken = takeAll(INPUTS[op].map((name) => inputs[name]), transfer);
+      INPUTS[op].forEach((name, i) => { message[name] = { data: taken[i], shape: problem.shapes[name] }; });
+      job = { op, args: message, signal, onAbort: null };
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return new Promise((resolve, reject) => {
+      job.resolve = resolve;
+      job.reject = reject;
+      if (job.signal !== undefined) {
+        job.onAbort = () => {
+          const queued = this._queue.indexOf(job);
+          if (queued >= 0) this._queue.splice(queued, 1);
+          else job.discard = true;   // running: its result is dropped when it comes
+          this._settle(job, null, abortError(op));
+        };
+        job.signal.addEventListener('abort', job.onAbort, { once: true });
+      }
+      this._queue.push(job);
+      this._pump();
+    });
+  }
+
+  _settle(job, value, error) {
+    if (job.settled) return;
+    job.settled = true;
+    if (job.onAbort !== null) job.signal.removeEventListener('abort', job.onAbort);
+    if (error !== null) job.reject(error);
+    else job.resolve(value);
+  }
+
+  _pump() {
+    if (this._running !== null || this._stopped !== null) return;
+    const job = this._queue.shift();
+    if (job === undefined) {
+      this._port.unref();    // idle: a Node process may exit
+      return;
+    }
+    this._running = job;
+    this._port.ref();
+    const buffers = new Set(INPUTS[job.op].map((name) => job.args[name].data.buffer));
+    this._port.request({ type: 'call', op: job.op, args: job.args }, [...buffers], (reply) => {
+      this._running = null;
+      if (reply.ran !== undefined) this._ran = reply.ran;
+      if (!job.discard) this._settle(job, reply.error ? null : reply.result, reply.error ? rebuildError(reply.error) : null);
+      this._pump();
+    });
+  }
+
+  // Refuses every call from now on, rejecting those still pending.
+  _stop(reason) {
+    if (this._stopped !== null) return;
+    this._stopped = reason;
+    const error = new Error(`ms-deform-attn: the call was pending on a ${reason}`);
+    if (this._running !== null) this._settle(this._running, null, error);
+    for (const job of this._queue.splice(0)) this._settle(job, null, error);
+    this._running = null;
+  }
+
+  /** Stops the worker (its memory and threads go with it); pending calls reject, later calls throw. */
+  terminate() {
+    this._stop('terminated worker (terminate() was called)');
+    return this._port.terminate();
+  }
+
+  /** True after terminate() (or when the worker stopped on its own). */
+  get terminated() {
+    return this._stopped !== null;
+  }
+
+  /** `await using w = await initWorker()` terminates it at the end of the block. */
+  [ASYNC_DISPOSE]() {
+    return this.terminate();
+  }
+
+  /** Synchronous disposal: starts terminate(). */
+  [DISPOSE]() {
+    this.terminate();
+  }
+}
+
+/**
+ * initWorker over `spawn(urls)`, the entry's way of starting the worker: it returns a port
+ * { post(message, transfer), onMessage(fn), onFailure(fn), ref(), unref(), terminate() }.
+ * `resolve(options)` turns init's options into what the worker's init takes (wasmPaths resolved
+ * against the caller's page, so relative URLs mean what they mean here).
+ */
+export function createInitWorker(spawn, resolveOptions) {
+  return async function initWorker(options = {}) {
+    if (options === null || typeof options !== 'object') {
+      throw new TypeError(`initWorker: options is ${describe(options)}, expected an object`);
+    }
+    const { options: workerOptions, urls } = resolveOptions(options);
+    const raw = await spawn(urls);
+    // One reply per request, matched by id, so a reply can never reach the wrong call.
+    let next = 0;
+    const waiting = new Map();
+    let onFailure = null;
+    raw.onMessage((m) => {
+      const done = waiting.get(m.id);
+      waiting.delete(m.id);
+      if (done !== undefined) done(m);
+    });
+    raw.onFailure((why) => {
+      if (onFailure !== null) onFailure(why);   // first: refuse the queue, so nothing more is sent
+      const pending = [...waiting.values()];
+      waiting.clear();
+      for (const done of pending) done({ error: { name: 'Error', message: `ms-deform-attn: the worker stopped: ${why}` } });
+    });
+    const port = {
+      request(message, transfer, done) {
+        const id = next++;
+        waiting.set(id, done);
+        raw.post({ ...message, id }, transfer);
+      },
+      ref: () => raw.ref(),
+      unref: () => raw.unref(),
+      terminate: () => raw.terminate(),
+    };
+    raw.ref();
+    const reply = await new Promise((resolve) => port.request({ type: 'init', options: workerOptions }, [], resolve));
+    if (reply.error) {
+      await raw.terminate();
+      throw rebuildError(reply.error);
+    }
+    raw.unref();
+    const w = new MsdaWorker(port, reply.info);
+    onFailure = (why) => w._stop(`worker that stopped (${why})`);
+    return w;
+  };
+}
