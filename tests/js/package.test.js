@@ -75,6 +75,10 @@ test('package.json: license file, repository, keywords, sideEffects, engines', a
   for (const hook of ['preinstall', 'install', 'postinstall']) {
     assert.equal(pkg.scripts?.[hook], undefined, `no ${hook} script: nothing is compiled at install time`);
   }
+  assert.equal(pkg.dependencies, undefined, 'no dependencies');
+  for (const peer of Object.keys(pkg.peerDependencies ?? {})) {
+    assert.equal(pkg.peerDependenciesMeta?.[peer]?.optional, true, `peer ${peer} is optional`);
+  }
   // require() of an ES module works unflagged from Node 20.19 and 22.12; the range must say so
   // and admit the Node that runs this test (which the install test below uses through require).
   assert.equal(pkg.engines?.node, '^20.19.0 || >=22.12.0');
