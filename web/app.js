@@ -596,19 +596,25 @@ function renderStuck() {
   box.hidden = !s;
   if (!s) return;
   const average = 1 / (NL * NUM_POINTS);
-  const why = s.w < 0.5 * average
-    ? `Its weight fell to ${s.w.toFixed(3)}: shrinking this point's weight lowered the loss faster than moving it, and a point with a small weight has a small pull (its arrow scales with its weight), so it barely moves any more.`
-    : 'Around it, every small move makes its reading worse: the gradient only sees the 4 pixels next to a point, so a point can settle on a patch that resembles the target, a local minimum.';
-  box.textContent = `Point ${s.p + 1} on level ${s.l} stopped ${s.d.toFixed(2)} away from the target. ${why} ` +
-    'Gradient descent only ever looks downhill from where it stands. Drag the point nearer the target ⊕ and descent takes over.';
+  const where = `Point ${s.p + 1} on level ${s.l} stopped ${s.d.toFixed(2)} from the target ⊕`;
+  box.textContent = s.w < 0.5 * average
+    ? `${where}, its weight turned down to ${s.w.toFixed(3)}. Descent found it cheaper to silence this point than to ` +
+      'move it: once the others match the target, its gradient is tiny (it scales with its weight and with what is ' +
+      'left of the loss), and it only sees the 4 pixels around the point, not the target further away. That is a ' +
+      'local minimum: every small change from here makes the loss worse or no better. Drag the point nearer ⊕ and ' +
+      'descent takes over.'
+    : `${where} while the loss levelled off. The gradient only sees the 4 pixels around a point, so the point ` +
+      'settled where its reading helps the output and every small move makes it worse: a local minimum. Gradient ' +
+      'descent only ever looks downhill from where it stands. Drag the point nearer ⊕ and descent takes over.';
 }
 
 function renderHood() {
   $('t-forward').textContent = `${result.forwardMs.toFixed(3)} ms`;
   $('t-backward').textContent = `${result.backwardMs.toFixed(3)} ms`;
   $('module').textContent = msda.simd ? 'wasm SIMD' : 'wasm scalar';
-  // What the module in use runs with (1 unless threaded).
+  // What the module in use runs with (1 unless threaded); only the SIMD module has threads.
   $('threads').textContent = String(msda.threads ?? 1);
+  $('threads-select').disabled = ui.module === 'scalar' || !simdAvailable;
 }
 
 // Draws everything that depends on the playground's state (step 1 has its own point).

@@ -362,7 +362,8 @@ test('a point left behind is explained', async () => {
   const d = Math.hypot(loc[2 * i] - s.target[0], loc[2 * i + 1] - s.target[1]);
   assert.ok(d > 0.08, `the named point is ${d} from the target`);
   const text = await page.textContent('#stuck');
-  assert.match(text, new RegExp(`^Point ${s.stuck.p + 1} on level ${s.stuck.l} stopped ${d.toFixed(2)} away`));
+  assert.match(text, new RegExp(`^Point ${s.stuck.p + 1} on level ${s.stuck.l} stopped ${d.toFixed(2)} from the target`));
+  assert.match(text, /local minimum/);
   assert.ok(await page.isVisible('#stuck'));
   await page.evaluate(() => document.getElementById('levels').scrollIntoView());
   await page.screenshot({ path: screenshotPath('page-1280x800-150-steps.png') });
