@@ -81,7 +81,7 @@ export const { init, initNative } = createApi(platform);
 
 // initWorker: the instance in a module Web Worker, started by the literal pattern bundlers
 // follow (they bundle remote-worker.js and what it imports), or from another origin (a CDN)
-// through a blob: module.
+// through a blob: module; with wasmPaths, dist/msda-worker.js (the same, bundled on its own).
 function startRemoteWorker() {
   try {
     return new Worker(new URL('./remote-worker.js', import.meta.url), { type: 'module' });
@@ -91,8 +91,8 @@ function startRemoteWorker() {
   }
 }
 
-function spawnRemote() {
-  const worker = startRemoteWorker();
+function spawnRemote(urls) {
+  const worker = urls['msda-worker.js'] !== undefined ? workerAt(urls['msda-worker.js']) : startRemoteWorker();
   return {
     post: (message, transfer) => worker.postMessage(message, transfer),
     onMessage: (fn) => worker.addEventListener('message', (e) => fn(e.data)),

@@ -609,9 +609,10 @@ const INIT_KEYS = ['simd', 'wasmBinary', 'module', 'backend', 'addonPath', 'thre
 /** The `.code` of the Error thrown when the native addon cannot be used here (native.js). */
 export const NATIVE_UNAVAILABLE = 'MSDA_NATIVE_UNAVAILABLE';
 
-/** The files wasmPaths may place: the three modules and the threads' worker script. */
+/** The files wasmPaths may place: the three modules, the threads' worker script and
+ *  initWorker's worker (dist/msda-worker.js, remote-worker.js bundled on its own). */
 export const PACKAGE_FILES = Object.freeze(['msda-simd.wasm', 'msda-scalar.wasm', 'msda-simd-threads.wasm',
-  'threads-worker.js']);
+  'threads-worker.js', 'msda-worker.js']);
 
 /**
  * Checks init's wasmPaths and resolves it to a URL per file it covers, on the caller's thread

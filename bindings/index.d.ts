@@ -153,7 +153,8 @@ export class Msda {
 }
 
 /** The package's files that wasmPaths may place. */
-export type PackageFile = 'msda-simd.wasm' | 'msda-scalar.wasm' | 'msda-simd-threads.wasm' | 'threads-worker.js';
+export type PackageFile = 'msda-simd.wasm' | 'msda-scalar.wasm' | 'msda-simd-threads.wasm' | 'threads-worker.js'
+  | 'msda-worker.js';
 
 export interface InitOptions {
   /** 'auto' (default): the SIMD module where the runtime supports SIMD128; true/false force it. */

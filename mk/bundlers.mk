@@ -3,10 +3,19 @@
 # workers (esbuild) and CDNs. test-bundlers builds tiny apps from the packed package with
 # esbuild, webpack and Vite, exactly as the README's recipes say, and runs them in Chromium.
 
-wasm: $(DIST)/threads-worker.js
+wasm: $(DIST)/threads-worker.js $(DIST)/msda-worker.js
 
 $(DIST)/threads-worker.js: bindings/threads-worker.js | $(DIST)
 	install -m 644 $< $@
+
+# initWorker's browser worker in one file (what remote-worker.js imports, no Node code), for
+# the same copy of dist/; built by the esbuild the tests use (an npm dev dependency).
+ESBUILD := node_modules/.bin/esbuild
+$(DIST)/msda-worker.js: bindings/remote-worker.js bindings/remote.js bindings/browser.js bindings/core.js \
+                        bindings/loader.js bindings/threads.js mk/bundlers.mk | $(DIST)
+	@test -x $(ESBUILD) || { echo "mk/bundlers.mk: $(ESBUILD) missing (make setup installs the npm dev dependencies)" >&2; exit 1; }
+	$(ESBUILD) $< --bundle --platform=browser --format=esm --log-level=warning --outfile=$@
+	chmod 644 $@
 
 .PHONY: test-bundlers
 test-bundlers: native wasm

@@ -154,6 +154,9 @@ function checkRun(r, isolated, where) {
     assert.equal(r.threads, 1, `${where}: 1 thread without isolation`);
   }
   assert.equal(r.digest, want.digest, `${where}: the bits of Node`);
+  assert.equal(r.initWorker.threads, isolated ? 2 : 1, `${where}: initWorker's threads`);
+  assert.equal(r.initWorker.digest, want.digest, `${where}: initWorker gives the bits of Node`);
+  assert.equal(r.initWorker.transferred, true, `${where}: { transfer: true } moved the inputs`);
 }
 
 test('the installed package starts its threads worker by the literal pattern bundlers follow', async () => {
@@ -201,7 +204,8 @@ for (const name of Object.keys(RECIPES)) {
       checkRun(result.main, isolated, `${name} page`);
       checkRun(result.worker, isolated, `${name} worker`);
       const fallback = notices.filter((n) => /using 1 thread instead of 2/.test(n));
-      assert.equal(fallback.length, isolated ? 0 : 2, `one notice per init without isolation: ${notices.join(' | ')}`);
+      // init and initWorker's own init, on the page and in the app's worker.
+      assert.equal(fallback.length, isolated ? 0 : 4, `one notice per init: ${notices.join(' | ')}`);
     });
   }
 }
@@ -214,7 +218,7 @@ test('served from another origin (a CDN): the package imported from there, and a
   await mkdir(pages);
   await writeFile(path.join(pages, 'index.html'), `<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>cdn</title>
 <script type="module">
-import { init } from '${cdn}/bindings/browser.js';
+import { init, initWorker } from '${cdn}/bindings/browser.js';
 ${(await readFile(path.join(APP, 'src/compute.js'), 'utf8')).replace(/^import .*$/m, '')}
 compute().then((main) => ({ main, worker: main }), (e) => ({ error: String(e && e.stack || e) }))
   .then((r) => { window.__app = r; });

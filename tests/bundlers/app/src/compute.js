@@ -1,6 +1,7 @@
 // What every bundled app computes, on the page and in its Web Worker (and in Node, for the bits
-// to compare): forward and backward of a seeded problem on 2 threads where the runtime allows.
-import { init } from 'ms-deform-attn';
+// to compare): forward and backward of a seeded problem on 2 threads where the runtime allows,
+// with init() and again with initWorker() (the same calls in a worker of the package's own).
+import { init, initWorker } from 'ms-deform-attn';
 
 function makeCase() {
   let s = 12345;
@@ -41,5 +42,14 @@ export async function compute(options = {}) {
     digest: await sha256([output, g.gradValue.data, g.gradSamplingLocations.data, g.gradAttentionWeights.data]),
   };
   msda.dispose();
+  const w = await initWorker({ threads: 2, ...options });
+  const wOutput = (await w.forward(c.args)).data;
+  const wg = await w.backward({ ...c.args, gradOutput: c.gradOutput }, { transfer: true });
+  result.initWorker = {
+    threads: w.threads,
+    digest: await sha256([wOutput, wg.gradValue.data, wg.gradSamplingLocations.data, wg.gradAttentionWeights.data]),
+    transferred: c.args.value.data.byteLength === 0,
+  };
+  await w.terminate();
   return result;
 }
