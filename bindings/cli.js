@@ -436,6 +436,10 @@ async function writeOutputs(dir, outputs) {
       let fh;
       try {
         fh = await open(staged[i], EXCLUSIVE, 0o666);
+      } catch (e) {
+        throw new CliError(1, `${final[i]}: cannot create: ${why(e)}`);
+      }
+      try {
         await fh.write(npyHeader('<f4', shape));
         const body = npyDataBytes(data);
         for (let off = 0; off < body.length; off += WRITE_CHUNK) {

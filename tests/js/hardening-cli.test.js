@@ -250,7 +250,63 @@ test('SIGINT or SIGTERM while the outputs are written: the temporaries are remov
   }
 });
 
+// A small tmpfs of our own (root only): no inode left for an output file, no block left for its
+// data, a read-only file system. Exit 1 (2 for read-only: refused before computing), the same
+// line from both CLIs, the older outputs byte for byte, no private directory left.
+const mounts = [];
+function tmpfs(options) {
+  const dir = join(root, `tmpfs${n++}`);
+  mkdirSync(dir);
+  const r = spawnSync('mount', ['-t', 'tmpfs', '-o', options, 'tmpfs', dir], { encoding: 'utf8' });
+  if (r.status !== 0) return null;
+  mounts.push(dir);
+  return dir;
+}
+const canMount = isRoot && (() => {
+  const d = tmpfs('size=64k');
+  return d !== null;
+})();
+
+test('a full or read-only file system under --out: both CLIs say the same, older outputs kept', { skip: !canMount && 'mounting a tmpfs needs root' }, () => {
+  const { dir } = scenario();
+  const cases = [
+    // [what, mount options, op, expected exit, words, older outputs first]
+    ['no inode for the first output', 'size=1m,nr_inodes=2', 'forward', 1, ['output.npy: cannot create: No space left on device'], false],
+    ['no inode for the second output', 'size=1m,nr_inodes=3', 'backward', 1, ['grad_sampling_locations.npy: cannot create: No space left on device'], false],
+    ['no block for the data', 'size=4k', 'backward', 1, ['write error: No space left on device'], false],
+    ['a full disk holding older outputs', 'size=12k', 'backward', 1, ['write error: No space left on device'], true],
+    ['read-only', 'ro,size=64k', 'forward', 2, ['--out', 'not writable: Read-only file system'], false],
+  ];
+  for (const [what, options, op, code, words, older] of cases) {
+    const lines = {};
+    for (const cli of Object.keys(CLIS)) {
+      const out = tmpfs(options);
+      assert.ok(out, `mount -o ${options}`);
+      let before = {};
+      if (older) {
+        const names = ['grad_value.npy', 'grad_sampling_locations.npy', 'grad_attention_weights.npy'];
+        for (const f of names) writeFileSync(join(out, f), `older ${f}`);
+        before = Object.fromEntries(names.map((f) => [f, readFileSync(join(out, f))]));
+        // Fill what is left so that the new outputs cannot be written in full.
+        spawnSync('dd', ['if=/dev/zero', `of=${join(out, 'filler')}`, 'bs=1024', 'count=9'], { encoding: 'utf8' });
+      }
+      const r = run(cli, [op, '--in', dir, '--out', out]);
+      const where = `${what} (${cli} CLI)`;
+      assert.equal(r.signal, null, `${where}: killed by ${r.signal}`);
+      assert.equal(r.status, code, `${where}: exit ${r.status}, stderr ${JSON.stringify(r.stderr)}`);
+      assert.match(r.stderr, /^msda: [^\n]*\n$/, `${where}: one line starting "msda: "`);
+      for (const w of words) assert.ok(r.stderr.includes(w), `${where}: ${JSON.stringify(r.stderr)} should say ${w}`);
+      assert.deepEqual(hidden(out), [], `${where}: private directory left behind`);
+      for (const [f, bytes] of Object.entries(before)) assert.deepEqual(readFileSync(join(out, f)), bytes, `${where}: older ${f} changed`);
+      if (!older) assert.deepEqual(npyFiles(out), [], `${where}: no output`);
+      lines[cli] = r.stderr.split(out).join('<out>');
+    }
+    assert.equal(lines.js, lines.native, `${what}: both CLIs print the same line`);
+  }
+});
+
 test.after(() => {
+  for (const m of mounts) spawnSync('umount', [m]);
   // Give root's cleanup back the permissions the scenarios took away.
   for (const entry of readdirSync(root)) {
     const p = join(root, entry);
