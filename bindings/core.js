@@ -486,6 +486,14 @@ export class Msda {
     this.backend = backend.name;
     /** True when the SIMD128 wasm module runs. */
     this.simd = backend.simd;
+    /**
+     * Sizes past which calls are a RangeError before anything is allocated: tensorBytes for one
+     * tensor; callBytes (wasm) for one call's or one prepared problem's tensors together, with
+     * nothing else in the heap (null natively: the machine's memory decides).
+     */
+    this.limits = backend.memory
+      ? { tensorBytes: 4 * backend.maxTensorElements, callBytes: backend.maxCallBytes }
+      : { tensorBytes: backend.maxElements === undefined ? null : 4 * backend.maxElements, callBytes: null };
     /** Wasm backends: the module's memory and the allocator's in-use bytes (for leak checks). */
     this.wasm = backend.memory
       ? { memory: backend.memory, heapInUse: () => backend.heapInUse() }
@@ -493,24 +501,33 @@ export class Msda {
   }
 
   /**
-   * Checked before anything is allocated: the bytes the heap would need for these tensors
-   * (wasm), or each tensor against the longest Float32Array the runtime makes (native).
+   * Checked before anything is allocated. Wasm: the bytes the call's heap block needs against
+   * what a wasm32 heap can give one call, then each tensor against PTRDIFF_MAX bytes (the C
+   * library's limit on wasm32). Native: each tensor against the longest Float32Array the
+   * runtime makes.
    */
   _checkSize(fn, problem, mode) {
-    const { maxElements } = this._backend;
+    const b = this._backend;
+    const tensors = TENSORS[mode].map((name) => ({ name, elements: exactElementsOf(problem.shapes[name]) }));
+    if (b.memory) {
+      const bytes = exactWasmBytes(problem.desc.length, tensors);
+      if (bytes > BigInt(b.maxCallBytes)) {
+        throw new RangeError(`${fn}: this call needs ${bytes} bytes of WebAssembly memory, more than the ${b.maxCallBytes} bytes a wasm32 heap can give one call (4 GiB less ${WASM_MAX_BYTES - b.maxCallBytes} bytes of static data, C stack and allocator headers)`);
+      }
+      for (const { name, elements } of tensors) {
+        if (elements > BigInt(b.maxTensorElements)) {
+          throw new RangeError(`${fn}: ${name} needs ${4n * elements} bytes (${elements} elements), more than the ${4 * b.maxTensorElements} bytes (${b.maxTensorElements} elements) one tensor can span in wasm32`);
+        }
+      }
+      return;
+    }
+    const { maxElements } = b;
     if (maxElements !== undefined) {
-      for (const name of TENSORS[mode]) {
-        const elements = exactElementsOf(problem.shapes[name]);
+      for (const { name, elements } of tensors) {
         if (elements > BigInt(maxElements)) {
           throw new RangeError(`${fn}: ${name} needs ${4n * elements} bytes (${elements} elements), more than a Float32Array can hold here (${maxElements} elements)`);
         }
       }
-    }
-    if (!this._backend.memory) return;
-    const layout = TENSORS[mode].map((name) => ({ name, elements: exactElementsOf(problem.shapes[name]) }));
-    const bytes = exactWasmBytes(problem.desc.length, layout);
-    if (bytes >= BigInt(WASM_MAX_BYTES)) {
-      throw new RangeError(`${fn}: this call needs ${bytes} bytes of WebAssembly memory, more than the 4 GiB (4294967296 bytes) a wasm32 heap can address`);
     }
   }
 

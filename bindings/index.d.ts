@@ -135,6 +135,11 @@ export class Msda {
   /** Threads each call uses unless it passes `threads`: init's option, or 1 where the runtime
    *  cannot run wasm threads (a page that is not cross-origin isolated). */
   readonly threads: number;
+  /** Sizes past which a call is a RangeError before anything is allocated: one tensor's bytes
+   *  (wasm: 2147483644, PTRDIFF_MAX on wasm32; native: the longest Float32Array), and, wasm only,
+   *  one call's or prepared problem's tensors together with nothing else in the heap (4 GiB less
+   *  the static data and C stack). Prepared problems not yet disposed take from the same heap. */
+  readonly limits: { readonly tensorBytes: number | null; readonly callBytes: number | null };
   /** Wasm backends: the module's memory and the allocator's bytes in use; null for native. */
   readonly wasm: { memory: WebAssembly.Memory; heapInUse(): number } | null;
   /** output (B, N_q, N_h·C_h). Throws TypeError/RangeError on bad input, Error with .code on a C status. */

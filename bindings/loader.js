@@ -17,6 +17,10 @@ export function simdSupported() {
 
 // wasm32 addresses 4 GiB at most (MAXIMUM_MEMORY=4GB in mk/wasm.mk).
 export const WASM_MAX_BYTES = 2 ** 32;
+// One tensor spans at most PTRDIFF_MAX (2^31 - 1) bytes in wasm32: the C library refuses more.
+export const WASM_MAX_TENSOR_ELEMENTS = Math.floor((2 ** 31 - 1) / 4);
+// Kept free below 4 GiB for the allocator's own headers (72 bytes in these builds).
+const ALLOCATOR_SLACK = 4096;
 
 /**
  * Instantiates `source`, a fetch() Response (compiled while it streams when the server sent
@@ -106,6 +110,12 @@ export class WasmBackend {
     this.memory = instance.exports.memory;
     this.simd = instance.exports.msda_wasm_simd() === 1;
     this.name = this.simd ? 'wasm' : 'wasm-scalar';
+    // Below the heap: static data and the C stack (a module from an older build: assume 16 MiB).
+    const heapBase = typeof this.exports.msda_wasm_heap_base === 'function' ? this.exports.msda_wasm_heap_base() >>> 0 : 2 ** 24;
+    /** Most bytes one call (or one prepared problem) can have in this heap, with nothing else in it. */
+    this.maxCallBytes = WASM_MAX_BYTES - heapBase - ALLOCATOR_SLACK;
+    /** Most elements one tensor can have. */
+    this.maxTensorElements = WASM_MAX_TENSOR_ELEMENTS;
   }
 
   /** Bytes the WebAssembly memory currently spans. */
@@ -151,12 +161,16 @@ class WasmStore {
   constructor(backend, desc, layout) {
     this.backend = backend;
     this.bytes = wasmBytesNeeded(desc.length, layout);
-    if (this.bytes >= WASM_MAX_BYTES) {
-      throw new RangeError(`ms-deform-attn: this problem needs ${this.bytes} bytes of WebAssembly memory, more than the 4 GiB (4294967296 bytes) a wasm32 heap can address`);
+    if (this.bytes > backend.maxCallBytes) {
+      throw new RangeError(`ms-deform-attn: this problem needs ${this.bytes} bytes of WebAssembly memory, more than the ${backend.maxCallBytes} bytes a wasm32 heap can give one call`);
     }
     const block = backend.exports.malloc(this.bytes) >>> 0;
     if (block === 0) {
-      throw new RangeError(`ms-deform-attn: could not allocate ${this.bytes} bytes in the WebAssembly heap (${backend.memoryBytes()} bytes in use by the memory; it cannot grow that far)`);
+      throw new RangeError(`ms-deform-attn: could not allocate ${this.bytes} bytes of WebAssembly memory: ${backend.heapInUse()} bytes are in use (prepared problems not yet disposed) and a wasm32 heap gives at most ${backend.maxCallBytes} bytes in all`);
+    }
+    if (block + this.bytes > backend.memoryBytes()) {
+      // Never a block the memory does not hold (mk/wasm.mk fixes emmalloc's fit test).
+      throw new Error(`ms-deform-attn: malloc(${this.bytes}) returned ${block}, past the end of the ${backend.memoryBytes()}-byte memory`);
     }
     const base = alignUp(block);
     this.block = block;
@@ -197,11 +211,19 @@ class WasmStore {
   run(op) {
     const e = this.backend.exports;
     const p = (n) => this.ptr.get(n);
-    const status = op === 'forward'
-      ? e.msda_wasm_forward(this.base, this.descCount, p('value'), p('samplingLocations'),
-        p('attentionWeights'), p('output'))
-      : e.msda_wasm_backward(this.base, this.descCount, p('gradOutput'), p('value'), p('samplingLocations'),
-        p('attentionWeights'), p('gradValue'), p('gradSamplingLocations'), p('gradAttentionWeights'));
+    // A trap unwinds past the C functions that would have put the stack pointer back: restore
+    // it here, or every trap would leak C stack until even tiny calls overflow it.
+    const stack = e.stackSave();
+    let status;
+    try {
+      status = op === 'forward'
+        ? e.msda_wasm_forward(this.base, this.descCount, p('value'), p('samplingLocations'),
+          p('attentionWeights'), p('output'))
+        : e.msda_wasm_backward(this.base, this.descCount, p('gradOutput'), p('value'), p('samplingLocations'),
+          p('attentionWeights'), p('gradValue'), p('gradSamplingLocations'), p('gradAttentionWeights'));
+    } finally {
+      e.stackRestore(stack);
+    }
     if (status === 0) return null;
     return {
       status,

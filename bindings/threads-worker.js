@@ -66,6 +66,8 @@ async function start({ module, memory, control: controlPtr, stackTop, index, del
         Atomics.add(c, WORKER_PARTS, 1);
       }
     } catch {
+      // A trap skips the C epilogues: put this instance's stack pointer back.
+      instance.exports.stackRestore(stackTop);
       Atomics.store(c, FAILED, 1);
     }
     pause('ran');

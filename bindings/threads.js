@@ -197,9 +197,11 @@ class Pool {
       this.pause('publish');
     }
     let failed = 0;
+    const stack = this.exports.stackSave();
     try {
       for (let k = 0; k < parts; k += this.threads) this.exports.msda_wasm_run_part(job, k, parts);
     } catch {
+      this.exports.stackRestore(stack);
       failed = 1;
     }
     this.pause('join');

@@ -14,8 +14,8 @@ THREADS_WASM_DEPS := $(LIB_SRC) $(LIB_HDR) bindings/wasm/glue.c bindings/wasm/pr
 
 wasm: $(THREADS_WASM)
 
-$(THREADS_WASM): $(THREADS_WASM_DEPS) | $(DIST)
+$(THREADS_WASM): $(THREADS_WASM_DEPS) $(BUILD)/wasm/emmalloc-threads.o | $(DIST)
 	$(EMCC) $(WASM_FLAGS) -sEXPORTED_FUNCTIONS=$(WASM_EXPORTS),_msda_wasm_run_part \
 	  -msimd128 -matomics -mbulk-memory -DMSDA_WASM_THREADS \
 	  -sIMPORTED_MEMORY=1 -sINITIAL_MEMORY=16MB -Wl,--shared-memory \
-	  --js-library bindings/wasm/threads-imports.js $(WASM_SRC) -o $@
+	  --js-library bindings/wasm/threads-imports.js $(WASM_SRC) $(BUILD)/wasm/emmalloc-threads.o $(BUILD)/wasm/sbrk-threads.o -o $@

@@ -20,6 +20,7 @@ const char *msda_wasm_error_message(void);
 const char *msda_wasm_status_name(int status);
 size_t msda_wasm_heap_in_use(void);
 int msda_wasm_simd(void);
+size_t msda_wasm_heap_base(void);
 
 int msda_wasm_forward(const int64_t *desc, int desc_count, const float *value, const float *sampling_locations,
                       const float *attention_weights, float *output)
@@ -50,6 +51,13 @@ const char *msda_wasm_status_name(int status) { return msda_status_string((msda_
 size_t msda_wasm_heap_in_use(void)
 {
     return emmalloc_dynamic_heap_size() - emmalloc_free_dynamic_memory();
+}
+
+/* The first address malloc can hand out: below it are the static data and the C stack. */
+size_t msda_wasm_heap_base(void)
+{
+    extern unsigned char __heap_base;
+    return (size_t)&__heap_base;
 }
 
 /* Which build this is, so a module passed in by the caller reports it truthfully. */

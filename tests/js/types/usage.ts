@@ -45,6 +45,7 @@ export async function usage(): Promise<number> {
     void code;
   }
   const heap: number = msda.wasm ? msda.wasm.heapInUse() : 0;
+  const limit: number | null = msda.limits.callBytes ?? msda.limits.tensorBytes;
   const ref: Float64Array = referenceForward({ value, spatialShapes: [[4, 4]], samplingLocations, attentionWeights }).data;
   const refGrad: Float64Array = referenceBackward({ value, spatialShapes: [[4, 4]], samplingLocations, attentionWeights,
     gradOutput: out }).gradValue.data;
@@ -83,6 +84,6 @@ export async function usage(): Promise<number> {
   await w[Symbol.asyncDispose]();
   const ended: boolean = w.terminated;
 
-  return out.data.length + gv.length + o.length + g.length + (shape?.length ?? 0) + heap + ref.length + refGrad.length
+  return out.data.length + gv.length + o.length + g.length + (shape?.length ?? 0) + heap + (limit ?? 0) + ref.length + refGrad.length
     + (supported ? 1 : 0) + (gone ? 1 : 0) + (ended ? 1 : 0) + wout.length + wgrad.length + notNow.data.length + layout.length + (native2.simd ? 1 : 0) + (fromBytes.simd ? 1 : 0);
 }
