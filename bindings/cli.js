@@ -467,6 +467,10 @@ async function writeOutputs(dir, outputs) {
     }
   } finally {
     removeStaging();
+    // A signal that came during the synchronous renames is dispatched when the loop next polls
+    // (after this turn's check phase): listen until then, or it is lost (the run would exit 0
+    // after the user's Ctrl-C).
+    for (let turn = 0; turn < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
     for (const s of CLEANUP_SIGNALS) process.removeListener(s, onSignal);
   }
 }

@@ -250,6 +250,55 @@ test('SIGINT or SIGTERM while the outputs are written: the temporaries are remov
   }
 });
 
+// A signal that arrives while the outputs are renamed into place: all outputs appear (the renames
+// are one step), and then the CLI ends as killed by it, as the user asked. The JS CLI once
+// dropped the listeners before Node dispatched the signal, so it was lost and the run exited 0.
+// The signal is sent from inside the first rename: a preloaded module (JS) or an LD_PRELOAD shim
+// (native) wraps rename.
+test('a signal during the renames: all outputs appear, then the CLI ends as killed by it', () => {
+  const shimDir = join(root, 'shim');
+  mkdirSync(shimDir);
+  const jsShim = join(shimDir, 'rename-signal.mjs');
+  writeFileSync(jsShim, `import fs from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
+const rename = fs.renameSync;
+let sent = false;
+fs.renameSync = (a, b) => {
+  if (!sent) { sent = true; process.kill(process.pid, process.env.MSDA_TEST_SIGNAL); }
+  return rename(a, b);
+};
+syncBuiltinESMExports();
+`);
+  const cShim = join(shimDir, 'rename-signal.c'), so = join(shimDir, 'rename-signal.so');
+  writeFileSync(cShim, `#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+int rename(const char *a, const char *b)
+{
+    static int sent;
+    int (*real)(const char *, const char *) = (int (*)(const char *, const char *))dlsym(RTLD_NEXT, "rename");
+    if (!sent) { sent = 1; raise(strcmp(getenv("MSDA_TEST_SIGNAL"), "SIGINT") ? SIGTERM : SIGINT); }
+    return real(a, b);
+}
+`);
+  const cc = spawnSync('cc', ['-shared', '-fPIC', '-o', so, cShim, '-ldl'], { encoding: 'utf8' });
+  assert.equal(cc.status, 0, cc.stderr);
+  const { dir } = scenario();
+  for (const signal of ['SIGINT', 'SIGTERM']) {
+    for (const cli of Object.keys(CLIS)) {
+      const out = join(root, `rename-${cli}-${signal}`);
+      const [cmd, ...rest] = cli === 'js' ? [process.execPath, '--import', jsShim, ...CLIS.js.slice(1)] : CLIS.native;
+      const env = { ...process.env, MSDA_TEST_SIGNAL: signal, ...(cli === 'native' ? { LD_PRELOAD: so } : {}) };
+      const r = spawnSync(cmd, [...rest, 'backward', '--in', dir, '--out', out], { encoding: 'utf8', env, timeout: 20000 });
+      assert.equal(r.signal, signal, `${cli} ${signal}: ends as killed by it (exit ${r.status}, ${r.stderr})`);
+      assert.deepEqual(listing(out), ['grad_attention_weights.npy', 'grad_sampling_locations.npy', 'grad_value.npy'],
+        `${cli} ${signal}: all outputs, nothing else`);
+    }
+  }
+});
+
 // A small tmpfs of our own (root only): no inode left for an output file, no block left for its
 // data, a read-only file system. Exit 1 (2 for read-only: refused before computing), the same
 // line from both CLIs, the older outputs byte for byte, no private directory left.
