@@ -36,6 +36,9 @@ const FORWARD_KEYS = ['value', 'spatialShapes', 'levelStartIndex', 'samplingLoca
   ...OPTION_KEYS];
 const BACKWARD_KEYS = ['gradOutput', ...FORWARD_KEYS];
 
+// What the kernels write: prepare() touches these up front.
+const OUTPUTS = ['output', 'gradValue', 'gradSamplingLocations', 'gradAttentionWeights'];
+
 // Which tensors each kind of call needs, in heap order.
 const TENSORS = {
   forward: ['value', 'samplingLocations', 'attentionWeights', 'output'],
@@ -484,8 +487,10 @@ export class Msda {
     this.threads = backend.threads ?? 1;
     /** 'wasm' (SIMD module), 'wasm-scalar' or 'native'. */
     this.backend = backend.name;
-    /** True when the SIMD128 wasm module runs. */
+    /** True when vector code runs: the SIMD128 wasm module, or the addon's SSE2 (or wider) kernels. */
     this.simd = backend.simd;
+    /** The vector ISA the kernels run: 'wasm-simd128', 'sse2' (the addon on x86), ... or 'scalar'. */
+    this.isa = backend.isa;
     /**
      * Sizes past which calls are a RangeError before anything is allocated: tensorBytes for one
      * tensor; callBytes (wasm) for one call's or one prepared problem's tensors together, with
@@ -529,6 +534,17 @@ export class Msda {
         }
       }
     }
+  }
+
+  // A call asking for more threads than a wasm instance has runs on the ones it has (same bits):
+  // say so once per backend rather than silently (native starts what a call asks for).
+  _noteThreads(fn, problem) {
+    const b = this._backend;
+    const has = b.threads ?? 1;
+    if (!b.memory || problem.threads === undefined || problem.threads <= has || b.threadsNoticed) return;
+    b.threadsNoticed = true;
+    console.warn(`ms-deform-attn: ${fn} asked for threads: ${problem.threads}, but this instance runs on ${has} `
+      + `(init({ threads: ${problem.threads} }) starts more; results are the same bits either way). Said once.`);
   }
 
   // Inputs that are views of this heap (a prepared problem's tensors) are copied out first:
@@ -575,7 +591,11 @@ export class Msda {
     const problem = problemFromOptions('prepare', problemOptions);
     if (!Object.hasOwn(TENSORS, mode)) throw new RangeError(`prepare: mode is ${describe(mode)}, expected 'forward', 'backward' or 'both'`);
     this._checkSize('prepare', problem, mode);
+    this._noteThreads('prepare', problem);
     const prepared = new Prepared(this._backend, problem, mode);
+    // The first call then finds its memory grown and its pages present (the copying calls skip
+    // this: they overwrite their inputs and take fresh outputs anyway).
+    prepared._store.prefault(OUTPUTS);
     prepared._owner = this;
     this._prepared.add(prepared);
     return prepared;
@@ -585,6 +605,7 @@ export class Msda {
     this._live('forward');
     const { problem, inputs } = problemFromTensors('forward', args, false);
     this._checkSize('forward', problem, 'forward');
+    this._noteThreads('forward', problem);
     this._detachFromHeap(inputs);
     const p = new Prepared(this._backend, problem, 'forward');
     try {
@@ -600,6 +621,7 @@ export class Msda {
     this._live('backward');
     const { problem, inputs } = problemFromTensors('backward', args, true);
     this._checkSize('backward', problem, 'backward');
+    this._noteThreads('backward', problem);
     this._detachFromHeap(inputs);
     const p = new Prepared(this._backend, problem, 'backward');
     try {

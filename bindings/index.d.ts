@@ -126,12 +126,18 @@ export class Prepared {
 
 export type BackendName = 'wasm' | 'wasm-scalar' | 'native';
 
+/** 'wasm-simd128' (SIMD module), 'scalar' (the scalar module, or the addon without a vector
+ *  ISA), 'sse2' (the addon on x86), or a wider ISA the addon reports. */
+export type Isa = 'wasm-simd128' | 'scalar' | 'sse2' | 'avx2' | 'avx512' | 'neon' | (string & {});
+
 /** The API init() resolves to. */
 export class Msda {
   /** 'wasm' (the SIMD module), 'wasm-scalar' or 'native'. */
   readonly backend: BackendName;
-  /** True when the SIMD128 module runs. */
+  /** True when vector code runs: the SIMD128 module, or the addon's SSE2 (or wider) kernels. */
   readonly simd: boolean;
+  /** The vector ISA the kernels run. */
+  readonly isa: Isa;
   /** Threads each call uses unless it passes `threads`: init's option, or 1 where the runtime
    *  cannot run wasm threads (a page that is not cross-origin isolated). */
   readonly threads: number;
@@ -222,6 +228,7 @@ export interface CallOptions {
 export class MsdaWorker {
   readonly backend: BackendName;
   readonly simd: boolean;
+  readonly isa: Isa;
   readonly threads: number;
   /** True after terminate() (or if the worker stopped on its own). */
   readonly terminated: boolean;

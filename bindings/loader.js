@@ -110,6 +110,7 @@ export class WasmBackend {
     this.memory = instance.exports.memory;
     this.simd = instance.exports.msda_wasm_simd() === 1;
     this.name = this.simd ? 'wasm' : 'wasm-scalar';
+    this.isa = this.simd ? 'wasm-simd128' : 'scalar';
     // Below the heap: static data and the C stack (a module from an older build: assume 16 MiB).
     const heapBase = typeof this.exports.msda_wasm_heap_base === 'function' ? this.exports.msda_wasm_heap_base() >>> 0 : 2 ** 24;
     /** Most bytes one call (or one prepared problem) can have in this heap, with nothing else in it. */
@@ -197,6 +198,11 @@ class WasmStore {
       this.views.set(name, v);
     }
     return v;
+  }
+
+  /** The outputs' pages touched now (prepare), not in the first call. */
+  prefault(outputs) {
+    for (const name of outputs) if (this.ptr.has(name)) this.view(name).fill(0);
   }
 
   load(name, data) {

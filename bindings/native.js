@@ -58,7 +58,11 @@ class NativeBackend {
   constructor(addon) {
     this.addon = addon;
     this.name = 'native';
-    this.simd = false;
+    // The vector ISA the kernels run: the addon says when it can (runtime dispatch); otherwise
+    // what its build has, SSE2 on x86 (every x86-64 has it) and the scalar code elsewhere.
+    this.isa = typeof addon.isa === 'function' ? String(addon.isa())
+      : process.arch === 'x64' || process.arch === 'ia32' ? 'sse2' : 'scalar';
+    this.simd = this.isa !== 'scalar';
     this.memory = null;
     // Elements of the longest typed array this Node makes (V8's limit; 2^32 on Node 20).
     this.maxElements = constants.MAX_LENGTH;
@@ -84,6 +88,11 @@ class NativeStore {
       this.arrays.set(name, a);
     }
     return a;
+  }
+
+  /** The outputs allocated and their pages touched now (prepare), not in the first call. */
+  prefault(outputs) {
+    for (const name of outputs) if (this.elements.has(name)) this.view(name).fill(0);
   }
 
   // Inputs are only read by C, so the caller's array is used in place.

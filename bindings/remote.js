@@ -56,7 +56,7 @@ export function serve(port, init) {
     if (m.type === 'init') {
       try {
         msda = await init(m.options);
-        port.post({ id: m.id, info: { backend: msda.backend, simd: msda.simd, threads: msda.threads } });
+        port.post({ id: m.id, info: { backend: msda.backend, simd: msda.simd, isa: msda.isa, threads: msda.threads } });
       } catch (e) {
         port.post({ id: m.id, error: errorRecord(e) });
       }
@@ -131,6 +131,7 @@ export class MsdaWorker {
     /** 'wasm', 'wasm-scalar' or 'native', as in the worker. */
     this.backend = info.backend;
     this.simd = info.simd;
+    this.isa = info.isa;
     this.threads = info.threads;
   }
 

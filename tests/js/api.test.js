@@ -339,3 +339,66 @@ test('a prepared problem\'s heap views as inputs to the copying forward/backward
     p.dispose();
   }
 });
+
+test('isa says which vector code runs: wasm-simd128, scalar, sse2 natively on x86; simd agrees', async () => {
+  assert.equal((await init({ simd: true })).isa, 'wasm-simd128');
+  assert.equal((await init({ simd: false })).isa, 'scalar');
+  assert.equal((await init({ threads: 2 })).isa, 'wasm-simd128');
+  const native = await initNative();
+  const expected = ['x64', 'ia32'].includes(process.arch) ? 'sse2' : 'scalar';
+  if (typeof native._backend.addon.isa === 'function') assert.equal(native.isa, native._backend.addon.isa());
+  else assert.equal(native.isa, expected);
+  assert.equal(native.simd, native.isa !== 'scalar', 'native simd: true when the addon runs vector code');
+  for (const m of [await init({ simd: true }), await init({ simd: false }), native]) {
+    assert.equal(m.simd, m.isa !== 'scalar', `${m.backend}: simd and isa agree`);
+  }
+});
+
+test('a call asking for more threads than a wasm instance has says so once (and computes the same bits)', async () => {
+  const { readFile } = await import('node:fs/promises');
+  const warnings = [];
+  const warn = console.warn;
+  console.warn = (...a) => warnings.push(a.join(' '));
+  try {
+    const m = await init({ wasmBinary: new Uint8Array(await readFile(distFile('msda-simd.wasm'))) });
+    const args = validArgs();
+    const want = m.forward(args).data;
+    assert.equal(warnings.length, 0, 'no threads asked: no warning');
+    assert.deepEqual(m.forward({ ...args, threads: 2 }).data, want);
+    assert.equal(warnings.length, 1);
+    assert.equal(warnings[0], 'ms-deform-attn: forward asked for threads: 2, but this instance runs on 1 (init({ threads: 2 }) starts more; results are the same bits either way). Said once.');
+    m.backward({ ...args, gradOutput: gradOutput(), threads: 4 });
+    m.prepare({ batch: 1, numQueries: 1, numHeads: 1, channels: 1, numPoints: 1, spatialShapes: [[1, 1]], threads: 3 }).dispose();
+    assert.equal(warnings.length, 1, 'once per instance');
+    // A pool of 2 asked for 2, and native (which starts what a call asks for): no warning.
+    const two = await init({ threads: 2 });
+    two.forward({ ...args, threads: 2 });
+    (await initNative()).forward({ ...args, threads: 3 });
+    assert.equal(warnings.length, 1, warnings.join('\n'));
+    two.forward({ ...args, threads: 5 });
+    assert.equal(warnings.length, 2);
+    assert.match(warnings[1], /^ms-deform-attn: forward asked for threads: 5, but this instance runs on 2 /);
+  } finally {
+    console.warn = warn;
+  }
+});
+
+test('prepare() touches the outputs up front: the first backward faults in fewer than half of gradValue\'s pages', async () => {
+  for (const m of [await init({ simd: true }), await initNative()]) {
+    const p = m.prepare({ batch: 1, numQueries: 300, numHeads: 8, channels: 32, numPoints: 4,
+      spatialShapes: [[100, 167], [50, 84], [25, 42], [13, 21]] });
+    try {
+      p.value.fill(0.5);
+      p.samplingLocations.fill(0.5);
+      p.attentionWeights.fill(0.1);
+      p.gradOutput.fill(1);
+      const pages = (p.gradValue.length * 4) / 4096;
+      const before = process.resourceUsage().minorPageFault;
+      p.backward();
+      const faults = process.resourceUsage().minorPageFault - before;
+      assert.ok(faults < pages / 2, `${m.backend}: the first backward took ${faults} page faults; gradValue alone spans ${pages} pages`);
+    } finally {
+      p.dispose();
+    }
+  }
+});
