@@ -6,10 +6,12 @@
 //   const out = msDeformAttn(value, samplingLocations, attentionWeights, { spatialShapes });
 //
 // @tensorflow/tfjs-core is the user's own copy (an optional peer dependency). The kernels run
-// in this package's wasm module (or any instance given to setMsda), never in tfjs: tensors are
-// read with dataSync(), which on tfjs-backend-cpu hands over tfjs's own array without a copy,
-// and results are wrapped with tf.tensor(data, shape, 'float32'), which the cpu backend keeps
-// as it is. GPU backends (webgl, webgpu) work too, by reading the data back to the CPU.
+// in this package's wasm module (or any instance given to setMsda), never in tfjs. Each call
+// copies its inputs into that module's memory once and its outputs into tensors once, as the
+// core API does: inputs are read where tfjs keeps them (tfjs-backend-cpu's own arrays through
+// dataSync(), tfjs-backend-wasm's heap through a view); outputs become tensors through
+// tf.tensor(data, shape, 'float32'). GPU backends (webgl, webgpu) work too, by reading the data
+// back to the CPU.
 
 import * as tf from '@tensorflow/tfjs-core';
 import { parseNpy } from './npy.js';
@@ -154,22 +156,43 @@ function checkShapes(fn, value, samplingLocations, attentionWeights, o) {
   }
   checkShape(fn, 'attentionWeights', attentionWeights.shape, [B, Q, H, NL, P], ['B', 'N_q', 'N_h', 'N_l', 'N_p'],
     'B, N_q, N_h, N_l and N_p from value and samplingLocations');
-  return { B, Q, H, C };
+  return { B, Q, H, C, P };
 }
 
-// The core API's arguments for these tensors: dataSync() arrays passed straight in.
-function coreArgs(o, value, samplingLocations, attentionWeights) {
-  return {
-    value: { data: value.dataSync(), shape: value.shape },
-    samplingLocations: { data: samplingLocations.dataSync(), shape: samplingLocations.shape },
-    attentionWeights: { data: attentionWeights.dataSync(), shape: attentionWeights.shape },
-    spatialShapes: o.spatialShapes, levelStartIndex: o.levelStartIndex,
-    valueLayout: o.valueLayout, samplingLocationsLayout: o.samplingLocationsLayout,
-    alignCorners: o.alignCorners, paddingMode: o.paddingMode,
-  };
+// Moving data. A tensor's values as a Float32Array without a copy where tfjs allows: dataSync()
+// (tfjs-backend-cpu hands over its own array), or on tfjs-backend-wasm a view of its heap (its
+// dataSync() would copy). The view is read at once, into this package's own wasm memory, before
+// tfjs can allocate again.
+function hostData(t) {
+  const b = tf.backend();
+  if (onTfjsWasm(b) && b.dataIdMap.has(t.dataId)) return b.typedArrayFromHeap(t);
+  return t.dataSync();
 }
 
-const wrap = (t) => tf.tensor(t.data, t.shape, 'float32');
+// tfjs-backend-wasm copies a new tensor's values into its heap when it is made; other backends
+// keep the array they are given (so it must be ours to give).
+function onTfjsWasm(b = tf.backend()) {
+  return tf.getBackend() === 'wasm' && typeof b.typedArrayFromHeap === 'function' && typeof b.dataIdMap?.has === 'function';
+}
+
+// One call of the core API on a problem prepared for it: the inputs copied in once, the outputs
+// made into tensors with one copy (tf.tensor(data, shape, 'float32') on arrays of our own).
+function run(mode, o, dims, inputs, outputs) {
+  const p = msda.prepare({ batch: dims.B, numQueries: dims.Q, numHeads: dims.H, channels: dims.C, numPoints: dims.P,
+    spatialShapes: o.spatialShapes, levelStartIndex: o.levelStartIndex, valueLayout: o.valueLayout,
+    samplingLocationsLayout: o.samplingLocationsLayout, alignCorners: o.alignCorners, paddingMode: o.paddingMode }, { mode });
+  try {
+    for (const [name, t] of Object.entries(inputs)) p[name].set(hostData(t));
+    if (mode === 'forward') p.forward(); else p.backward();
+    const copies = onTfjsWasm();
+    return outputs.map((name) => tf.tensor(copies ? p[name] : p[name].slice(), p.shapes[name], 'float32'));
+  } finally {
+    p.dispose();
+  }
+}
+
+const forwardCore = (o, dims, value, samplingLocations, attentionWeights) =>
+  run('forward', o, dims, { value, samplingLocations, attentionWeights }, ['output'])[0];
 
 /**
  * Multi-scale deformable attention: (B, N_q, N_h*C_h), differentiable in all three tensors.
@@ -182,26 +205,27 @@ export function msDeformAttn(value, samplingLocations, attentionWeights, options
     const v = asTensor(fn, 'value', value);
     const l = asTensor(fn, 'samplingLocations', samplingLocations);
     const w = asTensor(fn, 'attentionWeights', attentionWeights);
-    checkShapes(fn, v, l, w, o);
+    const dims = checkShapes(fn, v, l, w, o);
     const op = tf.customGrad((v1, l1, w1, save) => {
       save([v1, l1, w1]);
       return {
-        value: wrap(msda.forward(coreArgs(o, v1, l1, w1))),
-        gradFunc: (dy, saved) => backward(o, dy, saved[0], saved[1], saved[2]),
+        value: forwardCore(o, dims, v1, l1, w1),
+        gradFunc: (dy, saved) => backward(o, dims, dy, saved[0], saved[1], saved[2]),
       };
     });
     return op(v, l, w);
   });
 }
 
-function backward(o, dy, value, samplingLocations, attentionWeights) {
-  const args = coreArgs(o, value, samplingLocations, attentionWeights);
+function backward(o, dims, dy, value, samplingLocations, attentionWeights) {
   // dy may be another dtype only if a user's gradient says so; the kernel wants float32.
-  const g = dy.dtype === 'float32' ? dy : tf.cast(dy, 'float32');
-  args.gradOutput = { data: g.dataSync(), shape: g.shape };
-  if (g !== dy) g.dispose();
-  const grads = msda.backward(args);
-  return [wrap(grads.gradValue), wrap(grads.gradSamplingLocations), wrap(grads.gradAttentionWeights)];
+  const gradOutput = dy.dtype === 'float32' ? dy : tf.cast(dy, 'float32');
+  try {
+    return run('backward', o, dims, { gradOutput, value, samplingLocations, attentionWeights },
+      ['gradValue', 'gradSamplingLocations', 'gradAttentionWeights']);
+  } finally {
+    if (gradOutput !== dy) gradOutput.dispose();
+  }
 }
 
 /**
@@ -216,9 +240,9 @@ export function msDeformAttnBackward(dy, value, samplingLocations, attentionWeig
     const l = asTensor(fn, 'samplingLocations', samplingLocations);
     const w = asTensor(fn, 'attentionWeights', attentionWeights);
     const g = asTensor(fn, 'dy', dy);
-    const { B, Q, H, C } = checkShapes(fn, v, l, w, o);
-    checkShape(fn, 'dy', g.shape, [B, Q, H * C], ['B', 'N_q', 'N_h*C_h'], 'the shape of the op\'s output');
-    return backward(o, g, v, l, w);
+    const dims = checkShapes(fn, v, l, w, o);
+    checkShape(fn, 'dy', g.shape, [dims.B, dims.Q, dims.H * dims.C], ['B', 'N_q', 'N_h*C_h'], 'the shape of the op\'s output');
+    return backward(o, dims, g, v, l, w);
   });
 }
 
@@ -421,7 +445,8 @@ export class MSDeformAttn {
           boxSize = tf.reshape(tf.slice(ref1, [0, 0, 0, 2], [N, Lq, NL, 2]), [N, Lq, 1, NL, 1, 2]);
           locations = tf.add(center, tf.mul(tf.mul(tf.div(offsets, P), boxSize), 0.5));
         }
-        const attended = wrap(msda.forward(coreArgs(o, value4, locations, attention)));
+        const dims = { B: N, Q: Lq, H, C, P };
+        const attended = forwardCore(o, dims, value4, locations, attention);
         const output = tf.reshape(linear(tf.reshape(attended, [N * Lq, D]), opw, opb), [N, Lq, D]);
         // What the backward reads, kept by tfjs (only while a gradient is being recorded).
         const kept = { qRows, inRows, value4, offsets, attention, locations, attended, sow, aww, vpw, opw, pixelsNormalizer,
@@ -433,20 +458,19 @@ export class MSDeformAttn {
           gradFunc: (dy, saved) => {
             const k = Object.fromEntries(names.map((name, i) => [name, saved[i]]));
             const [gAttended, gOpw, gOpb] = linearBackward(tf.reshape(dy, [N * Lq, D]), tf.reshape(k.attended, [N * Lq, D]), k.opw);
-            const core = coreArgs(o, k.value4, k.locations, k.attention);
-            core.gradOutput = { data: gAttended.dataSync(), shape: [N, Lq, D] };
-            const g = msda.backward(core);
+            const [gradValue, gradLocations, gradWeights] = backward(o, dims, tf.reshape(gAttended, [N, Lq, D]), k.value4,
+              k.locations, k.attention);
             // value_proj (through the mask)
-            let gValue = tf.tensor(g.gradValue.data, [N * Lin, D], 'float32');
+            let gValue = tf.reshape(gradValue, [N * Lin, D]);
             if (k.keep) gValue = tf.where(tf.broadcastTo(k.keep, gValue.shape), gValue, tf.zerosLike(gValue));
             const [gInput, gVpw, gVpb] = linearBackward(gValue, k.inRows, k.vpw);
             // attention_weights through the softmax over levels x points
             const a = tf.reshape(k.attention, [N * Lq * H, NL * P]);
-            const ga = tf.tensor(g.gradAttentionWeights.data, [N * Lq * H, NL * P], 'float32');
+            const ga = tf.reshape(gradWeights, [N * Lq * H, NL * P]);
             const gLogits = tf.mul(a, tf.sub(ga, tf.sum(tf.mul(ga, a), 1, true)));
             const [gqA, gAww, gAwb] = linearBackward(tf.reshape(gLogits, [N * Lq, K]), k.qRows, k.aww);
             // sampling_offsets and reference points through the locations
-            const gl = tf.tensor(g.gradSamplingLocations.data, [N, Lq, H, NL, P, 2], 'float32');
+            const gl = gradLocations;
             const gCenter = tf.sum(gl, [2, 4]);
             let gOffsets, gRef;
             if (last === 2) {
