@@ -352,3 +352,12 @@ if (configs.includes('decoder') || configs.includes('encoder')) {
   execFileSync(process.execPath, [root('tests/bench/threads_bench.js'), '--rounds', quick ? '2' : '6',
     ...(json ? ['--json'] : [])], { stdio: 'inherit' });
 }
+
+// The tfjs adapter (ms-deform-attn/tfjs) next to the bare API and to the operator written with
+// tfjs ops, on tfjs-backend-cpu and -wasm, from its own script (tests/bench/tfjs_bench.js).
+const tfjsConfigs = configs.filter((c) => c !== 'small');
+if (tfjsConfigs.length > 0) {
+  if (!json) console.log('\ntfjs adapter (ms-deform-attn/tfjs against the bare API and tfjs ops; one thread, min over interleaved rounds, ms):');
+  execFileSync(process.execPath, [root('tests/bench/tfjs_bench.js'), '--configs', tfjsConfigs.join(','),
+    ...(quick ? ['--rounds', '2'] : []), ...(json ? ['--json'] : [])], { stdio: 'inherit' });
+}

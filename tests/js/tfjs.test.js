@@ -289,3 +289,38 @@ test('tfjs.d.ts: tsc --strict accepts the typed usage file and rejects misuse', 
   assert.deepEqual(ours, [], `tsc reported errors:\n${output}`);
   assert.doesNotMatch(output, /bindings\/|tests\/js\/types\//);
 });
+
+test('npm pack + install with tfjs-core as the user\'s peer: ms-deform-attn/tfjs imports by name, one copy of tfjs-core', async () => {
+  const { mkdtemp, rm, writeFile } = await import('node:fs/promises');
+  const { tmpdir } = await import('node:os');
+  const run = promisify(execFile);
+  const env = { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' };
+  const dir = await mkdtemp(path.join(tmpdir(), 'msda-tfjs-'));
+  try {
+    const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', dir], { cwd: ROOT, env });
+    const [{ filename }] = JSON.parse(stdout);
+    await writeFile(path.join(dir, 'package.json'), JSON.stringify({ name: 'user-project', private: true, type: 'module' }));
+    // The versions this repository's lock file has (in the npm cache: offline).
+    const version = (name) => JSON.parse(spawnSync(process.execPath, ['-p', `JSON.stringify(require('${name}/package.json').version)`],
+      { cwd: ROOT, encoding: 'utf8' }).stdout);
+    await run('npm', ['install', '--offline', path.join(dir, filename), `@tensorflow/tfjs-core@${version('@tensorflow/tfjs-core')}`,
+      `@tensorflow/tfjs-backend-cpu@${version('@tensorflow/tfjs-backend-cpu')}`], { cwd: dir, env });
+    await writeFile(path.join(dir, 'use.mjs'), `
+      import * as tf from '@tensorflow/tfjs-core';
+      import '@tensorflow/tfjs-backend-cpu';
+      import { msDeformAttn, MSDeformAttn } from 'ms-deform-attn/tfjs';
+      tf.enableProdMode();
+      await tf.setBackend('cpu');
+      const out = msDeformAttn(tf.ones([1, 4, 1, 1]), tf.fill([1, 1, 1, 1, 1, 2], 0.5), tf.fill([1, 1, 1, 1, 1], 2), { spatialShapes: [[2, 2]] });
+      const layer = new MSDeformAttn({ d_model: 4, n_heads: 2, n_levels: 1, n_points: 1, seed: 1 });
+      const y = layer.apply(tf.ones([1, 2, 4]), tf.fill([1, 2, 1, 2], 0.5), tf.ones([1, 4, 4]), [[2, 2]]);
+      console.log(JSON.stringify({ out: Array.from(out.dataSync()), y: y.shape }));
+    `);
+    const r = await run(process.execPath, ['use.mjs'], { cwd: dir });
+    assert.deepEqual(JSON.parse(r.stdout), { out: [2], y: [1, 2, 4] });
+    const { stdout: tree } = await run('npm', ['ls', '--all', '--parseable', '@tensorflow/tfjs-core'], { cwd: dir, env });
+    assert.equal(tree.trim().split('\n').length, 1, `one copy of tfjs-core:\n${tree}`);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
