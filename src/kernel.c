@@ -24,6 +24,7 @@ typedef struct axis_geom {
     float last;         /* size - 1 */
     float size;
     ptrdiff_t size_i;
+    int64_t scale_i;    /* the scale as an integer, for the exact wide path */
     int degenerate;     /* align_corners with size 1: every coordinate maps to pixel 0 */
 } axis_geom;
 
@@ -35,6 +36,10 @@ typedef struct level_geom {
     int narrow;         /* every offset in this level fits int32: the lane-parallel corner path */
 } level_geom;
 
+/* The largest side whose pixel positions are formed in float lanes (error at most 2^-14 of a
+ * pixel there); see level_geom_init. */
+#define MSDA_FLOAT_SIDE 1024
+
 static void level_geom_init(level_geom *g, const msda_plan *p, int64_t l)
 {
     const int64_t sizes[2] = {p->spatial_shapes[2 * l + 1], p->spatial_shapes[2 * l]};
@@ -44,7 +49,8 @@ static void level_geom_init(level_geom *g, const msda_plan *p, int64_t l)
         a->size_i = (ptrdiff_t)sizes[i];
         a->size = (float)sizes[i];
         a->last = (float)(sizes[i] - 1);
-        a->scale = p->align_corners ? (float)(sizes[i] - 1) : (float)sizes[i];
+        a->scale_i = p->align_corners ? sizes[i] - 1 : sizes[i];
+        a->scale = (float)a->scale_i;
         a->shift = p->align_corners ? 0.0f : 0.5f;
         a->degenerate = p->align_corners && sizes[i] == 1;
     }
@@ -52,9 +58,10 @@ static void level_geom_init(level_geom *g, const msda_plan *p, int64_t l)
     g->row_stride = (ptrdiff_t)(sizes[0] * p->value_stride_pixel);
     g->start = (ptrdiff_t)(p->level_start_index[l] * p->value_stride_pixel);
     g->border = p->padding == MSDA_PADDING_BORDER;
-    /* sizes below 2^24 keep pixel indices exact as floats; offsets up to (H + 1) rows fit int32 */
-    const int64_t limit = (int64_t)1 << 24;
-    g->narrow = sizes[0] < limit && sizes[1] < limit &&
+    /* Float lanes round the position x * W - 0.5 by up to W * 2^-24 of a pixel (past 2^24 to
+     * the wrong pixel): only sides up to MSDA_FLOAT_SIDE take them, larger ones the exact
+     * double path. Offsets up to (H + 1) rows must fit int32. */
+    g->narrow = sizes[0] <= MSDA_FLOAT_SIDE && sizes[1] <= MSDA_FLOAT_SIDE &&
                 (sizes[1] + 1) * (sizes[0] + 1) <= INT32_MAX / p->value_stride_pixel;
 }
 
@@ -123,25 +130,28 @@ MSDA_INLINE void axis4(v4 coord, const axis_geom *a, int border, v4i *index0, v4
 }
 
 /* The same mapping for one coordinate with pointer-width indices, for levels too large for
- * int32 lanes. Returns 0 when no corner along this axis can be in bounds. */
+ * int32 lanes or float pixel positions. The position is formed in double: a float times a side
+ * below 2^29 is exact there, so the pixel index and the fraction are the exact ones (float
+ * would round W - 0.5 to W past 2^24 and read a pixel past the edge). Returns 0 when no corner
+ * along this axis can be in bounds. */
 static inline int axis1(float coord, const axis_geom *a, int border, ptrdiff_t *index0, float *frac,
                         float *grad_scale)
 {
     if (isnan(coord)) return 0;
-    float pos = a->degenerate ? 0.0f : coord * a->scale - a->shift;   /* 0 * inf would be NaN */
+    const double size = (double)a->size_i, last = (double)(a->size_i - 1);
+    double pos = a->degenerate ? 0.0 : (double)coord * (double)a->scale_i - (double)a->shift;   /* 0 * inf would be NaN */
     *grad_scale = a->scale;
     if (border) {
-        if (!(pos > 0.0f && pos < a->last)) {
+        if (!(pos > 0.0 && pos < last)) {
             *grad_scale = 0.0f;
-            pos = pos <= 0.0f ? 0.0f : a->last;
+            pos = pos <= 0.0 ? 0.0 : last;
         }
-    } else if (!(pos >= -1.0f && pos < a->size)) {
+    } else if (!(pos >= -1.0 && pos < size)) {
         return 0;
     }
-    ptrdiff_t i = (ptrdiff_t)pos;
-    if ((float)i > pos) i--;
-    *index0 = i;
-    *frac = pos - (float)i;
+    const double f = floor(pos);
+    *index0 = (ptrdiff_t)f;
+    *frac = (float)(pos - f);
     return 1;
 }
 
@@ -279,9 +289,10 @@ MSDA_INLINE int emit_taps(taps *restrict tp, int n, const point_group *pg, const
     return n;
 }
 
-/* out[c0 .. c0 + 4V) = (first ? 0 : out) + sum_t weight[t] * row[t][c0 ..] */
-MSDA_INLINE void sum_taps_block(float *restrict out, const taps *restrict tp, int n, int first, ptrdiff_t c0,
-                                const int V)
+/* out[c0 .. c0 + 4V) = (first ? 0 : out) + sum_t weight[t] * row[t][c0 ..]; returns 0 when
+ * something stored is not finite */
+MSDA_INLINE int sum_taps_block(float *restrict out, const taps *restrict tp, int n, int first, ptrdiff_t c0,
+                               const int V)
 {
     v4 acc[8];
     for (int v = 0; v < V; v++) acc[v] = first ? v4_zero() : v4_load(out + c0 + 4 * v);
@@ -290,21 +301,30 @@ MSDA_INLINE void sum_taps_block(float *restrict out, const taps *restrict tp, in
         const float *row = tp->row[t] + c0;
         for (int v = 0; v < V; v++) acc[v] = v4_madd(acc[v], w, v4_load(row + 4 * v));
     }
-    for (int v = 0; v < V; v++) v4_store(out + c0 + 4 * v, acc[v]);
+    v4 zero = v4_zero(), check = zero;   /* x - x is 0 exactly when x is finite */
+    for (int v = 0; v < V; v++) {
+        v4_store(out + c0 + 4 * v, acc[v]);
+        check = v4_add(check, v4_sub(acc[v], acc[v]));
+    }
+    return !v4i_any(v4i_xor(v4_eq(check, zero), v4i_splat(-1)));
 }
 
-static void sum_taps(float *restrict out, const taps *restrict tp, int n, int first, ptrdiff_t C)
+/* Returns 0 when some output channel is not finite. */
+static int sum_taps(float *restrict out, const taps *restrict tp, int n, int first, ptrdiff_t C)
 {
     ptrdiff_t c = 0;
-    for (; c + 32 <= C; c += 32) sum_taps_block(out, tp, n, first, c, 8);
-    if (C - c >= 16) { sum_taps_block(out, tp, n, first, c, 4); c += 16; }
-    if (C - c >= 8) { sum_taps_block(out, tp, n, first, c, 2); c += 8; }
-    if (C - c >= 4) { sum_taps_block(out, tp, n, first, c, 1); c += 4; }
+    int finite = 1;
+    for (; c + 32 <= C; c += 32) finite &= sum_taps_block(out, tp, n, first, c, 8);
+    if (C - c >= 16) { finite &= sum_taps_block(out, tp, n, first, c, 4); c += 16; }
+    if (C - c >= 8) { finite &= sum_taps_block(out, tp, n, first, c, 2); c += 8; }
+    if (C - c >= 4) { finite &= sum_taps_block(out, tp, n, first, c, 1); c += 4; }
     for (; c < C; c++) {
         float acc = first ? 0.0f : out[c];
         for (int t = 0; t < n; t++) acc += tp->weight[t] * tp->row[t][c];
         out[c] = acc;
+        finite &= acc - acc == 0.0f;
     }
+    return finite;
 }
 
 /* ---- query order ----
@@ -374,9 +394,62 @@ int64_t msda__backward_units(const msda_plan *p)
     return p->batch * p->num_heads;
 }
 
-/* output[b, q, h] */
+/* NaN lanes become the one canonical NaN (simd.h): which NaN an operation gives differs between
+ * ISAs, compilers and operand orders. */
+static void canonical_nans(float *out, ptrdiff_t C)
+{
+    ptrdiff_t c = 0;
+    for (; c + 4 <= C; c += 4) v4_store(out + c, v4_canonical(v4_load(out + c)));
+    for (; c < C; c++) out[c] = f_canonical(out[c]);
+}
+
+/* out += a * S for each sample of one (query, head) whose weight a is infinite, S summed over
+ * its inside corners in order as SEMANTICS writes it; the sum of the other samples' taps is
+ * already in out. Inf plus anything gives the same value in any order (NaNs are made canonical
+ * afterwards), so these can come last. Rare: plain scalar code. */
+static void forward_infinite(const msda_plan *p, geom_cache *gc, const float *value_bh, const float *loc_qh,
+                             const float *weights_qh, float *out)
+{
+    const int64_t NL = p->num_levels, P = p->num_points;
+    const ptrdiff_t C = (ptrdiff_t)p->channels, xy = (ptrdiff_t)p->loc_stride_xy,
+                    point_stride = (ptrdiff_t)p->loc_stride_point;
+    for (int64_t l = 0; l < NL; l++) {
+        const level_geom *g = geom_of(gc, p, l);
+        const ptrdiff_t delta[4] = {0, g->pixel_stride, g->row_stride, g->row_stride + g->pixel_stride};
+        for (int64_t pt = 0; pt < P; pt += 4) {
+            const int count = P - pt < 4 ? (int)(P - pt) : 4;
+            v4 x, y;
+            load_points(loc_qh + l * p->loc_stride_level + pt * point_stride, point_stride, xy, count, &x, &y);
+            point_group pg;
+            group_corners(x, y, g, &pg);
+            float w[4][4];
+            for (int k = 0; k < 4; k++) v4_store(w[k], pg.weight[k]);
+            for (int i = 0; i < count; i++) {
+                const float a = weights_qh[l * P + pt + i];
+                if (!isinf(a) || pg.mask[i] == 0u) continue;
+                const float *corner = value_bh + g->start + pg.offset[i];
+                for (ptrdiff_t c = 0; c < C; c++) {
+                    float sum = 0.0f;
+                    int any = 0;
+                    for (int k = 0; k < 4; k++)
+                        if (pg.mask[i] >> k & 1u) {
+                            const float term = w[k][i] * corner[delta[k] + c];
+                            sum = any ? sum + term : term;
+                            any = 1;
+                        }
+                    out[c] += a * sum;
+                }
+            }
+        }
+    }
+}
+
+/* output[b, q, h]. When the sum of the taps is not finite it is done again `exact`ly: samples with
+ * an infinite weight a give a * S (SEMANTICS), not the sum of a * w_k * V_k (Inf * 0 at a pixel
+ * centre, Inf - Inf across corners), and NaNs are made canonical. A finite sum of taps has
+ * no infinite weight in it (its taps would be Inf or NaN), so that path is the rare one. */
 static void forward_query(const msda_plan *p, const msda_tensors *t, geom_cache *gc, taps *tp, int64_t b, int64_t q,
-                          int64_t h)
+                          int64_t h, int exact)
 {
     const int64_t Q = p->num_queries, H = p->num_heads, NL = p->num_levels, P = p->num_points;
     const ptrdiff_t C = (ptrdiff_t)p->channels, xy = (ptrdiff_t)p->loc_stride_xy,
@@ -386,7 +459,7 @@ static void forward_query(const msda_plan *p, const msda_tensors *t, geom_cache 
     const float *loc_qh = t->sampling_locations + b * p->loc_stride_batch + q * p->loc_stride_query +
                           h * p->loc_stride_head;
     const float *weights_qh = t->attention_weights + ((b * Q + q) * H + h) * NL * P;
-    int n = 0, first = 1;
+    int n = 0, first = 1, infinite = 0;
     for (int64_t l = 0; l < NL; l++) {
         const level_geom *g = geom_of(gc, p, l);
         const float *value_level = value_bh + g->start;
@@ -399,6 +472,15 @@ static void forward_query(const msda_plan *p, const msda_tensors *t, geom_cache 
             const v4 a = load_partial(weights_qh + l * P + pt, count);
             const v4 aw[4] = {v4_mul(a, pg.weight[0]), v4_mul(a, pg.weight[1]), v4_mul(a, pg.weight[2]),
                               v4_mul(a, pg.weight[3])};
+            if (exact && v4i_any(v4_isinf(a))) {   /* added after the taps (below) */
+                int32_t inf[4];
+                v4i_store(inf, v4_isinf(a));
+                for (int i = 0; i < count; i++)
+                    if (inf[i]) {
+                        pg.mask[i] = 0u;
+                        infinite = 1;
+                    }
+            }
             if (n + 16 > MSDA_TAPS) {   /* more samples than fit: sum what we have */
                 sum_taps(out, tp, n, first, C);
                 first = 0;
@@ -407,7 +489,13 @@ static void forward_query(const msda_plan *p, const msda_tensors *t, geom_cache 
             n = emit_taps(tp, n, &pg, aw, count, value_level, g);
         }
     }
-    sum_taps(out, tp, n, first, C);
+    if (sum_taps(out, tp, n, first, C) && !infinite) return;
+    if (!exact) {
+        forward_query(p, t, gc, tp, b, q, h, 1);
+        return;
+    }
+    if (infinite) forward_infinite(p, gc, value_bh, loc_qh, weights_qh, out);
+    canonical_nans(out, C);
 }
 
 void msda__forward_range(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end)
@@ -436,7 +524,7 @@ void msda__forward_range(const msda_plan *p, const msda_tensors *t, int64_t begi
         for (int i = 0; i < n; i++) {
             const int64_t q = q_begin + order[i], unit0 = (b * blocks + q / MSDA_FORWARD_QUERY_BLOCK) * H;
             const int64_t h_begin = begin > unit0 ? begin - unit0 : 0, h_end = end < unit0 + H ? end - unit0 : H;
-            for (int64_t h = h_begin; h < h_end; h++) forward_query(p, t, &gc, &tp, b, q, h);
+            for (int64_t h = h_begin; h < h_end; h++) forward_query(p, t, &gc, &tp, b, q, h, 0);
         }
         chunk = chunk_end;
     }
@@ -445,9 +533,13 @@ void msda__forward_range(const msda_plan *p, const msda_tensors *t, int64_t begi
 /* ---- backward ----
  * Per sample: d_k = <G, V(c_k)> and grad_value(c_k) += a w_k G for the corners inside, in one
  * pass over the channels. M, a constant after inlining, says which corners are inside: inside
- * corners are always the product of the inside columns and rows, so nine cases cover all. */
+ * corners are always the product of the inside columns and rows, so nine cases cover all.
+ * CANON makes NaN sums canonical. Only a sample whose terms a w_k G may be non-finite needs it:
+ * finite terms added to anything never make a new NaN (Inf - Inf needs an infinite term), and a
+ * canonical NaN stays canonical through additions. */
 MSDA_INLINE void backward_corners(const float *restrict g, const float *restrict value, float *restrict grad_value,
-                                  const ptrdiff_t off[4], const float aw[4], ptrdiff_t C, float d[4], const unsigned M)
+                                  const ptrdiff_t off[4], const float aw[4], ptrdiff_t C, float d[4], const unsigned M,
+                                  const int CANON)
 {
     const float *v[4] = {0};
     float *gv[4] = {0};
@@ -467,7 +559,8 @@ MSDA_INLINE void backward_corners(const float *restrict g, const float *restrict
         for (int k = 0; k < 4; k++) {
             if (!(M >> k & 1u)) continue;
             s[k] = v4_madd(s[k], gc, v4_load(v[k] + c));
-            v4_store(gv[k] + c, v4_madd(v4_load(gv[k] + c), w[k], gc));
+            const v4 sum = v4_madd(v4_load(gv[k] + c), w[k], gc);
+            v4_store(gv[k] + c, CANON ? v4_canonical(sum) : sum);
         }
     }
     for (int k = 0; k < 4; k++) d[k] = (M >> k & 1u) ? v4_sum(s[k]) : 0.0f;
@@ -475,30 +568,42 @@ MSDA_INLINE void backward_corners(const float *restrict g, const float *restrict
         for (int k = 0; k < 4; k++) {
             if (!(M >> k & 1u)) continue;
             d[k] += g[c] * v[k][c];
-            gv[k][c] += aw[k] * g[c];
+            const float sum = gv[k][c] + aw[k] * g[c];
+            gv[k][c] = CANON ? f_canonical(sum) : sum;
         }
 }
 
 /* The nine corner cases, each with a C = 32 version whose channel loop unrolls fully. */
-#define MSDA_BACKWARD_CASES(CH)                                                                    \
+#define MSDA_BACKWARD_CASES(CH, CANON)                                                                  \
     switch (mask) {                                                                                \
-    case 15: backward_corners(g, value, grad_value, off, aw, CH, d, 15); break;                   \
-    case 3: backward_corners(g, value, grad_value, off, aw, CH, d, 3); break;                     \
-    case 12: backward_corners(g, value, grad_value, off, aw, CH, d, 12); break;                   \
-    case 5: backward_corners(g, value, grad_value, off, aw, CH, d, 5); break;                     \
-    case 10: backward_corners(g, value, grad_value, off, aw, CH, d, 10); break;                   \
-    case 1: backward_corners(g, value, grad_value, off, aw, CH, d, 1); break;                     \
-    case 2: backward_corners(g, value, grad_value, off, aw, CH, d, 2); break;                     \
-    case 4: backward_corners(g, value, grad_value, off, aw, CH, d, 4); break;                     \
-    case 8: backward_corners(g, value, grad_value, off, aw, CH, d, 8); break;                     \
+    case 15: backward_corners(g, value, grad_value, off, aw, CH, d, 15, CANON); break;                   \
+    case 3: backward_corners(g, value, grad_value, off, aw, CH, d, 3, CANON); break;                     \
+    case 12: backward_corners(g, value, grad_value, off, aw, CH, d, 12, CANON); break;                   \
+    case 5: backward_corners(g, value, grad_value, off, aw, CH, d, 5, CANON); break;                     \
+    case 10: backward_corners(g, value, grad_value, off, aw, CH, d, 10, CANON); break;                   \
+    case 1: backward_corners(g, value, grad_value, off, aw, CH, d, 1, CANON); break;                     \
+    case 2: backward_corners(g, value, grad_value, off, aw, CH, d, 2, CANON); break;                     \
+    case 4: backward_corners(g, value, grad_value, off, aw, CH, d, 4, CANON); break;                     \
+    case 8: backward_corners(g, value, grad_value, off, aw, CH, d, 8, CANON); break;                     \
     default: d[0] = d[1] = d[2] = d[3] = 0.0f; break;   /* dropped sample (mask 0) */             \
     }
 
-static void backward_sample(const float *restrict g, const float *restrict value, float *restrict grad_value,
-                            const ptrdiff_t off[4], const float aw[4], ptrdiff_t C, float d[4], unsigned mask)
+/* Samples with possibly non-finite terms: rare, kept out of line so as not to weigh on the
+ * common path's code */
+__attribute__((noinline)) static void backward_sample_canonical(const float *restrict g, const float *restrict value,
+                                                                float *restrict grad_value, const ptrdiff_t off[4],
+                                                                const float aw[4], ptrdiff_t C, float d[4], unsigned mask)
 {
-    if (C == 32) MSDA_BACKWARD_CASES(32)
-    else MSDA_BACKWARD_CASES(C)
+    MSDA_BACKWARD_CASES(C, 1)
+}
+
+static void backward_sample(const float *restrict g, const float *restrict value, float *restrict grad_value,
+                            const ptrdiff_t off[4], const float aw[4], ptrdiff_t C, float d[4], unsigned mask,
+                            int canon)
+{
+    if (canon) backward_sample_canonical(g, value, grad_value, off, aw, C, d, mask);
+    else if (C == 32) MSDA_BACKWARD_CASES(32, 0)
+    else MSDA_BACKWARD_CASES(C, 0)
 }
 
 /* grad_sampling_locations and grad_attention_weights of (b, q, h), and its grad_value terms */
@@ -512,6 +617,14 @@ static void backward_query(const msda_plan *p, const msda_tensors *t, geom_cache
     float *grad_value_bh = t->grad_value + head_offset;
     const float *go = t->grad_output + ((b * Q + q) * H + h) * C;
     const int64_t loc_qh = b * p->loc_stride_batch + q * p->loc_stride_query + h * p->loc_stride_head;
+    /* g_sum >= every |G_c| (NaN or Inf if G is not finite): a sample whose |a| * g_sum is finite
+     * has only finite terms a w_k G_c (|a w_k| <= |a|, and rounding is monotone) */
+    v4 g_abs = v4_zero();
+    ptrdiff_t c4 = 0;
+    for (; c4 + 4 <= C; c4 += 4) g_abs = v4_add(g_abs, v4_abs(v4_load(go + c4)));
+    float g_sum = v4_sum(g_abs);
+    for (; c4 < C; c4++) g_sum += fabsf(go[c4]);
+    const v4 g_bound = v4_splat(g_sum), infinity = v4_splat(INFINITY);
     for (int64_t l = 0; l < NL; l++) {
         const level_geom *g = geom_of(gc, p, l);
         const ptrdiff_t delta[4] = {0, g->pixel_stride, g->row_stride, g->row_stride + g->pixel_stride};
@@ -528,13 +641,15 @@ static void backward_query(const msda_plan *p, const msda_tensors *t, geom_cache
             const v4 a = load_partial(t->attention_weights + weight_index, count);
             float aw[4][4], d[4][4] = {{0.0f}};   /* [corner][point] */
             for (int k = 0; k < 4; k++) v4_store(aw[k], v4_mul(a, pg.weight[k]));
+            int32_t finite[4];
+            v4i_store(finite, v4_lt(v4_mul(v4_abs(a), g_bound), infinity));
             for (int i = 0; i < count; i++) {
                 const unsigned m = pg.mask[i];
                 const ptrdiff_t off[4] = {pg.offset[i] + delta[0], pg.offset[i] + delta[1],
                                           pg.offset[i] + delta[2], pg.offset[i] + delta[3]};
                 const float awi[4] = {aw[0][i], aw[1][i], aw[2][i], aw[3][i]};
                 float di[4];
-                backward_sample(go, value_level, grad_value_level, off, awi, C, di, m);
+                backward_sample(go, value_level, grad_value_level, off, awi, C, di, m, !finite[i]);
                 for (int k = 0; k < 4; k++) d[k][i] = di[k];
             }
             const v4 d0 = v4_load(d[0]), d1 = v4_load(d[1]), d2 = v4_load(d[2]), d3 = v4_load(d[3]);
@@ -549,9 +664,9 @@ static void backward_query(const msda_plan *p, const msda_tensors *t, geom_cache
                                                   v4_mul(fx, v4_sub(d3, d1)))),
                                  pg.grad_scale_y);
             float ga_s[4], gx_s[4], gy_s[4];
-            v4_store(ga_s, v4_select(pg.live, ga, zero));
-            v4_store(gx_s, v4_select(pg.live, gx, zero));
-            v4_store(gy_s, v4_select(pg.live, gy, zero));
+            v4_store(ga_s, v4_canonical(v4_select(pg.live, ga, zero)));
+            v4_store(gx_s, v4_canonical(v4_select(pg.live, gx, zero)));
+            v4_store(gy_s, v4_canonical(v4_select(pg.live, gy, zero)));
             float *grad_loc = t->grad_sampling_locations + loc_index;
             for (int i = 0; i < count; i++) {
                 t->grad_attention_weights[weight_index + i] = ga_s[i];

@@ -7,6 +7,7 @@
 #ifndef MSDA_SIMD_H
 #define MSDA_SIMD_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -34,6 +35,7 @@ static inline v4i v4_eq(v4 a, v4 b) { return a == b; }
 static inline v4 v4_select(v4i m, v4 a, v4 b) { return (v4)((m & (v4i)a) | (~m & (v4i)b)); }
 /* toward zero; only for lanes known to be within int32 range */
 static inline v4i v4_trunc(v4 a) { return __builtin_convertvector(a, v4i); }
+static inline v4 v4_abs(v4 a) { return (v4)((v4i)a & INT32_MAX); }   /* the sign bit cleared */
 static inline v4 v4i_to_float(v4i a) { return __builtin_convertvector(a, v4); }
 
 static inline v4i v4i_splat(int32_t x) { return (v4i){x, x, x, x}; }
@@ -42,6 +44,7 @@ static inline v4i v4i_add(v4i a, v4i b) { return a + b; }
 static inline v4i v4i_mul(v4i a, v4i b) { return a * b; }
 static inline v4i v4i_and(v4i a, v4i b) { return a & b; }
 static inline v4i v4i_or(v4i a, v4i b) { return a | b; }
+static inline v4i v4i_xor(v4i a, v4i b) { return a ^ b; }
 static inline v4i v4i_lt(v4i a, v4i b) { return a < b; }
 static inline void v4i_store(int32_t *p, v4i v) { memcpy(p, &v, sizeof v); }
 
@@ -70,6 +73,7 @@ static inline v4i v4_ge(v4 a, v4 b) MSDA_LANES_I(-(a.x[i] >= b.x[i]))
 static inline v4i v4_eq(v4 a, v4 b) MSDA_LANES_I(-(a.x[i] == b.x[i]))
 static inline v4 v4_select(v4i m, v4 a, v4 b) MSDA_LANES_F(m.x[i] ? a.x[i] : b.x[i])
 static inline v4i v4_trunc(v4 a) MSDA_LANES_I((int32_t)a.x[i])
+static inline v4 v4_abs(v4 a) MSDA_LANES_F(fabsf(a.x[i]))
 static inline v4 v4i_to_float(v4i a) MSDA_LANES_F((float)a.x[i])
 
 static inline v4i v4i_splat(int32_t s) MSDA_LANES_I(s)
@@ -78,12 +82,33 @@ static inline v4i v4i_add(v4i a, v4i b) MSDA_LANES_I(a.x[i] + b.x[i])
 static inline v4i v4i_mul(v4i a, v4i b) MSDA_LANES_I(a.x[i] * b.x[i])
 static inline v4i v4i_and(v4i a, v4i b) MSDA_LANES_I(a.x[i] & b.x[i])
 static inline v4i v4i_or(v4i a, v4i b) MSDA_LANES_I(a.x[i] | b.x[i])
+static inline v4i v4i_xor(v4i a, v4i b) MSDA_LANES_I(a.x[i] ^ b.x[i])
 static inline v4i v4i_lt(v4i a, v4i b) MSDA_LANES_I(-(a.x[i] < b.x[i]))
 static inline void v4i_store(int32_t *p, v4i v) { for (int i = 0; i < 4; i++) p[i] = v.x[i]; }
 
 #undef MSDA_LANES_F
 #undef MSDA_LANES_I
 #endif
+
+static inline v4i v4_isinf(v4 a) { return v4i_or(v4_eq(a, v4_splat(INFINITY)), v4_eq(a, v4_splat(-INFINITY))); }
+static inline int v4i_any(v4i m)
+{
+    int32_t x[4];
+    v4i_store(x, m);
+    return (x[0] | x[1] | x[2] | x[3]) != 0;
+}
+
+/* The one NaN every output holds (0x7fc00000, positive and quiet, as JavaScript writes it):
+ * which NaN an operation returns depends on the ISA and on operand order. */
+static inline float f_canonical_nan(void)
+{
+    const uint32_t bits = 0x7fc00000u;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+static inline float f_canonical(float x) { return x == x ? x : f_canonical_nan(); }
+static inline v4 v4_canonical(v4 x) { return v4_select(v4_eq(x, x), x, v4_splat(f_canonical_nan())); }
 
 /* acc + a * b, never fused (the build uses -ffp-contract=off; wasm SIMD has no FMA) */
 static inline v4 v4_madd(v4 acc, v4 a, v4 b) { return v4_add(acc, v4_mul(a, b)); }

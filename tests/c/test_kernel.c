@@ -271,6 +271,128 @@ static void test_nonfinite_inputs(void)
     }
 }
 
+/* An infinite attention weight gives a * S, as SEMANTICS defines the output: +-Inf where S is
+ * nonzero (also at a pixel centre, where three corner weights are 0, and where corners of
+ * both signs meet), NaN where S is 0 or NaN. Every non-finite reference value must come out
+ * exactly (the sign of an Inf included); the rest close to it. */
+static void compare_exact_nonfinite(const char *what, const char *ctx, const float *got, const double *ref, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(ref[i]) && !(isnan(ref[i]) ? isnan(got[i]) : (double)got[i] == ref[i])) {
+            tu_check(0, "%s [%s]: element [%lld] is %g, expected %g", what, ctx, (long long)i, (double)got[i], ref[i]);
+            return;
+        }
+    compare_nonfinite(what, ctx, got, ref, n);
+}
+
+static void test_infinite_weights(void)
+{
+    /* sides where the pixel centres are exact floats: W or W - 1 (align_corners) a power of 2 */
+    static const int64_t plain[] = {4, 4, 2, 8}, aligned[] = {5, 5, 3, 9};
+    for (int combo = 0; combo < TU_COMBOS; combo++) {
+        const int64_t *shapes = (combo & 4) ? aligned : plain;
+        tu_case tc;
+        const uint64_t seed = 95000 + (uint64_t)combo;
+        const int64_t P = 6;
+        tu_case_init(&tc, seed, 1, 8, 2, 5, 2, P, shapes, combo);
+        tu_rng rng;
+        tu_rng_seed(&rng, seed);
+        tu_case_fill(&tc, &rng, 0.05, 0.95);
+        for (int64_t q = 0; q < tc.p.num_queries; q++)
+            for (int64_t h = 0; h < 2; h++)
+                for (int64_t l = 0; l < 2; l++) {
+                    const int64_t Hl = shapes[2 * l], Wl = shapes[2 * l + 1];
+                    for (int64_t pt = 0; pt < P; pt++) {
+                        /* points 0-2: a pixel centre; 3: a quarter pixel off one; 4-5 random */
+                        const int64_t j = tu_int(&rng, 0, Wl - 1), i = tu_int(&rng, 0, Hl - 1);
+                        const double off = pt == 3 ? 0.25 : 0.0;
+                        float x = (combo & 4) ? (float)((j + off) / (double)(Wl - 1)) : (float)((j + 0.5 + off) / (double)Wl);
+                        float y = (combo & 4) ? (float)(i / (double)(Hl - 1)) : (float)((i + 0.5) / (double)Hl);
+                        if (pt < 4) {
+                            tc.sampling_locations[ref_location_index(&tc.p, 0, q, h, l, pt, 0)] = x;
+                            tc.sampling_locations[ref_location_index(&tc.p, 0, q, h, l, pt, 1)] = y;
+                        }
+                        const int64_t iw = ref_weight_index(&tc.p, 0, q, h, l, pt);
+                        if ((q + pt + l) % 3 == 0) tc.attention_weights[iw] = (q + h) % 2 ? -INFINITY : INFINITY;
+                    }
+                }
+        /* a zero pixel somewhere: Inf * 0 there is NaN by the definition too */
+        tc.value[tu_int(&rng, 0, tc.value_elements - 1)] = 0.0f;
+        results r;
+        results_alloc(&r, &tc);
+        if (run(&tc, &r, 0.0f)) {
+            const char *ctx = tu_case_describe(&tc);
+            compare_exact_nonfinite("infinite weights output", ctx, r.output, r.ref_output, tc.output_elements);
+            compare_nonfinite("infinite weights grad_value", ctx, r.grad_value, r.ref_grad_value, tc.value_elements);
+            compare_nonfinite("infinite weights grad_attention_weights", ctx, r.grad_weights, r.ref_grad_weights,
+                              tc.weights_elements);
+        }
+        results_free(&r);
+        tu_case_free(&tc);
+    }
+}
+
+/* Every NaN in every output is the one canonical NaN, 0x7fc00000, whatever NaNs went in
+ * (payloads, both signs, signalling) and however they arose (Inf - Inf, Inf * 0). */
+static int64_t noncanonical_nan(const float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t bits;
+        memcpy(&bits, &x[i], sizeof bits);
+        if (isnan(x[i]) && bits != 0x7fc00000u) return i;
+    }
+    return -1;
+}
+
+static float nan_bits(uint32_t bits)
+{
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static void test_canonical_nan(void)
+{
+    static const int64_t shapes[] = {4, 5, 2, 3};
+    static const uint32_t nans[] = {0x7fc00000u, 0xffc00000u, 0x7fc00123u, 0xffc45678u, 0x7f800001u, 0xff800abcu};
+    for (int combo = 0; combo < TU_COMBOS; combo++) {
+        tu_case tc;
+        const uint64_t seed = 97000 + (uint64_t)combo;
+        tu_case_init(&tc, seed, 1, 12, 2, 9, 2, 3, shapes, combo);
+        tu_rng rng;
+        tu_rng_seed(&rng, seed);
+        tu_case_fill(&tc, &rng, 0.05, 0.95);
+        for (int k = 0; k < 6; k++) {
+            tc.value[tu_int(&rng, 0, tc.value_elements - 1)] = nan_bits(nans[tu_int(&rng, 0, 5)]);
+            tc.value[tu_int(&rng, 0, tc.value_elements - 1)] = k % 2 ? INFINITY : -INFINITY;
+            tc.attention_weights[tu_int(&rng, 0, tc.weights_elements - 1)] = nan_bits(nans[tu_int(&rng, 0, 5)]);
+            tc.attention_weights[tu_int(&rng, 0, tc.weights_elements - 1)] = k % 2 ? -INFINITY : INFINITY;
+            tc.grad_output[tu_int(&rng, 0, tc.output_elements - 1)] = nan_bits(nans[tu_int(&rng, 0, 5)]);
+            tc.grad_output[tu_int(&rng, 0, tc.output_elements - 1)] = k % 2 ? INFINITY : -INFINITY;
+        }
+        results r;
+        results_alloc(&r, &tc);
+        if (run(&tc, &r, 0.0f)) {
+            const char *ctx = tu_case_describe(&tc);
+            const float *outs[4] = {r.output, r.grad_value, r.grad_locations, r.grad_weights};
+            const int64_t counts[4] = {tc.output_elements, tc.value_elements, tc.locations_elements, tc.weights_elements};
+            static const char *names[4] = {"output", "grad_value", "grad_sampling_locations", "grad_attention_weights"};
+            int64_t nan_total = 0;
+            for (int o = 0; o < 4; o++) {
+                for (int64_t i = 0; i < counts[o]; i++) nan_total += isnan(outs[o][i]) != 0;
+                const int64_t at = noncanonical_nan(outs[o], counts[o]);
+                uint32_t bits = 0;
+                if (at >= 0) memcpy(&bits, &outs[o][at], sizeof bits);
+                tu_check(at < 0, "canonical NaN %s [%s]: element [%lld] is a NaN with bits 0x%08x, expected 0x7fc00000",
+                         names[o], ctx, (long long)at, (unsigned)bits);
+            }
+            tu_check(nan_total > 0, "canonical NaN [%s]: the case gives NaNs", ctx);
+        }
+        results_free(&r);
+        tu_case_free(&tc);
+    }
+}
+
 static int same_bits(const float *a, const float *b, int64_t n)
 {
     return memcmp(a, b, (size_t)n * sizeof *a) == 0;
@@ -411,6 +533,57 @@ static void test_wide_level(void)
     }
 }
 
+/* Levels with a long side: 2^24 + 5 pixels (float can no longer hold the pixel position: it put
+ * the last pixel's centre and edge one pixel too far, an out-of-bounds corner or a dropped sample
+ * under zeros) and 2^20 + 3 (float places a sample up to 1/16 pixel off) as 1 x n / n x 1 and
+ * 3 x n / n x 3. The kernels must give the reference's answer for any coordinate: random ones,
+ * near and at the edges, far and non-finite ones. The four padding x align_corners
+ * combinations, layouts varied, on both axes. */
+static void test_long_side(int64_t n, int64_t across_size)
+{
+    static const int combos[] = {0, 1 | 4, 2 | 8, 1 | 2 | 4 | 8};
+    for (int axis = 0; axis < 2; axis++)
+        for (int ci = 0; ci < 4; ci++) {
+            const int combo = combos[ci];
+            const int64_t shapes[] = {axis ? n : across_size, axis ? across_size : n};
+            float xs[64];
+            int count = 0;
+            const float nf = (float)n;
+            xs[count++] = 1.0f;                                  /* u = W - 0.5 (or W - 1) */
+            xs[count++] = nextafterf(1.0f, 0.0f);
+            xs[count++] = (nf - 1.0f) / nf;                      /* near the last pixel's centre */
+            xs[count++] = 0.0f;
+            xs[count++] = 1.0f + 1.0f / nf;                      /* half a pixel past the edge */
+            xs[count++] = -0.5f / nf;
+            xs[count++] = 1e30f;
+            xs[count++] = -INFINITY;
+            xs[count++] = NAN;
+            const int fixed = count;
+            tu_case tc;
+            const uint64_t seed = 125000 + (uint64_t)(n % 64 * 64 + axis * 16 + combo);
+            tu_rng rng;
+            tu_rng_seed(&rng, seed);
+            while (count < 40) xs[count++] = (float)tu_uniform(&rng, -0.05, 1.05);
+            tu_case_init(&tc, seed, 1, 2, 1, 2, 1, count, shapes, combo);
+            for (int64_t i = 0; i < tc.value_elements; i++)
+                tc.value[i] = i >= tc.value_elements - 2 ? 7.0f : (float)((i * 7919) % 1000) / 500.0f - 1.0f;
+            for (int64_t i = 0; i < tc.weights_elements; i++) tc.attention_weights[i] = (float)tu_uniform(&rng, 0, 1);
+            for (int64_t i = 0; i < tc.output_elements; i++) tc.grad_output[i] = (float)tu_uniform(&rng, -1, 1);
+            for (int64_t q = 0; q < 2; q++)
+                for (int64_t pt = 0; pt < count; pt++) {
+                    /* query 1 samples the fixed coordinates alone, one at a time through the weights */
+                    const float along = xs[pt], across = (float)tu_uniform(&rng, -0.2, 1.2);
+                    tc.sampling_locations[ref_location_index(&tc.p, 0, q, 0, 0, pt, axis)] = along;
+                    tc.sampling_locations[ref_location_index(&tc.p, 0, q, 0, 0, pt, 1 - axis)] = across;
+                    if (q == 1) tc.attention_weights[ref_weight_index(&tc.p, 0, q, 0, 0, pt)] = pt < fixed ? 1.0f : 0.0f;
+                }
+            char label[64];
+            snprintf(label, sizeof label, "level %lldx%lld", (long long)shapes[0], (long long)shapes[1]);
+            check_case(&tc, label, NAN);
+            tu_case_free(&tc);
+        }
+}
+
 /* More levels than the kernels cache geometry for (16), with every kind of small level. */
 static void test_many_levels(void)
 {
@@ -457,10 +630,14 @@ int main(void)
     test_far_outside();
     test_exact_grid();
     test_nonfinite_inputs();
+    test_infinite_weights();
+    test_canonical_nan();
     test_determinism();
     test_realistic_levels();
     test_many_levels();
     test_query_per_pixel();
     test_wide_level();
+    test_long_side(((int64_t)1 << 24) + 5, 1);
+    test_long_side(((int64_t)1 << 20) + 3, 3);
     return tu_finish();
 }

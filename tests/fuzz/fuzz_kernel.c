@@ -319,7 +319,7 @@ static void check_reference(const msda_problem *p, const tensors *t)
 }
 
 /* Runs a valid, small problem and checks the invariants listed at the top. */
-static void run_valid(const msda_problem *p, source *s, int mode, int alt_threads)
+static void run_valid(const msda_problem *p, source *s, int mode, int alt_threads, int64_t edge_size)
 {
     const int64_t ve = msda_value_elements(p), le = msda_locations_elements(p),
                   we = msda_weights_elements(p), oe = msda_output_elements(p);
@@ -339,6 +339,11 @@ static void run_valid(const msda_problem *p, source *s, int mode, int alt_thread
     t.grad_loc = xmalloc((size_t)le * 4);
     t.grad_attn = xmalloc((size_t)we * 4);
     for (int64_t i = 0; i < le; i++) t.loc[i] = next_float(s, mode, 1);
+    /* A thin level: some coordinates a few pixels from its ends, where float positions failed */
+    for (int64_t i = 0; edge_size > 0 && i < le; i++) {
+        const uint8_t b = next_byte(s);
+        if (b < 96) t.loc[i] = (float)((double)(b % 2 ? edge_size - b % 8 : b % 8) / (double)edge_size + (b % 3 - 1) * 0.25 / (double)edge_size);
+    }
     for (int64_t i = 0; i < we; i++) t.attn[i] = next_float(s, mode, 0);
     for (int64_t i = 0; i < ve; i++) t.value[i] = next_float(s, mode, 0);
     for (int64_t i = 0; i < oe; i++) t.grad_out[i] = next_float(s, mode, 0);
@@ -526,6 +531,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const int alt_threads = 1 + (options >> 6);   /* 1..4 */
     const int mode = next_byte(&s) % 3;
     const uint8_t corruption = next_byte(&s), corruption_arg = next_byte(&s);
+    msda_error err_thin;
+
+    /* One thin level with a long side: past 1024 pixels the kernels place samples in double
+     * (their exact path); rarely past 2^24, where float positions would fall off the level. */
+    if (corruption >= 62 && corruption < 66) {
+        const int huge = corruption == 62 && (corruption_arg & 0xc0) == 0xc0;
+        const int64_t side = huge ? ((int64_t)1 << 24) - 3 + corruption_arg % 40 : 1000 + (int64_t)corruption_arg * 16;
+        const int64_t across = huge ? 1 : 1 + corruption_arg % 3;
+        int64_t thin[2] = {across, side}, start = 0;
+        if (corruption_arg & 1) { thin[0] = side; thin[1] = across; }
+        p.num_levels = 1;
+        p.spatial_shapes = thin;
+        p.level_start_index = &start;
+        p.value_length = thin[0] * thin[1];
+        if (huge) {
+            p.batch = p.num_heads = 1;
+            p.channels = 1;   /* 64 MB a tensor, within the 2 GB the fuzzer allows */
+        }
+        if (msda_validate(&p, &err_thin) != MSDA_OK) abort();
+        run_valid(&p, &s, mode, alt_threads, side);
+        return 0;
+    }
 
     int64_t shapes[2 * MAX_LEVELS], starts[MAX_LEVELS];
     int64_t total = 0;
@@ -607,6 +634,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(value); free(loc); free(attn); free(out); free(grad_out); free(gv); free(gl); free(ga);
         return 0;
     }
-    run_valid(&p, &s, mode, alt_threads);
+    run_valid(&p, &s, mode, alt_threads, 0);
     return 0;
 }

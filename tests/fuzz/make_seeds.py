@@ -36,3 +36,10 @@ for k in (0xf0, 0xf1, 0xf7, 0xff):
 for opt in (0, 4, 8, 12):
     specials = sum(([240, i] for i in range(16)), [])
     write(f'specials-opt{opt:02d}', [0, 0, 0, 1, 0, 0, opt, 2, 255, 0, 0x33, 0, 0, 0, 0, 0] + specials + [7] * 32)
+# one thin level with a long side (the kernels' exact double path): 1000..5080 pixels, both
+# axes, every padding / align_corners; and past 2^24 (corruption 62 with argument 0xc0 and up)
+for opt in (0, 5, 10, 15):
+    for arg in (0x01, 0x24, 0x47, 0x82):
+        write(f'thin-opt{opt:02d}-{arg:02x}', [0, 2, 1, opt % 14, 0, 2, opt, opt % 3, 63 + opt % 3, arg] + [rnd.randrange(256) for _ in range(64)])
+for opt, arg in ((0, 0xc8), (13, 0xe1)):
+    write(f'huge-opt{opt:02d}-{arg:02x}', [0, 1, 0, 1, 0, 1, opt, 1, 62, arg] + [rnd.randrange(256) for _ in range(64)])
