@@ -67,16 +67,24 @@ const typedArrayKind = (x) => TYPED_ARRAY_KIND.call(x);
 const typedArrayLength = (x) => TYPED_ARRAY_LENGTH.call(x);
 const typedArrayBuffer = (x) => TYPED_ARRAY_BUFFER.call(x);
 
-// A copy of an Array's or a typed array's items, each read once; null for anything else.
-function copyList(x) {
-  let n;
-  if (Array.isArray(x)) n = x.length;
-  else if (typedArrayKind(x) !== undefined) n = typedArrayLength(x);
-  else return null;
+// An Array's length (read once) or a typed array's real length; null for anything else. Callers
+// bound it before copyItems: a sparse Array or a Proxy can claim 2^32 - 1 items, and copying that
+// many aborts Node (V8's fatal "invalid size" error), which no try/catch can stop.
+function listLength(x) {
+  if (Array.isArray(x)) return x.length;
+  if (typedArrayKind(x) !== undefined) return typedArrayLength(x);
+  return null;
+}
+
+// A copy of the first n items, each read once.
+function copyItems(x, n) {
   const items = [];
   for (let i = 0; i < n; i++) items.push(x[i]);
   return items;
 }
+
+/** The most levels spatialShapes may have: far past any model, and every list built from them stays small. */
+const MAX_LEVELS = 2 ** 24;
 
 // Validation helpers: TypeError for the wrong kind of thing, RangeError for wrong sizes/values.
 
@@ -135,10 +143,15 @@ const isTensorObject = (x) => x !== null && typeof x === 'object' && !Array.isAr
   && !(x instanceof DataView) && 'data' in x;
 
 // A { data, shape } tensor of integers, read once: { items, shape } (shape null when not given).
-function readIntegerTensor(x) {
+// `tooMany(n)`: the RangeError for data of n entries, thrown before they are copied (or null).
+function readIntegerTensor(fn, name, x, want, tooMany) {
   const data = x.data;
   const shapeValue = x.shape;
-  return { data, items: copyList(data), shape: shapeValue === undefined ? null : copyList(shapeValue), shapeValue };
+  const n = listLength(data);
+  if (n !== null && tooMany(n)) throw tooMany(n);
+  const dims = shapeValue === undefined ? null : listLength(shapeValue);
+  if (dims > 16) throw new RangeError(`${fn}: ${name}.shape has ${dims} dimensions, expected ${fmtShape(want(n))}`);
+  return { data, items: n === null ? null : copyItems(data, n), shape: dims === null ? null : copyItems(shapeValue, dims), shapeValue };
 }
 
 // Integer items (numbers or BigInts, read once already) checked and turned into numbers.
@@ -153,8 +166,8 @@ function integers(fn, name, items) {
 }
 
 // A tensor-given integer list: its data an Array or typed array, its shape (when given) `want`.
-function integerTensor(fn, name, x, want, what) {
-  const t = readIntegerTensor(x);
+function integerTensor(fn, name, x, want, what, tooMany) {
+  const t = readIntegerTensor(fn, name, x, want, tooMany);
   if (t.items === null || t.data instanceof DataView) throw new TypeError(`${fn}: ${name}.data is ${describe(t.data)}, expected ${what}`);
   if (t.shapeValue !== undefined) {
     if (t.shape === null || !t.shape.every((d) => typeof d === 'number' && Number.isInteger(d))) {
@@ -170,20 +183,25 @@ function integerTensor(fn, name, x, want, what) {
 }
 
 // An integer list given as an Array, any typed array (BigInt64Array included) or a { data, shape } tensor.
-function integerList(fn, name, x, what) {
-  if (isTensorObject(x)) return integerTensor(fn, name, x, (n) => [n], what);
-  const items = x instanceof DataView ? null : copyList(x);
-  if (items === null) throw new TypeError(`${fn}: ${name} is ${describe(x)}, expected ${what}`);
-  return integers(fn, name, items);
+function integerList(fn, name, x, what, tooMany) {
+  if (isTensorObject(x)) return integerTensor(fn, name, x, (n) => [n], what, tooMany);
+  const n = x instanceof DataView ? null : listLength(x);
+  if (n === null) throw new TypeError(`${fn}: ${name} is ${describe(x)}, expected ${what}`);
+  if (tooMany(n)) throw tooMany(n);
+  return integers(fn, name, copyItems(x, n));
 }
 
 function readSpatialShapes(fn, x) {
   const what = 'an array of [H, W] pairs';
   let pairs;
-  const levels = Array.isArray(x) ? copyList(x) : null;
+  const count = Array.isArray(x) ? x.length : null;
+  if (count > MAX_LEVELS) throw new RangeError(`${fn}: spatialShapes has ${count} levels, expected at most ${MAX_LEVELS}`);
+  const levels = count === null ? null : copyItems(x, count);
   if (levels !== null && levels.every((p) => Array.isArray(p) || (typedArrayKind(p) !== undefined && !(p instanceof DataView)))) {
     pairs = levels.map((p, l) => {
-      const pair = integers(fn, `spatialShapes[${l}]`, copyList(p));
+      const n = listLength(p);
+      if (n > 2) throw new RangeError(`${fn}: spatialShapes[${l}] has ${n} entries, expected an [H, W] pair`);
+      const pair = integers(fn, `spatialShapes[${l}]`, copyItems(p, n));
       if (pair.length !== 2) {
         throw new RangeError(`${fn}: spatialShapes[${l}] has ${pair.length} entries, expected an [H, W] pair`);
       }
@@ -191,7 +209,8 @@ function readSpatialShapes(fn, x) {
     });
   } else if (isTensorObject(x)) {
     // The (N_l, 2) tensor a .npy reader gives.
-    const flat = integerTensor(fn, 'spatialShapes', x, (n) => [Math.floor(n / 2), 2], what);
+    const flat = integerTensor(fn, 'spatialShapes', x, (n) => [Math.floor(n / 2), 2], what, (n) => n > 2 * MAX_LEVELS
+      && new RangeError(`${fn}: spatialShapes has ${n} entries, expected (N_l, 2) with N_l at most ${MAX_LEVELS}`));
     if (flat.length % 2 !== 0) {
       throw new RangeError(`${fn}: spatialShapes has ${flat.length} entries, expected (N_l, 2)`);
     }
@@ -217,10 +236,10 @@ function readLevelStartIndex(fn, x, shapes) {
     total += h * w;
   }
   if (x === undefined) return { starts: expected, total };
-  const starts = integerList(fn, 'levelStartIndex', x, 'an array of integers');
-  if (starts.length !== shapes.length) {
-    throw new RangeError(`${fn}: levelStartIndex has ${starts.length} entries, expected ${shapes.length} (one per level of spatialShapes)`);
-  }
+  const wrongCount = (n) => n !== shapes.length
+    && new RangeError(`${fn}: levelStartIndex has ${n} entries, expected ${shapes.length} (one per level of spatialShapes)`);
+  const starts = integerList(fn, 'levelStartIndex', x, 'an array of integers', (n) => n > shapes.length && wrongCount(n));
+  if (wrongCount(starts.length)) throw wrongCount(starts.length);
   starts.forEach((s, l) => {
     if (s !== expected[l]) {
       throw new RangeError(`${fn}: levelStartIndex is ${fmtShape(starts)}, expected ${fmtShape(expected)} (prefix sums of H*W); entry ${l} is ${s}, expected ${expected[l]}`);
@@ -247,7 +266,7 @@ function readTensor(fn, name, t, expected, labels, note, kinds = ['Float32Array'
   }
   // At most 16 entries are read: a shape longer than that is wrong whatever it holds.
   const length = Array.isArray(given) ? given.length : 0;
-  const shape = Array.isArray(given) ? (length > 16 ? null : copyList(given)) : null;
+  const shape = Array.isArray(given) ? (length > 16 ? null : copyItems(given, length)) : null;
   if (Array.isArray(given) && shape === null) {
     throw new RangeError(`${fn}: ${name}.shape has ${length} dimensions, expected ${labels.length} ${fmtShape(labels)}`);
   }

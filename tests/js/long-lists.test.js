@@ -1,0 +1,84 @@
+// Lists whose length is huge or changes between two reads (a sparse Array, a Proxy, the data of an
+// integer tensor) as spatialShapes, its pairs, levelStartIndex or a shape: refused with a
+// RangeError naming the argument, before their items are copied. Such lists once aborted Node
+// (V8's "invalid size" fatal error, growing the copy past what an array can hold) or hung (a
+// shape Proxy whose length grew after the first read). The calls run in a child process, so a
+// crash or a hang is a failure here and not the end of the suite.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const entry = fileURLToPath(new URL('../../bindings/node.js', import.meta.url));
+
+const child = `
+import { init } from ${JSON.stringify(entry)};
+const sparse = (n, items = []) => { const a = items.slice(); a.length = n; return a; };
+const base = () => ({
+  value: { data: Float32Array.from({ length: 12 }, (_, i) => i / 7), shape: [1, 6, 1, 2] },
+  spatialShapes: [[2, 3]],
+  samplingLocations: { data: Float32Array.from([0.1, 0.2, 0.7, 0.9]), shape: [1, 2, 1, 1, 1, 2] },
+  attentionWeights: { data: Float32Array.from([1, 0.5]), shape: [1, 2, 1, 1, 1] },
+});
+let lengthReads = 0;
+const attacks = {
+  'spatialShapes a sparse Array of 2^32-1 levels': (a) => { a.spatialShapes = sparse(2 ** 32 - 1, [[2, 3]]); },
+  'a pair of 2^32-1 entries': (a) => { a.spatialShapes = [sparse(2 ** 32 - 1, [2, 3])]; },
+  'levelStartIndex a sparse Array of 2^32-1': (a) => { a.levelStartIndex = sparse(2 ** 32 - 1, [0]); },
+  'levelStartIndex tensor data of 2^32-1': (a) => { a.levelStartIndex = { data: sparse(2 ** 32 - 1, [0]) }; },
+  'spatialShapes tensor data of 2^32-2': (a) => { a.spatialShapes = { data: sparse(2 ** 32 - 2, [2, 3]) }; },
+  'spatialShapes tensor shape of 2^32-1': (a) => { a.spatialShapes = { data: [2, 3], shape: sparse(2 ** 32 - 1, [1, 2]) }; },
+  'a value.shape whose length grows after the first read': (a) => {
+    a.value.shape = new Proxy([1, 6, 1, 2], { get(t, k) { if (k === 'length') return ++lengthReads === 1 ? 4 : 2 ** 31; return t[k]; } });
+  },
+};
+const results = {};
+for (const backend of ['wasm', 'wasm-scalar', 'native']) {
+  const msda = await init({ backend });
+  const plain = Array.from(msda.forward(base()).data);
+  for (const [name, f] of Object.entries(attacks)) {
+    const a = base();
+    f(a);
+    lengthReads = 0;
+    let r;
+    try {
+      const out = Array.from(msda.forward(a).data);
+      r = { ok: true, same: JSON.stringify(out) === JSON.stringify(plain), lengthReads };
+    } catch (e) {
+      r = { error: e.constructor.name, message: e.message };
+    }
+    results[backend + ': ' + name] = r;
+    if (name.startsWith('spatialShapes a sparse')) {
+      try { msda.prepare({ batch: 1, numQueries: 1, numHeads: 1, channels: 1, numPoints: 1, spatialShapes: a.spatialShapes }); results[backend + ': prepare'] = { ok: true }; }
+      catch (e) { results[backend + ': prepare'] = { error: e.constructor.name, message: e.message }; }
+    }
+  }
+}
+console.log(JSON.stringify(results));
+`;
+
+test('huge or changing list lengths: a RangeError naming the argument before the items are copied, no crash, no hang', () => {
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', child], { encoding: 'utf8', timeout: 60000 });
+  assert.equal(r.error?.code, undefined, r.error?.code === 'ETIMEDOUT' ? 'hung (killed after 60 s)' : String(r.error));
+  assert.equal(r.signal, null, `killed by ${r.signal}: ${r.stderr.slice(0, 400)}`);
+  assert.equal(r.status, 0, r.stderr.slice(0, 400));
+  const results = JSON.parse(r.stdout);
+  const expect = {
+    'spatialShapes a sparse Array of 2^32-1 levels': /^forward: spatialShapes has 4294967295 levels, expected at most 16777216$/,
+    'a pair of 2^32-1 entries': /^forward: spatialShapes\[0\] has 4294967295 entries, expected an \[H, W\] pair$/,
+    'levelStartIndex a sparse Array of 2^32-1': /^forward: levelStartIndex has 4294967295 entries, expected 1 \(one per level of spatialShapes\)$/,
+    'levelStartIndex tensor data of 2^32-1': /^forward: levelStartIndex has 4294967295 entries, expected 1 \(one per level of spatialShapes\)$/,
+    'spatialShapes tensor data of 2^32-2': /^forward: spatialShapes has 4294967294 entries, expected \(N_l, 2\) with N_l at most 16777216$/,
+    'spatialShapes tensor shape of 2^32-1': /^forward: spatialShapes\.shape has 4294967295 dimensions, expected \[1, 2\]$/,
+  };
+  for (const backend of ['wasm', 'wasm-scalar', 'native']) {
+    for (const [name, re] of Object.entries(expect)) {
+      const got = results[`${backend}: ${name}`];
+      assert.equal(got.error, 'RangeError', `${backend}: ${name}: ${JSON.stringify(got)}`);
+      assert.match(got.message, re, `${backend}: ${name}`);
+    }
+    assert.match(results[`${backend}: prepare`].message, /^prepare: spatialShapes has 4294967295 levels, expected at most 16777216$/);
+    const grown = results[`${backend}: a value.shape whose length grows after the first read`];
+    assert.deepEqual(grown, { ok: true, same: true, lengthReads: 1 }, `${backend}: the shape's length is read once`);
+  }
+});
