@@ -261,14 +261,13 @@ function drawSample() {
   for (const [k, c] of sampleResult.corners.entries()) {
     const b = pixelBox(SAMPLE_LEVEL, c.row, c.col);
     const dx = k % 2 === 0 ? -1 : 1, dy = k < 2 ? -1 : 1;
-    label(g, fixed2(c.weight), b.x + b.w / 2 + dx * (b.w / 2 + 18), b.y + b.h / 2 + dy * (b.h / 2 + 8),
+    label(g, c.weight.toFixed(2), b.x + b.w / 2 + dx * (b.w / 2 + 18), b.y + b.h / 2 + dy * (b.h / 2 + 8),
       c.inside ? '#fff' : '#9aa6bd');
   }
   g.beginPath(); g.arc(x, y, 6, 0, 2 * Math.PI);
   g.fillStyle = POINT_COLOURS[1]; g.fill();
   g.lineWidth = 2; g.strokeStyle = '#000'; g.stroke();
 }
-const fixed2 = (w) => w.toFixed(2);
 
 function renderSampleSide() {
   const names = CHANNEL_NAMES(0);
