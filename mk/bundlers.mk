@@ -3,13 +3,15 @@
 # workers (esbuild) and CDNs. test-bundlers builds tiny apps from the packed package with
 # esbuild, webpack and Vite, exactly as the README's recipes say, and runs them in Chromium.
 
-wasm: $(DIST)/threads-worker.js $(DIST)/msda-worker.js
+wasm: $(DIST)/threads-worker.js
+package test-bundlers: $(DIST)/msda-worker.js
 
 $(DIST)/threads-worker.js: bindings/threads-worker.js | $(DIST)
 	install -m 644 $< $@
 
 # initWorker's browser worker in one file (what remote-worker.js imports, no Node code), for
-# the same copy of dist/; built by the esbuild the tests use (an npm dev dependency).
+# the same copy of dist/; built for the package (npm pack's prepack) by the esbuild the tests
+# use (an npm dev dependency), so `make wasm` itself needs no npm package.
 ESBUILD := node_modules/.bin/esbuild
 $(DIST)/msda-worker.js: bindings/remote-worker.js bindings/remote.js bindings/browser.js bindings/core.js \
                         bindings/loader.js bindings/threads.js mk/bundlers.mk | $(DIST)
