@@ -7,7 +7,7 @@
 // esbuild bundle whose wasmPaths point there; threads start all the same (blob: workers).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
@@ -209,6 +209,32 @@ for (const name of Object.keys(RECIPES)) {
     });
   }
 }
+
+test('vite (the dev server, as `npx vite` starts it): the app runs on the page and in its Web Worker with Node\'s bits', async () => {
+  const dir = built.vite.dir;
+  const server = spawn(path.join(BIN, 'vite'), ['--host', '127.0.0.1', '--port', '0'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  try {
+    let said = '';
+    const url = await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`vite did not start:\n${said}`)), 30000);
+      const read = (chunk) => {
+        said += chunk;
+        const m = /Local:\s+(http:\/\/127\.0\.0\.1:\d+\/)/.exec(said.replace(/\x1b\[[0-9;]*m/g, ''));
+        if (m) { clearTimeout(timer); resolve(m[1]); }
+      };
+      server.stdout.on('data', read);
+      server.stderr.on('data', read);
+      server.on('exit', (code) => reject(new Error(`vite exited (${code}):\n${said}`)));
+    });
+    const { result, problems } = await openApp(url);
+    assert.equal(result.error, undefined, result.error);
+    assert.deepEqual(problems.filter((p) => !/\[vite\]/.test(p)), []);
+    checkRun(result.main, false, 'vite dev page');
+    checkRun(result.worker, false, 'vite dev worker');
+  } finally {
+    server.kill();
+  }
+});
 
 test('served from another origin (a CDN): the package imported from there, and an esbuild bundle with wasmPaths there', async () => {
   // The CDN: the installed package with CORS and CORP headers, as jsDelivr and unpkg send them.
