@@ -7,7 +7,7 @@
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { createApi, resolveWasmPaths } from './core.js';
 import { fetchChecked } from './loader.js';
@@ -28,7 +28,12 @@ function resolveUrl(text) {
 
 async function fetchFile(url) {
   const u = new URL(url);
-  return u.protocol === 'file:' ? readFile(u) : fetchChecked(u);
+  if (u.protocol !== 'file:') return fetchChecked(u);
+  try {
+    return await readFile(u);
+  } catch (e) {
+    throw new Error(`ms-deform-attn: cannot read ${fileURLToPath(u)}: ${e.message} (init's wasmPaths says where the package's files are)`, { cause: e });
+  }
 }
 
 // Node workers inherit the process's flags, but refuse those of an inline script
