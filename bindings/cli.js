@@ -356,7 +356,12 @@ function mkdirs(dir) {
   }
 }
 
+// The native CLI's limit on the private directory's path (PATH_MAX, NUL included), checked by
+// both before computing so that both say the same.
+const STAGING_PATH_MAX = 4096;
+
 function prepareOut(dir) {
+  if (Buffer.byteLength(joinPath(dir, '.msda-XXXXXX')) >= STAGING_PATH_MAX) throw bad(`--out ${dir}: path too long`);
   try {
     mkdirs(dir);
   } catch (e) {

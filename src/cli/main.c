@@ -350,8 +350,14 @@ static int derive_problem(const options *o, case_data *c, msda_problem *p)
 /* ---- outputs --------------------------------------------------------------------------- */
 
 /* mkdir -p, then checks the result is a writable directory. */
+static char staging_dir[4096];
+
 static int prepare_out(const char *dir)
 {
+    /* The private directory's name must fit (checked here, before computing, not after). */
+    size_t d = strlen(dir);
+    if (d + (dir[d - 1] == '/' ? 0 : 1) + strlen(".msda-XXXXXX") >= sizeof staging_dir)
+        return report(EXIT_BAD_INPUT, "--out %s: path too long", dir);
     char *p = strdup(dir);
     if (!p) return report(EXIT_OTHER, "out of memory");
     for (char *s = p + 1; ; s++) {
@@ -408,7 +414,6 @@ static int check_destinations(const char *dir, const char *const *names, int n, 
 
 /* The private directory the outputs are written into, for the signal handler: paths built
  * before the handler can see them, removed by it with async-signal-safe calls only. */
-static char staging_dir[4096];
 static char staging_file[MAX_OUTPUTS][4096 + 64];
 static int staging_files;
 static volatile sig_atomic_t staging_armed;

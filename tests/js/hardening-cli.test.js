@@ -134,6 +134,27 @@ test('unreadable and unwritable paths, as a user without permission bypass', { s
   }, ['--out', 'Permission denied'], { prefix });
 });
 
+test('an --out too long for the private directory\'s name: exit 2 before computing, the same line from both', () => {
+  // root + /L/ddd.../ddd... of exactly `bytes` bytes (components of at most 200).
+  const longPath = (bytes) => {
+    let p = join(root, 'L');
+    while (p.length < bytes) p += `/${'d'.repeat(Math.min(200, bytes - p.length - 1))}`;
+    return p;
+  };
+  // '/.msda-XXXXXX' takes 13 bytes: 4083 + 13 = 4096 does not fit PATH_MAX, NUL included.
+  expectRefusal('--out of 4083 bytes', () => {
+    const { dir } = scenario();
+    const out = longPath(4083);
+    return { args: ['forward', '--in', dir, '--out', out], out, dir };
+  }, ['--out', 'path too long']);
+  expectRefusal('--out of 4083 bytes and a slash', () => {
+    const { dir } = scenario();
+    const out = `${longPath(4083)}/`;
+    return { args: ['forward', '--in', dir, '--out', out], out: out.slice(0, -1), dir };
+  }, ['--out', 'path too long']);
+  assert.ok(!existsSync(longPath(4083)), 'the too-long --out was not created');
+});
+
 // ---- outputs: no write through a planted symlink, older outputs kept, no temporaries left ----
 
 const listing = (dir) => readdirSync(dir).sort();
