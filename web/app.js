@@ -56,6 +56,9 @@ let sampler = null, samplePoint = [0.43, 0.6], sampleResult = null;
 let pointSampler = null, pointSamples = null;
 let levelViews = [];
 let pointRows = [];
+// What the last drawing showed, for the tests: each level's arrows (gradient magnitude and
+// length in canvas units).
+const drawn = { arrows: LEVELS.map(() => []) };
 
 // ---- modules and prepared problems ----------------------------------------------------------
 
@@ -75,6 +78,7 @@ function instance(options) {
 // (Re)prepares every problem of the page for the current module and options.
 async function prepareAll() {
   msda = await instance(moduleOptions());
+  timings.forward = []; timings.backward = [];
   for (const p of [session, sampler, pointSampler]) if (p) p.dispose();
   session = new Session(msda, data, ui.opts);
   // Step 1: one query, every head's point at the same place, weight 1, on the coarse map only.
@@ -415,6 +419,7 @@ function drawLevel(l) {
     const mag = Math.hypot(gx, gy);
     gmax = Math.max(gmax, mag);
     const len = arrowLength(mag);
+    drawn.arrows[l][p] = { magnitude: mag, length: len >= 2 ? len : 0 };
     // From the ring's edge, so the whole length shows even when the arrow is short.
     const rad = pointRadius(state.attentionWeights[i]) + 1.5;
     const x = state.samplingLocations[2 * i] * CANVAS_W, y = state.samplingLocations[2 * i + 1] * CANVAS_H;
@@ -607,9 +612,12 @@ function renderStuck() {
       'descent only ever looks downhill from where it stands. Drag the point nearer ⊕ and descent takes over.';
 }
 
+const median = (a) => { const s = [...a].sort((x, y) => x - y); return s[Math.floor(s.length / 2)]; };
+
 function renderHood() {
-  $('t-forward').textContent = `${result.forwardMs.toFixed(3)} ms`;
-  $('t-backward').textContent = `${result.backwardMs.toFixed(3)} ms`;
+  // The median of the last calls: one call of a few microseconds is mostly timer noise.
+  $('t-forward').textContent = `${median(timings.forward).toFixed(3)} ms`;
+  $('t-backward').textContent = `${median(timings.backward).toFixed(3)} ms`;
   $('module').textContent = msda.simd ? 'wasm SIMD' : 'wasm scalar';
   // What the module in use runs with (1 unless threaded); only the SIMD module has threads.
   $('threads').textContent = String(msda.threads ?? 1);
@@ -641,8 +649,13 @@ function renderSample() {
 
 // ---- computing ----------------------------------------------------------------------------
 
+const TIMED_CALLS = 25;
+const timings = { forward: [], backward: [] };
+
 function compute() {
   result = session.evaluate(state);
+  timings.forward = [...timings.forward, result.forwardMs].slice(-TIMED_CALLS);
+  timings.backward = [...timings.backward, result.backwardMs].slice(-TIMED_CALLS);
   computePointSamples();
 }
 
@@ -764,6 +777,8 @@ function publish() {
     forwardMs: r.forwardMs,
     backwardMs: r.backwardMs,
     stuck: ui.stuck,
+    arrows: drawn.arrows.map((a) => a.map((x) => ({ ...x }))),
+    heat: ui.heat,
     sample: sampleResult && { point: sampleResult.point, location: Array.from(sampleResult.loc.subarray(0, 2)),
       corners: sampleResult.corners.map((c) => ({ ...c })), output: sampleResult.output.slice(), level: SAMPLE_LEVEL,
       options: { alignCorners: ui.opts.alignCorners, paddingMode: ui.opts.paddingMode } },

@@ -371,6 +371,63 @@ test('a point left behind is explained', async () => {
   assert.equal(await page.isVisible('#stuck'), false, 'Reset clears the note');
 });
 
+// Arrow lengths are one function of |∂loss/∂location| for every level and every step (no
+// per-level rescaling): sorted by magnitude, lengths never decrease; near convergence they shrink.
+test('arrows keep their magnitude: one fixed scale for every level and step', async () => {
+  await page.click('#reset');
+  const arrows = () => page.evaluate(() => window.__msda.arrows.flat());
+  const start = await arrows();
+  await page.evaluate(() => { for (let k = 0; k < 150; k++) document.getElementById('step').click(); });
+  const late = await arrows();
+  const all = [...start, ...late].sort((a, b) => a.magnitude - b.magnitude);
+  for (let k = 1; k < all.length; k++) {
+    assert.ok(all[k].length >= all[k - 1].length, `|g| ${all[k - 1].magnitude} -> length ${all[k - 1].length}, |g| ${all[k].magnitude} -> ${all[k].length}`);
+  }
+  const longest = (a) => Math.max(...a.map((x) => x.length));
+  assert.ok(longest(late) < 0.6 * longest(start), `longest arrow ${longest(start)} at the start, ${longest(late)} after 150 steps`);
+  assert.ok(late.some((x) => x.length > 0), 'small gradients still draw an arrow');
+  await page.click('#reset');
+});
+
+// The glow: the pixels a point reads light up against the dimmed rest of the fine level.
+test('the |∂loss/∂value| glow is visible on the finest level', async () => {
+  await page.click('#reset');
+  const measure = () => page.evaluate(() => {
+    const canvas = document.getElementById('level-0');
+    // Read a copy (a context made for reading), not the page's own canvas.
+    const copy = document.createElement('canvas');
+    copy.width = canvas.width; copy.height = canvas.height;
+    const g = copy.getContext('2d', { willReadFrequently: true });
+    g.drawImage(canvas, 0, 0);
+    const m = window.__msda;
+    const lum = (x0, y0, w, h) => {
+      const d = g.getImageData(Math.round(x0), Math.round(y0), Math.round(w), Math.round(h)).data;
+      let s = 0;
+      for (let i = 0; i < d.length; i += 4) s += 0.299 * d[i] + 0.587 * d[i + 1] + 0.114 * d[i + 2];
+      return s / (d.length / 4);
+    };
+    const sx = canvas.width, sy = canvas.height;
+    const out = [];
+    const loc = m.forwardArgs.samplingLocations.data;
+    for (let p = 0; p < 4; p++) {
+      const i = p;                      // head 0, level 0
+      const [x, y] = [loc[2 * i] * sx, loc[2 * i + 1] * sy];
+      const px = sx / 80;               // one map pixel in backing pixels
+      // The 2×2 corner block around the point, without the ring.
+      out.push(lum(x - 0.9 * px, y - 0.9 * px, 1.8 * px, 1.8 * px));
+    }
+    return { block: out, corner: lum(sx * 0.02, sy * 0.05, sx * 0.1, sy * 0.1) };
+  });
+  const on = await measure();
+  await page.setChecked('#heat', false);
+  const off = await measure();
+  await page.setChecked('#heat', true);
+  for (let p = 0; p < 4; p++) {
+    assert.ok(on.block[p] > on.corner + 60, `point ${p + 1}: glow ${on.block[p]} vs the dimmed map ${on.corner}`);
+  }
+  assert.ok(on.corner < 0.6 * off.corner, `the rest of the map is dimmed under the glow: ${on.corner} vs ${off.corner}`);
+});
+
 test('Play runs descent until paused', async () => {
   await page.click('#reset');
   const start = await snapshot();
