@@ -605,8 +605,13 @@ export class Msda {
     return this._backend === null;
   }
 
-  prepare(problemOptions, { mode = 'both' } = {}) {
+  prepare(problemOptions, options = {}) {
     this._live('prepare');
+    const modes = "{ mode?: 'forward' | 'backward' | 'both' }";
+    if (options === null || typeof options !== 'object') throw new TypeError(`prepare: options is ${describe(options)}, expected ${modes}`);
+    const { mode = 'both', ...rest } = options;   // each read once
+    const unknown = Object.keys(rest);
+    if (unknown.length > 0) throw new TypeError(`prepare: unknown option '${unknown[0]}', expected mode`);
     const problem = problemFromOptions('prepare', problemOptions);
     if (!Object.hasOwn(TENSORS, mode)) throw new RangeError(`prepare: mode is ${describe(mode)}, expected 'forward', 'backward' or 'both'`);
     this._checkSize('prepare', problem, mode);

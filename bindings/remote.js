@@ -20,6 +20,7 @@ const BUFFER = intrinsic('buffer');
 const BYTE_OFFSET = intrinsic('byteOffset');
 const LENGTH = intrinsic('length');
 const slice = TYPED_ARRAY.slice;
+const ABORTED = typeof AbortSignal === 'undefined' ? null : Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted').get;
 
 const INPUTS = { forward: ['value', 'samplingLocations', 'attentionWeights'],
   backward: ['gradOutput', 'value', 'samplingLocations', 'attentionWeights'] };
@@ -115,6 +116,14 @@ function checkCallOptions(op, options) {
   if (unknown.length > 0) throw new TypeError(`${op}: unknown option '${unknown[0]}', expected signal or transfer`);
   if (signal !== undefined && !(typeof AbortSignal !== 'undefined' && signal instanceof AbortSignal)) {
     throw new TypeError(`${op}: signal is ${describe(signal)}, expected an AbortSignal`);
+  }
+  // instanceof only looks at the prototype chain: a real AbortSignal is one its own getter accepts.
+  if (signal !== undefined) {
+    try {
+      ABORTED.call(signal);
+    } catch {
+      throw new TypeError(`${op}: signal is an object that is not an AbortSignal, expected an AbortSignal`);
+    }
   }
   if (typeof transfer !== 'boolean') throw new TypeError(`${op}: transfer is ${describe(transfer)}, expected true or false`);
   return { signal, transfer };
