@@ -536,6 +536,10 @@ test('390×844 phone (touch): Step/Play pinned beside a level, no horizontal scr
   const phone = await openPage(env.browser, env.url, { width: 390, height: 844 }, { isMobile: true, hasTouch: true, colorScheme: 'light' });
   try {
     await checkLayout(phone.page, 390, 844);
+    // The formulas too, unfolded.
+    await phone.page.evaluate(() => document.querySelectorAll('details').forEach((d) => { d.open = true; }));
+    await checkLayout(phone.page, 390, 844);
+    await phone.page.evaluate(() => document.querySelectorAll('details').forEach((d) => { d.open = false; }));
     assert.ok(await phone.page.isVisible('.touch-only >> nth=0'), 'touch gestures are described');
     assert.equal(await phone.page.isVisible('.mouse-only >> nth=0'), false, 'no mouse or keyboard help on a phone');
     const bg = await phone.page.evaluate(() => getComputedStyle(document.body).backgroundColor);
