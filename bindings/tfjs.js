@@ -61,11 +61,10 @@ function readOptions(fn, options) {
     if (!allowed.includes(v)) throw new RangeError(`${fn}: ${key} is '${v}', expected one of ${list}`);
     o[key] = v;
   }
-  if (options.alignCorners !== undefined) {
-    if (typeof options.alignCorners !== 'boolean') {
-      throw new TypeError(`${fn}: alignCorners is ${describe(options.alignCorners)}, expected true or false`);
-    }
-    o.alignCorners = options.alignCorners;
+  const alignCorners = options.alignCorners; // each option read once
+  if (alignCorners !== undefined) {
+    if (typeof alignCorners !== 'boolean') throw new TypeError(`${fn}: alignCorners is ${describe(alignCorners)}, expected true or false`);
+    o.alignCorners = alignCorners;
   }
   o.spatialShapes = readSpatialShapes(fn, plainIntegers(options.spatialShapes));
   const starts = [];
@@ -79,29 +78,37 @@ function readOptions(fn, options) {
     if (!(Array.isArray(list) || (ArrayBuffer.isView(list) && !(list instanceof DataView)))) {
       throw new TypeError(`${fn}: levelStartIndex is ${describe(given)}, expected an array of integers`);
     }
-    const got = Array.from(list, Number);
+    const got = integers(list);
     if (got.length !== starts.length || got.some((s, i) => s !== starts[i])) {
-      throw new RangeError(`${fn}: levelStartIndex is ${fmt(got)}, expected ${fmt(starts)} (the prefix sums of H*W over spatialShapes)`);
+      throw new RangeError(`${fn}: levelStartIndex is ${fmt(got.map(show))}, expected ${fmt(starts)} (the prefix sums of H*W over spatialShapes)`);
     }
   }
   return o;
 }
 
+// Numbers (or BigInts, as a .npy reader gives) copied out once, then checked.
+const integers = (list) => Array.from(list, (v) => (typeof v === 'bigint' ? Number(v) : v));
+const show = (v) => (typeof v === 'number' ? String(v) : describe(v));
+
 function readSpatialShapes(fn, x) {
   const what = 'an array of [H, W] pairs or an (N_l, 2) tensor';
   let flat;
+  const data = x !== null && typeof x === 'object' && !Array.isArray(x) ? x.data : undefined;
   if (Array.isArray(x)) {
-    x.forEach((p, l) => {
-      if (!(Array.isArray(p) || ArrayBuffer.isView(p)) || p.length !== 2) {
+    flat = [];
+    Array.from(x).forEach((p, l) => {
+      const pair = Array.isArray(p) || ArrayBuffer.isView(p) ? integers(p) : null;
+      if (pair === null || pair.length !== 2) {
         throw new TypeError(`${fn}: spatialShapes[${l}] is ${describe(p)}, expected an [H, W] pair`);
       }
+      flat.push(...pair);
     });
-    flat = x.flatMap((p) => Array.from(p, Number));
-  } else if (x !== null && typeof x === 'object' && ArrayBuffer.isView(x.data)) {
-    if (x.shape !== undefined && (x.shape.length !== 2 || x.shape[1] !== 2)) {
-      throw new RangeError(`${fn}: spatialShapes has shape ${fmt(x.shape)}, expected [N_l, 2]`);
+  } else if (ArrayBuffer.isView(data)) {
+    const shape = x.shape;
+    if (shape !== undefined && (shape.length !== 2 || shape[1] !== 2)) {
+      throw new RangeError(`${fn}: spatialShapes has shape ${fmt(shape)}, expected [N_l, 2]`);
     }
-    flat = Array.from(x.data, Number);
+    flat = integers(data);
   } else {
     throw new TypeError(`${fn}: spatialShapes is ${describe(x)}, expected ${what}`);
   }
@@ -110,14 +117,14 @@ function readSpatialShapes(fn, x) {
   for (let i = 0; i < flat.length; i += 2) {
     const [h, w] = [flat[i], flat[i + 1]];
     if (!Number.isSafeInteger(h) || !Number.isSafeInteger(w) || h < 1 || w < 1) {
-      throw new RangeError(`${fn}: spatialShapes[${i / 2}] is [${h}, ${w}], expected integers H >= 1 and W >= 1`);
+      throw new RangeError(`${fn}: spatialShapes[${i / 2}] is [${show(h)}, ${show(w)}], expected integers H >= 1 and W >= 1`);
     }
     pairs.push([h, w]);
   }
   return pairs;
 }
 
-// A tf.Tensor (or anything tf.tensor accepts), float32. Returns [tensor, owned].
+// A float32 tf.Tensor, or a nested array / Float32Array made into one (inside the caller's tidy).
 function asTensor(fn, name, x) {
   if (x instanceof tf.Tensor) {
     if (x.dtype !== 'float32') {

@@ -233,6 +233,7 @@ test('bad input: errors name the argument, the expected and the actual value, an
     [() => msDeformAttn(v, l, w, { spatialShapes, padding: 'zeros' }), TypeError, /unknown option 'padding'/],
     [() => msDeformAttn(v, l, w, { spatialShapes, paddingMode: 'reflect' }), RangeError, /paddingMode is 'reflect', expected one of 'zeros', 'border'/],
     [() => msDeformAttn(v, l, w, { spatialShapes: [[4, 0], [2, 2]] }), RangeError, /spatialShapes\[0\] is \[4, 0\]/],
+    [() => msDeformAttn(v, l, w, { spatialShapes: [['4', 4], [2, 2]] }), RangeError, /spatialShapes\[0\] is \[the string "4", 4\], expected integers/],
     [() => msDeformAttn(v, l, w, { spatialShapes, levelStartIndex: [0, 15] }), RangeError, /levelStartIndex is \[0, 15\], expected \[0, 16\]/],
     [() => msDeformAttnBackward(dyBad, v, l, w, { spatialShapes }), RangeError, /dy has shape \[1, 3, 7\], expected \[B, N_q, N_h\*C_h\] = \[1, 3, 8\]/],
     [() => setMsda({}), TypeError, /setMsda: instance is Object/],
@@ -248,6 +249,27 @@ test('bad input: errors name the argument, the expected and the actual value, an
   const b = msDeformAttn(v.arraySync(), l, w, { spatialShapes });
   sameBits('TensorLike value', a.dataSync(), b.dataSync());
   tf.dispose([v, l, w, a, b, shapesTensor, vInt, vLong, lBad, wBad, dyBad]);
+});
+
+test('the layer\'s apply: shape errors name the tensor and what was expected, and leave nothing behind', async () => {
+  await onBackend('cpu');
+  const layer = new MSDeformAttn({ d_model: 8, n_heads: 2, n_levels: 2, n_points: 1, seed: 1 });
+  const shapes = [[4, 4], [2, 2]];
+  const [q, ref, ref3, input, mask] = [tf.zeros([1, 3, 8]), tf.zeros([1, 3, 2, 2]), tf.zeros([1, 3, 2, 3]), tf.zeros([1, 20, 8]),
+    tf.zeros([1, 19], 'bool')];
+  const n = tf.memory().numTensors;
+  for (const [call, message] of [
+    [() => layer.apply(tf.zeros([1, 3, 6]), ref, input, shapes), /query has shape \[1, 3, 6\], expected \[N, Len_q, d_model\] = \[N, Len_q, 8\]/],
+    [() => layer.apply(q, ref3, input, shapes), /referencePoints has shape \[1, 3, 2, 3\], expected \[N, Len_q, n_levels, 2 or 4\] = \[1, 3, 2, 2 or 4\]/],
+    [() => layer.apply(q, ref, tf.zeros([1, 21, 8]), shapes), /inputFlatten has shape \[1, 21, 8\], expected \[N, Len_in, d_model\] = \[1, 20, 8\]/],
+    [() => layer.apply(q, ref, input, [[4, 4]]), /inputSpatialShapes has 1 levels, expected n_levels = 2/],
+    [() => layer.apply(q, ref, input, shapes, null, mask), /inputPaddingMask has shape \[1, 19\], expected \[N, Len_in\] = \[1, 20\]/],
+  ]) {
+    assert.throws(call, (e) => e instanceof RangeError && message.test(e.message), String(message));
+  }
+  assert.equal(tf.memory().numTensors, n + 2, 'only the test\'s own two misshapen zeros remain');
+  tf.dispose([q, ref, ref3, input, mask]);
+  layer.dispose();
 });
 
 test('setMsda: the op runs on another instance (the scalar module) with that instance\'s bits', async () => {
