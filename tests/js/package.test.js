@@ -353,3 +353,18 @@ test('results typed Float32Array<ArrayBuffer> own an ArrayBuffer on every backen
   owns('reference forward', referenceForward(args).data);
   for (const [k, g] of Object.entries(referenceBackward(backwardArgs))) owns(`reference ${k}`, g.data);
 });
+
+// TypeScript before 6 with `"module": "commonjs"` resolves as node10, which ignores "exports":
+// a subpath's types are found only through typesVersions (without it, `import ... from
+// 'ms-deform-attn/npy'` failed with TS2307 under TypeScript 5.9, checked by hand: TypeScript 7
+// here no longer has node10). Each subpath export with types is mapped to the same file.
+test('typesVersions maps every subpath export to its types, for TypeScript 5 under node10 resolution', () => {
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+  const map = pkg.typesVersions?.['*'] ?? {};
+  const subpaths = Object.entries(pkg.exports).filter(([k, v]) => k !== '.' && typeof v === 'object' && v.types);
+  assert.ok(subpaths.length >= 4, 'subpath exports with types');
+  for (const [key, { types }] of subpaths) {
+    assert.deepEqual(map[key.slice(2)], [types], `typesVersions["*"]["${key.slice(2)}"] should be ["${types}"]`);
+  }
+  assert.deepEqual(Object.keys(map).sort(), subpaths.map(([k]) => k.slice(2)).sort(), 'nothing else mapped');
+});
