@@ -250,10 +250,10 @@ function interrupt(cli, args, out, signal) {
   });
 }
 
-test('SIGINT or SIGTERM while the outputs are written: the temporaries are removed, older outputs unchanged', async () => {
+test('SIGINT, SIGTERM, SIGHUP or SIGQUIT while the outputs are written: the temporaries are removed, older outputs unchanged', async () => {
   const dir = bigCase();
   for (const cli of Object.keys(CLIS)) {
-    for (const signal of ['SIGINT', 'SIGTERM']) {
+    for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT']) {
       const out = join(root, `sig-${cli}-${signal}`);
       mkdirSync(out);
       writeFileSync(join(out, 'output.npy'), 'older');
@@ -300,14 +300,18 @@ int rename(const char *a, const char *b)
 {
     static int sent;
     int (*real)(const char *, const char *) = (int (*)(const char *, const char *))dlsym(RTLD_NEXT, "rename");
-    if (!sent) { sent = 1; raise(strcmp(getenv("MSDA_TEST_SIGNAL"), "SIGINT") ? SIGTERM : SIGINT); }
+    const char *s = getenv("MSDA_TEST_SIGNAL");
+    if (!sent) {
+        sent = 1;
+        raise(!strcmp(s, "SIGINT") ? SIGINT : !strcmp(s, "SIGHUP") ? SIGHUP : !strcmp(s, "SIGQUIT") ? SIGQUIT : SIGTERM);
+    }
     return real(a, b);
 }
 `);
   const cc = spawnSync('cc', ['-shared', '-fPIC', '-o', so, cShim, '-ldl'], { encoding: 'utf8' });
   assert.equal(cc.status, 0, cc.stderr);
   const { dir } = scenario();
-  for (const signal of ['SIGINT', 'SIGTERM']) {
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT']) {
     for (const cli of Object.keys(CLIS)) {
       const out = join(root, `rename-${cli}-${signal}`);
       const [cmd, ...rest] = cli === 'js' ? [process.execPath, '--import', jsShim, ...CLIS.js.slice(1)] : CLIS.native;
