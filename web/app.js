@@ -348,6 +348,9 @@ function renderSum() {
       chip.className = 'chip';
       chip.style.background = css(rgbOf(pointSample(head, l, p), head));
       chip.style.borderColor = POINT_COLOURS[p];
+      // Size by weight: a heavier reading counts for more in the sum.
+      const size = Math.round(12 + 22 * Math.sqrt(clamp01(w)));
+      chip.style.width = chip.style.height = `${size}px`;
       chip.title = `level ${l}, point ${p + 1}: its reading`;
       const t = document.createElement('span');
       t.className = 'mono';
