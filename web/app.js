@@ -231,7 +231,9 @@ function label(g, text, x, y, colour = '#fff') {
   const w = g.measureText(text).width + 8, h = 17;
   const lx = Math.min(CANVAS_W - w - 2, Math.max(2, x - w / 2)), ly = Math.min(CANVAS_H - h - 2, Math.max(2, y - h / 2));
   g.fillStyle = 'rgba(0,0,0,0.78)';
-  g.beginPath(); g.roundRect(lx, ly, w, h, 4); g.fill();
+  g.beginPath();
+  if (g.roundRect) g.roundRect(lx, ly, w, h, 4); else g.rect(lx, ly, w, h);   // older browsers
+  g.fill();
   g.fillStyle = colour; g.textAlign = 'left'; g.textBaseline = 'middle';
   g.fillText(text, lx + 4, ly + h / 2 + 0.5);
 }
