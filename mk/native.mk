@@ -14,13 +14,35 @@ $(NATIVE)/libmsda.a: $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
+# Native: the kernels for each x86 ISA come from kernel_avx2.c etc. (target pragmas, so one
+# command building every source works too), chosen at run time (MSDA_ISA forces one).
+
 # C tests: every tests/c/test_*.c is its own program linked against the library.
 C_TESTS := $(patsubst tests/c/%.c,$(NATIVE)/tests/%,$(wildcard tests/c/test_*.c))
-C_TEST_SUPPORT := $(filter-out tests/c/test_%.c,$(wildcard tests/c/*.c))
+C_TEST_SUPPORT := $(filter-out tests/c/test_%.c tests/c/isa_hashes.c,$(wildcard tests/c/*.c))
 
 $(NATIVE)/tests/%: tests/c/%.c $(C_TEST_SUPPORT) $(wildcard tests/c/*.h) $(NATIVE)/libmsda.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Isrc -Itests/c $< $(C_TEST_SUPPORT) $(NATIVE)/libmsda.a -lm -o $@
+
+# The same bits on every ISA this CPU has and in both wasm builds (tests/c/isa_bits.sh).
+ISA_DIR := $(BUILD)/isa
+ISA_SRC := tests/c/isa_hashes.c $(C_TEST_SUPPORT)
+ISA_EMCC = NODE_PATH=/usr/share/nodejs $(EMCC) -O3 $(CSTD) -DNDEBUG -Isrc -Itests/c -sALLOW_MEMORY_GROWTH
+$(ISA_DIR)/package.json:
+	@mkdir -p $(dir $@)
+	echo '{"type": "commonjs"}' > $@
+$(ISA_DIR)/isa_hashes: $(ISA_SRC) $(wildcard tests/c/*.h) $(NATIVE)/libmsda.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Isrc -Itests/c $(ISA_SRC) $(NATIVE)/libmsda.a -lm -o $@
+$(ISA_DIR)/isa_hashes_simd.js: $(ISA_SRC) $(LIB_SRC) $(LIB_HDR) $(ISA_DIR)/package.json
+	$(ISA_EMCC) -msimd128 $(ISA_SRC) $(LIB_SRC) -o $@
+$(ISA_DIR)/isa_hashes_scalar.js: $(ISA_SRC) $(LIB_SRC) $(LIB_HDR) $(ISA_DIR)/package.json
+	$(ISA_EMCC) $(ISA_SRC) $(LIB_SRC) -o $@
+
+.PHONY: test-isa
+test-isa: $(ISA_DIR)/isa_hashes $(ISA_DIR)/isa_hashes_simd.js $(ISA_DIR)/isa_hashes_scalar.js
+	@tests/c/isa_bits.sh $^
 
 .PHONY: test-c test-c-sanitize
 test-c: $(C_TESTS)
@@ -39,4 +61,4 @@ test-c-sanitize:
 	  echo "== $(SAN)/$$n (asan+ubsan)"; ASAN_OPTIONS=detect_leaks=1 $(SAN)/$$n; \
 	done
 
-TEST_SUITES += test-c test-c-sanitize
+TEST_SUITES += test-c test-isa test-c-sanitize

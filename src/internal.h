@@ -53,4 +53,10 @@ void msda__backward_range(const msda_plan *plan, const msda_tensors *t, int64_t 
 
 #define MSDA_FORWARD_QUERY_BLOCK 64
 
+/* The ISA the kernels run on (kernel.c): MSDA_OK, or MSDA_ERR_INVALID_OPTION when the MSDA_ISA
+ * environment variable names one this CPU does not have. msda__set_isa switches to one by name
+ * (tests); 0 when this CPU does not have it. */
+msda_status msda__isa_check(msda_error *err);
+int msda__set_isa(const char *name);
+
 #endif

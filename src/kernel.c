@@ -9,6 +9,19 @@
  * bilinear corners and weights of four points are computed in one go with the points as
  * vector lanes, then the channel work runs per point with the channels as vector lanes. */
 #include "internal.h"
+
+/* This file is compiled once for the baseline ISA (SSE2 on x86-64, NEON on arm64, wasm SIMD,
+ * or scalar) and included again by kernel_avx2.c, kernel_avx512.c and kernel_scalar.c, which set
+ * MSDA_KERNEL_ISA (the suffix of the two entry points) and MSDA_VW; the baseline build also
+ * holds the run-time choice between them (the end of the file). */
+#ifndef MSDA_KERNEL_ISA
+#define MSDA_KERNEL_ISA base
+#define MSDA_KERNEL_BASE 1
+#endif
+#define MSDA_CAT2(a, b) a##_##b
+#define MSDA_CAT(a, b) MSDA_CAT2(a, b)
+#define MSDA_KFN(name) MSDA_CAT(name, MSDA_KERNEL_ISA)
+
 #include "simd.h"
 
 #include <math.h>
@@ -16,6 +29,11 @@
 #include <string.h>
 
 #define MSDA_INLINE static inline __attribute__((always_inline))
+#if MSDA_VW > 4
+#define MSDA_SCALAR_REG(x) __asm__("" : "+r"(x))   /* x stays a scalar: nothing vectorises it */
+#else
+#define MSDA_SCALAR_REG(x) (void)0
+#endif
 
 /* One axis of a level, with the per-level constants hoisted out of the sample loop. */
 typedef struct axis_geom {
@@ -289,32 +307,36 @@ MSDA_INLINE int emit_taps(taps *restrict tp, int n, const point_group *pg, const
     return n;
 }
 
-/* out[c0 .. c0 + 4V) = (first ? 0 : out) + sum_t weight[t] * row[t][c0 ..]; returns 0 when
- * something stored is not finite */
-MSDA_INLINE int sum_taps_block(float *restrict out, const taps *restrict tp, int n, int first, ptrdiff_t c0,
-                               const int V)
-{
-    v4 acc[8];
-    for (int v = 0; v < V; v++) acc[v] = first ? v4_zero() : v4_load(out + c0 + 4 * v);
-    for (int t = 0; t < n; t++) {
-        const v4 w = v4_splat(tp->weight[t]);
-        const float *row = tp->row[t] + c0;
-        for (int v = 0; v < V; v++) acc[v] = v4_madd(acc[v], w, v4_load(row + 4 * v));
+/* out[c0 .. c0 + V vectors) = (first ? 0 : out) + sum_t weight[t] * row[t][c0 ..]; returns 0
+ * when something stored is not finite. Written once for v4 (the tails) and vf (32-channel
+ * blocks, MSDA_VW lanes). */
+#define MSDA_SUM_TAPS_BLOCK(NAME, T, LANES, ZERO, SPLAT, LOAD, STORE, ADD, SUB, MADD, ZERO_ALL)                  \
+    MSDA_INLINE int NAME(float *restrict out, const taps *restrict tp, int n, int first, ptrdiff_t c0, const int V) \
+    {                                                                                                            \
+        T acc[32 / LANES];                                                                                       \
+        for (int v = 0; v < V; v++) acc[v] = first ? ZERO() : LOAD(out + c0 + LANES * v);                       \
+        for (int t = 0; t < n; t++) {                                                                            \
+            const T w = SPLAT(tp->weight[t]);                                                                    \
+            const float *row = tp->row[t] + c0;                                                                  \
+            for (int v = 0; v < V; v++) acc[v] = MADD(acc[v], w, LOAD(row + LANES * v));                         \
+        }                                                                                                        \
+        T check = ZERO();   /* x - x is 0 exactly when x is finite */                                            \
+        for (int v = 0; v < V; v++) {                                                                            \
+            STORE(out + c0 + LANES * v, acc[v]);                                                                 \
+            check = ADD(check, SUB(acc[v], acc[v]));                                                             \
+        }                                                                                                        \
+        return ZERO_ALL(check);                                                                                  \
     }
-    v4 zero = v4_zero(), check = zero;   /* x - x is 0 exactly when x is finite */
-    for (int v = 0; v < V; v++) {
-        v4_store(out + c0 + 4 * v, acc[v]);
-        check = v4_add(check, v4_sub(acc[v], acc[v]));
-    }
-    return !v4i_any(v4i_xor(v4_eq(check, zero), v4i_splat(-1)));
-}
+MSDA_INLINE int v4_zero_all(v4 x) { return !v4i_any(v4i_xor(v4_eq(x, v4_zero()), v4i_splat(-1))); }
+MSDA_SUM_TAPS_BLOCK(sum_taps_block, v4, 4, v4_zero, v4_splat, v4_load, v4_store, v4_add, v4_sub, v4_madd, v4_zero_all)
+MSDA_SUM_TAPS_BLOCK(sum_taps_wide, vf, MSDA_VW, vf_zero, vf_splat, vf_load, vf_store, vf_add, vf_sub, vf_madd, vf_zero_all)
 
 /* Returns 0 when some output channel is not finite. */
 static int sum_taps(float *restrict out, const taps *restrict tp, int n, int first, ptrdiff_t C)
 {
     ptrdiff_t c = 0;
     int finite = 1;
-    for (; c + 32 <= C; c += 32) finite &= sum_taps_block(out, tp, n, first, c, 8);
+    for (; c + 32 <= C; c += 32) finite &= sum_taps_wide(out, tp, n, first, c, 32 / MSDA_VW);
     if (C - c >= 16) { finite &= sum_taps_block(out, tp, n, first, c, 4); c += 16; }
     if (C - c >= 8) { finite &= sum_taps_block(out, tp, n, first, c, 2); c += 8; }
     if (C - c >= 4) { finite &= sum_taps_block(out, tp, n, first, c, 1); c += 4; }
@@ -384,6 +406,7 @@ static int64_t query_blocks(const msda_plan *p)
     return (p->num_queries + MSDA_FORWARD_QUERY_BLOCK - 1) / MSDA_FORWARD_QUERY_BLOCK;
 }
 
+#ifdef MSDA_KERNEL_BASE
 int64_t msda__forward_units(const msda_plan *p)
 {
     return p->batch * p->num_heads * query_blocks(p);
@@ -393,6 +416,7 @@ int64_t msda__backward_units(const msda_plan *p)
 {
     return p->batch * p->num_heads;
 }
+#endif
 
 /* NaN lanes become the one canonical NaN (simd.h): which NaN an operation gives differs between
  * ISAs, compilers and operand orders. */
@@ -498,7 +522,8 @@ static void forward_query(const msda_plan *p, const msda_tensors *t, geom_cache 
     canonical_nans(out, C);
 }
 
-void msda__forward_range(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end)
+void MSDA_KFN(msda__forward_range)(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end);
+void MSDA_KFN(msda__forward_range)(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end)
 {
     const int64_t Q = p->num_queries, H = p->num_heads, blocks = query_blocks(p);
     const int64_t per_chunk = MSDA_BLOCK / MSDA_FORWARD_QUERY_BLOCK;
@@ -538,32 +563,50 @@ void msda__forward_range(const msda_plan *p, const msda_tensors *t, int64_t begi
  * finite terms added to anything never make a new NaN (Inf - Inf needs an infinite term), and a
  * canonical NaN stays canonical through additions. */
 MSDA_INLINE void backward_corners(const float *restrict g, const float *restrict value, float *restrict grad_value,
-                                  const ptrdiff_t off[4], const float aw[4], ptrdiff_t C, float d[4], const unsigned M,
-                                  const int CANON)
+                                  ptrdiff_t o, ptrdiff_t px, ptrdiff_t row, const float aw[4], ptrdiff_t C, float d[4],
+                                  const unsigned M, const int CANON)
 {
+    /* corner pointers from scalars, each kept in a general register: the wide builds' compilers
+     * otherwise put the four offsets through memory and read them back as one vector, a
+     * store-forwarding stall per sample (a third of the AVX2 backward's time) */
+    const ptrdiff_t off[4] = {o, o + px, o + row, o + row + px};
     const float *v[4] = {0};
     float *gv[4] = {0};
-    v4 w[4], s[4];
+    vb w[4], s[4][MSDA_PARTIALS];
     for (int k = 0; k < 4; k++) {
-        w[k] = v4_splat(aw[k]);
-        s[k] = v4_zero();
+        w[k] = vb_splat(aw[k]);
+        for (int j = 0; j < MSDA_PARTIALS; j++) s[k][j] = vb_zero();
         if (M >> k & 1u) {
             v[k] = value + off[k];
             gv[k] = grad_value + off[k];
+            MSDA_SCALAR_REG(v[k]);
+            MSDA_SCALAR_REG(gv[k]);
         }
     }
-    const ptrdiff_t C4 = C & ~(ptrdiff_t)3;
+    const ptrdiff_t C8 = C & ~(ptrdiff_t)7;
     ptrdiff_t c = 0;
-    for (; c < C4; c += 4) {
+    for (; c < C8; c += 8)
+        for (int j = 0; j < MSDA_PARTIALS; j++) {
+            const ptrdiff_t cj = c + j * MSDA_VB;
+            const vb gc = vb_load(g + cj);
+            for (int k = 0; k < 4; k++) {
+                if (!(M >> k & 1u)) continue;
+                s[k][j] = vb_madd(s[k][j], gc, vb_load(v[k] + cj));
+                const vb sum = vb_madd(vb_load(gv[k] + cj), w[k], gc);
+                vb_store(gv[k] + cj, CANON ? vb_canonical(sum) : sum);
+            }
+        }
+    if (C - c >= 4) {   /* four more channels: partials 0 .. 3 */
         const v4 gc = v4_load(g + c);
         for (int k = 0; k < 4; k++) {
             if (!(M >> k & 1u)) continue;
-            s[k] = v4_madd(s[k], gc, v4_load(v[k] + c));
-            const v4 sum = v4_madd(v4_load(gv[k] + c), w[k], gc);
+            s[k][0] = vb_add_low(s[k][0], v4_mul(gc, v4_load(v[k] + c)));
+            const v4 sum = v4_madd(v4_load(gv[k] + c), v4_splat(aw[k]), gc);
             v4_store(gv[k] + c, CANON ? v4_canonical(sum) : sum);
         }
+        c += 4;
     }
-    for (int k = 0; k < 4; k++) d[k] = (M >> k & 1u) ? v4_sum(s[k]) : 0.0f;
+    for (int k = 0; k < 4; k++) d[k] = (M >> k & 1u) ? vb_fold(s[k]) : 0.0f;
     for (; c < C; c++)
         for (int k = 0; k < 4; k++) {
             if (!(M >> k & 1u)) continue;
@@ -576,32 +619,32 @@ MSDA_INLINE void backward_corners(const float *restrict g, const float *restrict
 /* The nine corner cases, each with a C = 32 version whose channel loop unrolls fully. */
 #define MSDA_BACKWARD_CASES(CH, CANON)                                                                  \
     switch (mask) {                                                                                \
-    case 15: backward_corners(g, value, grad_value, off, aw, CH, d, 15, CANON); break;                   \
-    case 3: backward_corners(g, value, grad_value, off, aw, CH, d, 3, CANON); break;                     \
-    case 12: backward_corners(g, value, grad_value, off, aw, CH, d, 12, CANON); break;                   \
-    case 5: backward_corners(g, value, grad_value, off, aw, CH, d, 5, CANON); break;                     \
-    case 10: backward_corners(g, value, grad_value, off, aw, CH, d, 10, CANON); break;                   \
-    case 1: backward_corners(g, value, grad_value, off, aw, CH, d, 1, CANON); break;                     \
-    case 2: backward_corners(g, value, grad_value, off, aw, CH, d, 2, CANON); break;                     \
-    case 4: backward_corners(g, value, grad_value, off, aw, CH, d, 4, CANON); break;                     \
-    case 8: backward_corners(g, value, grad_value, off, aw, CH, d, 8, CANON); break;                     \
+    case 15: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 15, CANON); break;                   \
+    case 3: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 3, CANON); break;                     \
+    case 12: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 12, CANON); break;                   \
+    case 5: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 5, CANON); break;                     \
+    case 10: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 10, CANON); break;                   \
+    case 1: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 1, CANON); break;                     \
+    case 2: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 2, CANON); break;                     \
+    case 4: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 4, CANON); break;                     \
+    case 8: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 8, CANON); break;                     \
     default: d[0] = d[1] = d[2] = d[3] = 0.0f; break;   /* dropped sample (mask 0) */             \
     }
 
 /* Samples with possibly non-finite terms: rare, kept out of line so as not to weigh on the
  * common path's code */
 __attribute__((noinline)) static void backward_sample_canonical(const float *restrict g, const float *restrict value,
-                                                                float *restrict grad_value, const ptrdiff_t off[4],
+                                                                float *restrict grad_value, ptrdiff_t o, ptrdiff_t px, ptrdiff_t row,
                                                                 const float aw[4], ptrdiff_t C, float d[4], unsigned mask)
 {
     MSDA_BACKWARD_CASES(C, 1)
 }
 
 static void backward_sample(const float *restrict g, const float *restrict value, float *restrict grad_value,
-                            const ptrdiff_t off[4], const float aw[4], ptrdiff_t C, float d[4], unsigned mask,
+                            ptrdiff_t o, ptrdiff_t px, ptrdiff_t row, const float aw[4], ptrdiff_t C, float d[4], unsigned mask,
                             int canon)
 {
-    if (canon) backward_sample_canonical(g, value, grad_value, off, aw, C, d, mask);
+    if (canon) backward_sample_canonical(g, value, grad_value, o, px, row, aw, C, d, mask);
     else if (C == 32) MSDA_BACKWARD_CASES(32, 0)
     else MSDA_BACKWARD_CASES(C, 0)
 }
@@ -627,7 +670,6 @@ static void backward_query(const msda_plan *p, const msda_tensors *t, geom_cache
     const v4 g_bound = v4_splat(g_sum), infinity = v4_splat(INFINITY);
     for (int64_t l = 0; l < NL; l++) {
         const level_geom *g = geom_of(gc, p, l);
-        const ptrdiff_t delta[4] = {0, g->pixel_stride, g->row_stride, g->row_stride + g->pixel_stride};
         const float *value_level = value_bh + g->start;
         float *grad_value_level = grad_value_bh + g->start;
         for (int64_t pt = 0; pt < P; pt += 4) {
@@ -645,11 +687,10 @@ static void backward_query(const msda_plan *p, const msda_tensors *t, geom_cache
             v4i_store(finite, v4_lt(v4_mul(v4_abs(a), g_bound), infinity));
             for (int i = 0; i < count; i++) {
                 const unsigned m = pg.mask[i];
-                const ptrdiff_t off[4] = {pg.offset[i] + delta[0], pg.offset[i] + delta[1],
-                                          pg.offset[i] + delta[2], pg.offset[i] + delta[3]};
                 const float awi[4] = {aw[0][i], aw[1][i], aw[2][i], aw[3][i]};
                 float di[4];
-                backward_sample(go, value_level, grad_value_level, off, awi, C, di, m, !finite[i]);
+                backward_sample(go, value_level, grad_value_level, pg.offset[i], g->pixel_stride, g->row_stride, awi, C,
+                                di, m, !finite[i]);
                 for (int k = 0; k < 4; k++) d[k][i] = di[k];
             }
             const v4 d0 = v4_load(d[0]), d1 = v4_load(d[1]), d2 = v4_load(d[2]), d3 = v4_load(d[3]);
@@ -717,7 +758,8 @@ static void backward_banded(const msda_plan *p, const msda_tensors *t, geom_cach
             }
 }
 
-void msda__backward_range(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end)
+void MSDA_KFN(msda__backward_range)(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end);
+void MSDA_KFN(msda__backward_range)(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end)
 {
     const int64_t Q = p->num_queries, H = p->num_heads;
     geom_cache gc;
@@ -769,3 +811,147 @@ void msda__backward_range(const msda_plan *p, const msda_tensors *t, int64_t beg
             for (int64_t h = h_begin; h < h_end; h++) backward_query(p, t, &gc, b, q, h);
     }
 }
+
+/* ---- the ISA, chosen once ----
+ * The widest this CPU has (cpuid, through the compiler's builtin), unless MSDA_ISA names one.
+ * Every ISA gives the same bits (simd.h), so the choice is only about speed. */
+#ifdef MSDA_KERNEL_BASE
+
+#include <stdatomic.h>
+#include <stdlib.h>
+
+typedef void (*msda_range_fn)(const msda_plan *, const msda_tensors *, int64_t, int64_t);
+typedef struct msda_isa_entry {
+    const char *name;
+    msda_range_fn forward, backward;
+} msda_isa_entry;
+
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(__EMSCRIPTEN__) && !defined(MSDA_NO_SIMD)
+#define MSDA_X86 1
+#define MSDA_BASE_NAME "sse2"
+#define MSDA_DECLARE_ISA(isa)                                                                               \
+    void msda__forward_range_##isa(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end);  \
+    void msda__backward_range_##isa(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end);
+MSDA_DECLARE_ISA(scalar)
+MSDA_DECLARE_ISA(avx2)
+MSDA_DECLARE_ISA(avx512)
+#elif defined(__EMSCRIPTEN__)
+#define MSDA_BASE_NAME (MSDA_SIMD ? "wasm-simd" : "wasm-scalar")
+#elif MSDA_SIMD && defined(__ARM_NEON)
+#define MSDA_BASE_NAME "neon"
+#else
+#define MSDA_BASE_NAME "scalar"
+#endif
+
+static const msda_isa_entry msda_isas[] = {
+#ifdef MSDA_X86
+    {"scalar", msda__forward_range_scalar, msda__backward_range_scalar},
+#endif
+    {MSDA_BASE_NAME, msda__forward_range_base, msda__backward_range_base},
+#ifdef MSDA_X86
+    {"avx2", msda__forward_range_avx2, msda__backward_range_avx2},
+    {"avx512", msda__forward_range_avx512, msda__backward_range_avx512},
+#endif
+};
+#define MSDA_ISA_COUNT ((int)(sizeof msda_isas / sizeof msda_isas[0]))
+#ifdef MSDA_X86
+#define MSDA_ISA_BASE 1
+#else
+#define MSDA_ISA_BASE 0
+#endif
+
+static int isa_available(int i)
+{
+#ifdef MSDA_X86
+    __builtin_cpu_init();
+    if (strcmp(msda_isas[i].name, "avx2") == 0) return __builtin_cpu_supports("avx2");
+    if (strcmp(msda_isas[i].name, "avx512") == 0) return __builtin_cpu_supports("avx512f");
+#endif
+    return i >= 0 && i < MSDA_ISA_COUNT;
+}
+
+/* MSDA_ISA; WebAssembly has one ISA a module, and getenv would import WASI */
+static const char *isa_env(void)
+{
+#ifdef __EMSCRIPTEN__
+    return NULL;
+#else
+    return getenv("MSDA_ISA");
+#endif
+}
+
+/* -2: not chosen yet; -1: MSDA_ISA names nothing this CPU has */
+static _Atomic int msda_isa_index = -2;
+
+static int isa_choose(void)
+{
+    int i = atomic_load_explicit(&msda_isa_index, memory_order_relaxed);
+    if (i != -2) return i;
+    const char *want = isa_env();
+    if (want && *want) {
+        i = -1;
+        for (int k = 0; k < MSDA_ISA_COUNT; k++)
+            if (strcmp(want, msda_isas[k].name) == 0 && isa_available(k)) i = k;
+    } else {
+        i = MSDA_ISA_BASE;
+        for (int k = MSDA_ISA_BASE + 1; k < MSDA_ISA_COUNT; k++)
+            if (isa_available(k)) i = k;
+    }
+    atomic_store_explicit(&msda_isa_index, i, memory_order_relaxed);
+    return i;
+}
+
+const char *msda_isa(void)
+{
+    const int i = isa_choose();
+    return i >= 0 ? msda_isas[i].name : NULL;
+}
+
+const char *msda_isa_list(void)
+{
+    static char list[64];
+    static _Atomic int done = 0;
+    if (!atomic_load(&done)) {
+        char tmp[64] = "";
+        for (int k = 0; k < MSDA_ISA_COUNT; k++)
+            if (isa_available(k)) {
+                if (tmp[0]) strcat(tmp, " ");
+                strcat(tmp, msda_isas[k].name);
+            }
+        memcpy(list, tmp, sizeof tmp);
+        atomic_store(&done, 1);
+    }
+    return list;
+}
+
+int msda__set_isa(const char *name)
+{
+    for (int k = 0; k < MSDA_ISA_COUNT; k++)
+        if (name && strcmp(name, msda_isas[k].name) == 0 && isa_available(k)) {
+            atomic_store(&msda_isa_index, k);
+            return 1;
+        }
+    return 0;
+}
+
+msda_status msda__isa_check(msda_error *err)
+{
+    if (isa_choose() >= 0) return MSDA_OK;
+    msda__set_error(err, MSDA_ERR_INVALID_OPTION, "MSDA_ISA is '%.16s', expected one of this CPU's: %s (or unset)",
+                    isa_env() ? isa_env() : "", msda_isa_list());
+    return MSDA_ERR_INVALID_OPTION;
+}
+
+void msda__forward_range(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end)
+{
+    const int i = isa_choose();
+    msda_isas[i >= 0 ? i : MSDA_ISA_BASE].forward(p, t, begin, end);
+}
+
+void msda__backward_range(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end)
+{
+    const int i = isa_choose();
+    msda_isas[i >= 0 ? i : MSDA_ISA_BASE].backward(p, t, begin, end);
+}
+
+#endif

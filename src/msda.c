@@ -282,6 +282,7 @@ msda_status msda__forward_job(msda_job *job, const msda_problem *problem, const 
         {"output", output, plan.output_elements, 1},
     };
     st = check_buffers(bufs, 4, err);
+    if (st == MSDA_OK) st = msda__isa_check(err);
     if (st != MSDA_OK) return st;
     memset(job, 0, sizeof *job);
     job->plan = plan;
@@ -313,6 +314,7 @@ msda_status msda__backward_job(msda_job *job, const msda_problem *problem, const
         {"grad_attention_weights", grad_attention_weights, plan.weights_elements, 1},
     };
     st = check_buffers(bufs, 7, err);
+    if (st == MSDA_OK) st = msda__isa_check(err);
     if (st != MSDA_OK) return st;
     memset(job, 0, sizeof *job);
     job->plan = plan;

@@ -1,6 +1,8 @@
-/* Four-lane float and int32 vectors behind a few inline helpers, with a scalar twin.
- * The SIMD build uses GCC/clang vector extensions, which become SSE2 natively and wasm SIMD
- * under -msimd128; the twin is four plain lanes. Every helper does the same IEEE operation
+/* Four-lane float and int32 vectors behind a few inline helpers, with a scalar twin, and a
+ * float vector of the ISA's full width (vf, MSDA_VW lanes: 4, or 8 / 16 in the kernels built
+ * for AVX2 / AVX-512) for the channel loops.
+ * The SIMD build uses GCC/clang vector extensions, which become SSE2 (or AVX) natively, NEON on
+ * arm64 and wasm SIMD under -msimd128; the twin is four plain lanes. Every helper does the same IEEE operation
  * lane by lane in both, so both builds give the same bits. Define MSDA_NO_SIMD to force the
  * twin (the scalar wasm module gets it because it has no -msimd128).
  * Comparisons give int lanes of -1 (true) or 0. */
@@ -11,7 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#if !defined(MSDA_NO_SIMD) && (defined(__wasm_simd128__) || defined(__SSE2__))
+#if !defined(MSDA_NO_SIMD) && (defined(__wasm_simd128__) || defined(__SSE2__) || defined(__ARM_NEON))
 #define MSDA_SIMD 1
 
 typedef float v4 __attribute__((vector_size(16)));
@@ -115,5 +117,99 @@ static inline v4 v4_madd(v4 acc, v4 a, v4 b) { return v4_add(acc, v4_mul(a, b));
 
 /* The canonical horizontal sum of a dot product's four lane partials. */
 static inline float v4_sum(v4 a) { return (v4_lane(a, 0) + v4_lane(a, 1)) + (v4_lane(a, 2) + v4_lane(a, 3)); }
+
+/* ---- wider vectors: vf (MSDA_VW lanes) and vb (the backward's, 4 or 8 lanes) ----
+ * Channel loops run on them. A lane-wise result (a forward sum, a grad_value update) does not
+ * depend on the width. A dot product does through its partial sums, so every width computes the
+ * same 8 lane partials (partial j sums channels c = j mod 8 in order, over channels
+ * 0 .. C - C % 4) and folds them alike: r_j = p_j + p_(j+4), then (r_0 + r_1) + (r_2 + r_3);
+ * the last C % 4 channels follow in order. AVX-512 runs the backward on 8 lanes. */
+#ifndef MSDA_VW
+#define MSDA_VW 4
+#endif
+#if MSDA_VW != 4 && MSDA_VW != 8 && MSDA_VW != 16
+#error "MSDA_VW must be 4, 8 or 16"
+#endif
+
+#if MSDA_VW == 4
+typedef v4 vf;
+static inline vf vf_zero(void) { return v4_zero(); }
+static inline vf vf_splat(float x) { return v4_splat(x); }
+static inline vf vf_load(const float *p) { return v4_load(p); }
+static inline void vf_store(float *p, vf v) { v4_store(p, v); }
+static inline vf vf_add(vf a, vf b) { return v4_add(a, b); }
+static inline vf vf_sub(vf a, vf b) { return v4_sub(a, b); }
+static inline vf vf_mul(vf a, vf b) { return v4_mul(a, b); }
+static inline vf vf_canonical(vf x) { return v4_canonical(x); }
+/* 1 when every lane of x - x (summed over values) is 0: all those values were finite */
+static inline int vf_zero_all(vf x) { return !v4i_any(v4i_xor(v4_eq(x, v4_zero()), v4i_splat(-1))); }
+#else
+typedef float vf __attribute__((vector_size(4 * MSDA_VW)));
+typedef int32_t vfi __attribute__((vector_size(4 * MSDA_VW)));
+static inline vf vf_zero(void) { return (vf){0}; }
+static inline vf vf_splat(float x) { return x - (vf){0}; }
+static inline vf vf_load(const float *p) { vf v; memcpy(&v, p, sizeof v); return v; }
+static inline void vf_store(float *p, vf v) { memcpy(p, &v, sizeof v); }
+static inline vf vf_add(vf a, vf b) { return a + b; }
+static inline vf vf_sub(vf a, vf b) { return a - b; }
+static inline vf vf_mul(vf a, vf b) { return a * b; }
+static inline vf vf_canonical(vf x)
+{
+    const vfi m = x == x;
+    return (vf)((m & (vfi)x) | (~m & (vfi)vf_splat(f_canonical_nan())));
+}
+static inline int vf_zero_all(vf x)
+{
+    const vfi m = x == vf_zero();
+    int32_t lanes[MSDA_VW], all = -1;
+    memcpy(lanes, &m, sizeof m);
+    for (int i = 0; i < MSDA_VW; i++) all &= lanes[i];
+    return all != 0;
+}
+#endif
+static inline vf vf_madd(vf acc, vf a, vf b) { return vf_add(acc, vf_mul(a, b)); }
+
+#if MSDA_VW == 4
+#define MSDA_VB 4
+typedef v4 vb;
+static inline vb vb_zero(void) { return v4_zero(); }
+static inline vb vb_splat(float x) { return v4_splat(x); }
+static inline vb vb_load(const float *p) { return v4_load(p); }
+static inline void vb_store(float *p, vb v) { v4_store(p, v); }
+static inline vb vb_madd(vb acc, vb a, vb b) { return v4_madd(acc, a, b); }
+static inline vb vb_canonical(vb x) { return v4_canonical(x); }
+/* a's lanes 0 .. 3 plus x (the first half of the 8 partials) */
+static inline vb vb_add_low(vb a, v4 x) { return v4_add(a, x); }
+static inline float vb_fold(const vb p[2]) { return v4_sum(v4_add(p[0], p[1])); }
+#else
+#define MSDA_VB 8
+typedef float vb __attribute__((vector_size(32)));
+typedef int32_t vbi __attribute__((vector_size(32)));
+static inline vb vb_zero(void) { return (vb){0}; }
+static inline vb vb_splat(float x) { return x - (vb){0}; }
+static inline vb vb_load(const float *p) { vb v; memcpy(&v, p, sizeof v); return v; }
+static inline void vb_store(float *p, vb v) { memcpy(p, &v, sizeof v); }
+static inline vb vb_madd(vb acc, vb a, vb b) { return acc + a * b; }
+static inline vb vb_canonical(vb x)
+{
+    const vbi m = x == x;
+    return (vb)((m & (vbi)x) | (~m & (vbi)vb_splat(f_canonical_nan())));
+}
+/* Lanes 4 .. 7 get + 0, which changes nothing: a partial starts at +0 and is never -0 after (in
+ * round-to-nearest x + y is -0 only when both are), and NaN + 0 keeps the NaN. */
+static inline vb vb_add_low(vb a, v4 x)
+{
+    float lanes[8] = {0};
+    v4_store(lanes, x);
+    return a + vb_load(lanes);
+}
+static inline float vb_fold(const vb p[1])
+{
+    float lanes[8];
+    vb_store(lanes, p[0]);
+    return v4_sum(v4_add(v4_load(lanes), v4_load(lanes + 4)));
+}
+#endif
+#define MSDA_PARTIALS (8 / MSDA_VB)   /* vb accumulators of one dot product */
 
 #endif

@@ -1,0 +1,28 @@
+/* The kernels for x86 CPUs with AVX-512 (16 float lanes), chosen at run time by kernel.c.
+ * The instruction set comes from a target pragma rather than a compiler flag, so that every
+ * build that compiles the library's sources in one command gets it. Elsewhere: nothing. */
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(__EMSCRIPTEN__) && !defined(MSDA_NO_SIMD)
+#include "internal.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MSDA_KERNEL_ISA avx512
+#define MSDA_VW 16
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+#endif
+#include "kernel.c"
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+#else
+typedef int msda_kernel_avx512_unused;   /* ISO C: no empty translation unit */
+#endif

@@ -1,0 +1,9 @@
+/* The kernels on plain floats (four lanes as structs, no vector instructions), for MSDA_ISA=scalar
+ * on x86: the same bits as every other ISA, which the tests check. */
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(__EMSCRIPTEN__) && !defined(MSDA_NO_SIMD)
+#define MSDA_NO_SIMD 1
+#define MSDA_KERNEL_ISA scalar
+#include "kernel.c"
+#else
+typedef int msda_kernel_scalar_unused;   /* ISO C: no empty translation unit */
+#endif
