@@ -1,16 +1,22 @@
-# Benchmark: `make bench` builds what it measures and runs tests/bench.js (the table; add
-# BENCH_ARGS=--json for JSON lines). `make kernel-bench` is the C microbenchmark of the kernels
+# Benchmark: `make bench` builds what it measures and runs tests/bench.js and tests/bench/isa.js
+# (the tables; add BENCH_ARGS=--json for JSON lines). `make kernel-bench` is the C microbenchmark of the kernels
 # alone (native, wasm SIMD, wasm scalar), for tuning without the JS layer; its output hashes
 # must agree across the three builds (BENCH_ARGS="--config encoder --repeats 3", etc.).
 
 BENCH := $(BUILD)/bench
 
-# The lower-bound probe lives beside the project (../shared, as in CI); MSDA_LIMIT_PROBE overrides.
-MSDA_LIMIT_PROBE ?= $(abspath $(CURDIR)/../shared/bench/limit_probe.c)
+# The lower-bound probe (tests/bench/probe.c): its passes built once per ISA with that ISA's
+# flags and vector width, as the kernels are; at run time it takes the ISA the library runs
+# (msda_isa(), so MSDA_ISA picks it too). The wasm one is built with the kernels' wasm flags.
 # The kernel's code-generation flags (mk/wasm.mk), without its warnings or link options.
 BENCH_WASM_CFLAGS := -O3 $(CSTD) -DNDEBUG -msimd128
 # The probe prints through Emscripten's glue, which needs acorn from Debian's node modules.
-BENCH_EMCC := NODE_PATH=/usr/share/nodejs $(EMCC)
+BENCH_EMCC = NODE_PATH=/usr/share/nodejs $(EMCC)
+PROBE_HDR := tests/bench/probe.h tests/bench/probe_body.h src/simd.h
+PROBE_FLAGS_base   :=
+PROBE_FLAGS_avx2   := -mavx2 -DMSDA_VW=8
+PROBE_FLAGS_avx512 := -mavx512f -DMSDA_VW=16
+PROBE_ISAS := base $(if $(filter x86_64 i686,$(shell uname -m)),avx2 avx512)
 
 .PHONY: bench bench-build kernel-bench
 
@@ -19,24 +25,24 @@ $(BENCH)/package.json:
 	@mkdir -p $(dir $@)
 	echo '{"type": "commonjs"}' > $@
 
-ifeq ($(wildcard $(MSDA_LIMIT_PROBE)),)
-PROBE_MISSING := probe-missing
-.PHONY: probe-missing
-probe-missing:
-	@echo "mk/bench.mk: limit probe not found at $(MSDA_LIMIT_PROBE) (expected ../shared/bench/limit_probe.c beside the repository; set MSDA_LIMIT_PROBE=path)" >&2; exit 1
-else
-$(BENCH)/limit_probe.js: $(MSDA_LIMIT_PROBE) mk/bench.mk $(BENCH)/package.json
-	$(BENCH_EMCC) $(BENCH_WASM_CFLAGS) -D_POSIX_C_SOURCE=199309L -sALLOW_MEMORY_GROWTH -sINITIAL_MEMORY=64MB $< -o $@
-
-$(BENCH)/limit_probe: $(MSDA_LIMIT_PROBE) mk/bench.mk
+$(BENCH)/probe_%.o: tests/bench/probe_isa.c $(PROBE_HDR) mk/bench.mk
 	@mkdir -p $(dir $@)
-	$(CC) -O3 $(CSTD) -D_POSIX_C_SOURCE=199309L $< -lm -o $@
-endif
+	$(CC) -O3 $(CSTD) $(CWARN) $(PROBE_FLAGS_$*) -DPROBE_ISA=$* -Isrc -Itests/bench -c $< -o $@
 
-bench-build: $(PROBE_MISSING) native wasm $(BENCH)/limit_probe.js $(BENCH)/limit_probe
+$(BENCH)/limit_probe: tests/bench/probe.c $(patsubst %,$(BENCH)/probe_%.o,$(PROBE_ISAS)) $(NATIVE)/libmsda.a
+	$(CC) -O3 $(CSTD) $(CWARN) -Isrc -Itests/bench $(filter %.c %.o %.a,$^) -lm -o $@
 
+$(BENCH)/limit_probe.js: tests/bench/probe.c tests/bench/probe_isa.c $(PROBE_HDR) $(LIB_SRC) $(LIB_HDR) mk/bench.mk $(BENCH)/package.json
+	$(BENCH_EMCC) $(BENCH_WASM_CFLAGS) -DPROBE_ISA=base -Isrc -Itests/bench -sALLOW_MEMORY_GROWTH -sINITIAL_MEMORY=64MB \
+	  tests/bench/probe.c tests/bench/probe_isa.c $(LIB_SRC) -o $@
+
+bench-build: native wasm $(BENCH)/limit_probe.js $(BENCH)/limit_probe $(BENCH)/kernel_bench $(BENCH)/kernel_bench_simd.js
+
+# bench.js: the backends through the JS API; then isa.js: the native kernels on every ISA this
+# CPU has, each against its own probe (and wasm SIMD against the wasm probe), in one run.
 bench: bench-build
 	node tests/bench.js $(BENCH_ARGS)
+	node tests/bench/isa.js $(BENCH_ARGS)
 
 # C microbenchmark: the same configs through the C API; prints a hash of the outputs so the
 # three builds can be compared bit for bit.
