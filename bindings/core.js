@@ -810,7 +810,11 @@ export function createApi(platform) {
             threadsModule: () => loadFile(urls, 'msda-simd-threads.wasm'),
             startWorker: (name) => platform.startThreadsWorker(urls['threads-worker.js'], name),
           })
-          : loadPlain()));
+          : loadPlain()))
+        .then((backend) => {
+          if (platform.outputArray !== undefined) backend.outputArray = platform.outputArray;
+          return backend;
+        });
     };
     if (source !== undefined) {
       let perSource = sharedBySource.get(source);

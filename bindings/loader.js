@@ -209,8 +209,15 @@ class WasmStore {
     this.view(name).set(data);
   }
 
+  // A result array of its own: the entry's outputArray where it has one (Node: no zero fill, the
+  // copy overwrites every element at once; ~2x faster than slice for the encoder's outputs).
   take(name) {
-    return this.view(name).slice();
+    const view = this.view(name);
+    const make = this.backend.outputArray;
+    if (make === undefined) return view.slice();
+    const out = make(view.length);
+    out.set(view);
+    return out;
   }
 
   /** Calls into C; null on success, else { status, code, message }. */

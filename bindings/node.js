@@ -4,6 +4,7 @@
 //   import { init } from 'ms-deform-attn';
 //   const msda = await init();   // { backend: 'native' } for the addon
 
+import { Buffer } from 'node:buffer';
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -57,7 +58,15 @@ function startThreadsWorker() {
   return worker;
 }
 
+// Results of the copying calls: memory without the zero fill (allocUnsafeSlow: never pooled,
+// so each array owns its ArrayBuffer), every element of which the copy out of the heap writes.
+function outputArray(length) {
+  const bytes = Buffer.allocUnsafeSlow(4 * length);
+  return new Float32Array(bytes.buffer, bytes.byteOffset, length);
+}
+
 const platform = {
+  outputArray,
   defaultUrl,
   resolveUrl,
   fetchFile,

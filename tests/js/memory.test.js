@@ -95,3 +95,24 @@ test('a problem larger than the initial heap grows the memory, and views are re-
   small.dispose();
   assertClose(msda.forward(nativeArgs).data, want, 'copying big forward vs native');
 });
+
+test('copying results are arrays of their own: an exact ArrayBuffer each (not the heap, not a pool), every element written', async () => {
+  for (const simd of [true, false]) {
+    const msda = await init({ simd });
+    const { args, gradOutput } = randomCase(31, { valueLayout: 'BNLC', samplingLocationsLayout: 'B2QHLP', alignCorners: true, paddingMode: 'border' });
+    const results = [msda.forward(args), ...Object.values(msda.backward({ ...args, gradOutput }))];
+    for (let round = 0; round < 3; round++) {
+      // Results of earlier calls stay as they were while later ones are made.
+      const again = [msda.forward(args), ...Object.values(msda.backward({ ...args, gradOutput }))];
+      results.forEach((r, i) => {
+        const { data } = again[i];
+        assert.ok(data instanceof Float32Array && data.buffer instanceof ArrayBuffer, `simd ${simd}: result ${i} owns an ArrayBuffer`);
+        assert.equal(data.byteOffset, 0);
+        assert.equal(data.buffer.byteLength, data.byteLength, `simd ${simd}: result ${i}: its buffer holds it alone`);
+        assert.notEqual(data.buffer, msda.wasm.memory.buffer);
+        assert.notEqual(data.buffer, r.data.buffer, 'a new array per call');
+        assert.deepEqual(new Uint32Array(data.buffer), new Uint32Array(r.data.buffer), `simd ${simd}: result ${i}, round ${round}`);
+      });
+    }
+  }
+});
