@@ -3,7 +3,7 @@
 // (native addon, wasm SIMD, wasm scalar, and the float64 JS reference on `small`), one thread,
 // each time the minimum over repeated runs. Besides the call as a user makes it (the copying API)
 // it times the reuse path (msda.prepare: tensors stay in the heap, no copies), runs the
-// lower-bound probe ../shared/bench/limit_probe.c (built by mk/bench.mk with the kernel's flags)
+// lower-bound probe tests/bench/probe.c (built by mk/bench.mk with the kernels' flags, per ISA)
 // in the same run, and measures the wasm heap a backward call needs.
 //
 //   node tests/bench.js [--json] [--configs small,decoder,encoder] [--quick]
@@ -51,7 +51,7 @@ const PROBE_WASM = root('build/bench/limit_probe.js');
 const PROBE_NATIVE = root('build/bench/limit_probe');
 for (const p of [PROBE_WASM, PROBE_NATIVE]) {
   if (!existsSync(p)) {
-    process.stderr.write(`bench: ${p} is missing; run \`make bench\`, which builds it from ../shared/bench/limit_probe.c\n`);
+    process.stderr.write(`bench: ${p} is missing; run \`make bench\`, which builds it from tests/bench/probe.c\n`);
     process.exit(1);
   }
 }
