@@ -103,7 +103,7 @@ function readSpatialShapes(fn, x) {
       }
       flat.push(...pair);
     });
-  } else if (ArrayBuffer.isView(data)) {
+  } else if (ArrayBuffer.isView(data) || Array.isArray(data)) {
     const shape = x.shape;
     if (shape !== undefined && (shape.length !== 2 || shape[1] !== 2)) {
       throw new RangeError(`${fn}: spatialShapes has shape ${fmt(shape)}, expected [N_l, 2]`);

@@ -243,10 +243,10 @@ test('bad input: errors name the argument, the expected and the actual value, an
   }
   assert.equal(tf.memory().numTensors, n, 'no tensors of the failed calls are left behind');
   assert.equal(getMsda().wasm.heapInUse(), heap);
-  // Tensor-valued shapes and TensorLike inputs are accepted.
+  // Tensor-valued shapes, { data, shape } tables and TensorLike inputs are accepted.
   const shapesTensor = tf.tensor([[4, 4], [2, 2]], [2, 2], 'int32');
   const a = msDeformAttn(v, l, w, { spatialShapes: shapesTensor, levelStartIndex: tf.tensor([0, 16], [2], 'int32') });
-  const b = msDeformAttn(v.arraySync(), l, w, { spatialShapes });
+  const b = msDeformAttn(v.arraySync(), l, w, { spatialShapes: { data: [4, 4, 2, 2], shape: [2, 2] } });
   sameBits('TensorLike value', a.dataSync(), b.dataSync());
   tf.dispose([v, l, w, a, b, shapesTensor, vInt, vLong, lBad, wBad, dyBad]);
 });
