@@ -11,6 +11,8 @@ typedef struct msda_plan {
     const int64_t *spatial_shapes;
     const int64_t *level_start_index;
     int align_corners;
+    /* backward units split each head into this many parts (1: units are (batch, head)) */
+    int64_t backward_split;
     msda_padding padding;
     /* value[b, pixel, h, c] = value[b*value_stride_batch + pixel*value_stride_pixel
      *                               + h*value_stride_head + c] */
@@ -45,7 +47,8 @@ void msda__set_error(msda_error *err, msda_status status, const char *fmt, ...)
  * same bits.
  * Forward units are (batch, head, block of queries); backward units are (batch, head), which
  * own that head's slice of grad_value (all levels) and the matching location/weight gradients
- * (one pass over grad_output and the locations instead of one per level). */
+ * (one pass over grad_output and the locations instead of one per level), or, with more
+ * threads than heads, (batch, head, part) (kernel.c, backward_range_split; the same bits). */
 int64_t msda__forward_units(const msda_plan *plan);
 int64_t msda__backward_units(const msda_plan *plan);
 void msda__forward_range(const msda_plan *plan, const msda_tensors *t, int64_t begin, int64_t end);

@@ -414,7 +414,7 @@ int64_t msda__forward_units(const msda_plan *p)
 
 int64_t msda__backward_units(const msda_plan *p)
 {
-    return p->batch * p->num_heads;
+    return p->batch * p->num_heads * p->backward_split;
 }
 #endif
 
@@ -649,9 +649,66 @@ static void backward_sample(const float *restrict g, const float *restrict value
     else MSDA_BACKWARD_CASES(C, 0)
 }
 
-/* grad_sampling_locations and grad_attention_weights of (b, q, h), and its grad_value terms */
-static void backward_query(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t q, int64_t h)
+/* A sample for a unit that owns part of a head (a pixel range, a query slice): dot products
+ * for the corners in D, grad_value updates for those in U, each with exactly the operations
+ * of backward_corners, so the bits are those of the whole head's unit. */
+__attribute__((noinline)) static void backward_sample_split(const float *restrict g, const float *restrict value,
+                                                            float *restrict grad_value, ptrdiff_t o, ptrdiff_t px,
+                                                            ptrdiff_t row, const float aw[4], ptrdiff_t C, float d[4],
+                                                            unsigned D, unsigned U, int canon)
 {
+    const ptrdiff_t off[4] = {o, o + px, o + row, o + row + px};
+    vb s[4][MSDA_PARTIALS];
+    for (int k = 0; k < 4; k++)
+        for (int j = 0; j < MSDA_PARTIALS; j++) s[k][j] = vb_zero();
+    const ptrdiff_t C8 = C & ~(ptrdiff_t)7;
+    ptrdiff_t c = 0;
+    for (; c < C8; c += 8)
+        for (int j = 0; j < MSDA_PARTIALS; j++) {
+            const ptrdiff_t cj = c + j * MSDA_VB;
+            const vb gc = vb_load(g + cj);
+            for (int k = 0; k < 4; k++) {
+                if (D >> k & 1u) s[k][j] = vb_madd(s[k][j], gc, vb_load(value + off[k] + cj));
+                if (U >> k & 1u) {
+                    const vb sum = vb_madd(vb_load(grad_value + off[k] + cj), vb_splat(aw[k]), gc);
+                    vb_store(grad_value + off[k] + cj, canon ? vb_canonical(sum) : sum);
+                }
+            }
+        }
+    if (C - c >= 4) {
+        const v4 gc = v4_load(g + c);
+        for (int k = 0; k < 4; k++) {
+            if (D >> k & 1u) s[k][0] = vb_add_low(s[k][0], v4_mul(gc, v4_load(value + off[k] + c)));
+            if (U >> k & 1u) {
+                const v4 sum = v4_madd(v4_load(grad_value + off[k] + c), v4_splat(aw[k]), gc);
+                v4_store(grad_value + off[k] + c, canon ? v4_canonical(sum) : sum);
+            }
+        }
+        c += 4;
+    }
+    for (int k = 0; k < 4; k++) d[k] = (D >> k & 1u) ? vb_fold(s[k]) : 0.0f;
+    for (; c < C; c++)
+        for (int k = 0; k < 4; k++) {
+            if (D >> k & 1u) d[k] += g[c] * value[off[k] + c];
+            if (U >> k & 1u) {
+                const float sum = grad_value[off[k] + c] + aw[k] * g[c];
+                grad_value[off[k] + c] = canon ? f_canonical(sum) : sum;
+            }
+        }
+}
+
+/* The part of a head a backward unit owns when heads are split (NULL: the whole head): grad_value
+ * of pixels [pixel_begin, pixel_end), the location and weight gradients of queries
+ * [query_begin, query_end). */
+typedef struct head_part {
+    int64_t pixel_begin, pixel_end, query_begin, query_end;
+} head_part;
+
+/* grad_sampling_locations and grad_attention_weights of (b, q, h), and its grad_value terms */
+static void backward_query(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t q, int64_t h,
+                           const head_part *part)
+{
+    const int owner = !part || (q >= part->query_begin && q < part->query_end);
     const int64_t Q = p->num_queries, H = p->num_heads, NL = p->num_levels, P = p->num_points;
     const ptrdiff_t C = (ptrdiff_t)p->channels, xy = (ptrdiff_t)p->loc_stride_xy,
                     point_stride = (ptrdiff_t)p->loc_stride_point;
@@ -689,8 +746,23 @@ static void backward_query(const msda_plan *p, const msda_tensors *t, geom_cache
                 const unsigned m = pg.mask[i];
                 const float awi[4] = {aw[0][i], aw[1][i], aw[2][i], aw[3][i]};
                 float di[4];
-                backward_sample(go, value_level, grad_value_level, pg.offset[i], g->pixel_stride, g->row_stride, awi, C,
-                                di, m, !finite[i]);
+                if (!part) {
+                    backward_sample(go, value_level, grad_value_level, pg.offset[i], g->pixel_stride, g->row_stride,
+                                    awi, C, di, m, !finite[i]);
+                } else {   /* corners whose pixel is the part's */
+                    const ptrdiff_t e = g->start + pg.offset[i], ps = g->pixel_stride, rs = g->row_stride;
+                    const ptrdiff_t lo = (ptrdiff_t)part->pixel_begin * ps, hi = (ptrdiff_t)part->pixel_end * ps;
+                    const ptrdiff_t ek[4] = {e, e + ps, e + rs, e + rs + ps};
+                    unsigned U = 0u;
+                    for (int k = 0; k < 4; k++) U |= (unsigned)(ek[k] >= lo && ek[k] < hi) << k;
+                    U &= m;
+                    const unsigned D = owner ? m : 0u;
+                    if (D | U)
+                        backward_sample_split(go, value_level, grad_value_level, pg.offset[i], ps, rs, awi, C, di, D, U,
+                                              !finite[i]);
+                    else
+                        di[0] = di[1] = di[2] = di[3] = 0.0f;
+                }
                 for (int k = 0; k < 4; k++) d[k][i] = di[k];
             }
             const v4 d0 = v4_load(d[0]), d1 = v4_load(d[1]), d2 = v4_load(d[2]), d3 = v4_load(d[3]);
@@ -709,7 +781,7 @@ static void backward_query(const msda_plan *p, const msda_tensors *t, geom_cache
             v4_store(gx_s, v4_canonical(v4_select(pg.live, gx, zero)));
             v4_store(gy_s, v4_canonical(v4_select(pg.live, gy, zero)));
             float *grad_loc = t->grad_sampling_locations + loc_index;
-            for (int i = 0; i < count; i++) {
+            for (int i = 0; i < count && owner; i++) {
                 t->grad_attention_weights[weight_index + i] = ga_s[i];
                 grad_loc[i * point_stride] = gx_s[i];
                 grad_loc[i * point_stride + xy] = gy_s[i];
@@ -740,7 +812,7 @@ static inline int64_t band_start(int64_t k, int64_t n, int64_t d)
  * level's rows a few times instead of once per image line (raster order) or once per level of
  * queries. The order depends on the shapes alone. */
 static void backward_banded(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t h_begin,
-                            int64_t h_end, int64_t rows, int64_t cols)
+                            int64_t h_end, int64_t rows, int64_t cols, const head_part *part)
 {
     const int64_t NL = p->num_levels;
     const int64_t bands = (rows + MSDA_BACKWARD_STRIP - 1) / MSDA_BACKWARD_STRIP;
@@ -754,8 +826,51 @@ static void backward_banded(const msda_plan *p, const msda_tensors *t, geom_cach
                 for (int64_t x = x0; x < x1; x++)
                     for (int64_t y = y0; y < y1; y++)
                         for (int64_t h = h_begin; h < h_end; h++)
-                            backward_query(p, t, gc, b, start + y * Wl + x, h);
+                            backward_query(p, t, gc, b, start + y * Wl + x, h, part);
             }
+}
+
+/* banded: sides small enough for band_start's products, and no more (band, column) cells than
+ * pixels, so walking the empty cells of odd shapes (1 x n beside n x 1) costs nothing */
+static int banded_walk(const msda_plan *p, int64_t *rows_out, int64_t *cols_out)
+{
+    int64_t rows = 1, cols = 1;
+    int banded = 1;
+    for (int64_t l = 0; l < p->num_levels; l++) {
+        const int64_t hl = p->spatial_shapes[2 * l], wl = p->spatial_shapes[2 * l + 1];
+        banded &= hl <= MSDA_BAND_LIMIT && wl <= MSDA_BAND_LIMIT;
+        rows = hl > rows ? hl : rows;
+        cols = wl > cols ? wl : cols;
+    }
+    *rows_out = rows;
+    *cols_out = cols;
+    return p->num_queries == p->value_length && banded &&
+           (rows + MSDA_BACKWARD_STRIP - 1) / MSDA_BACKWARD_STRIP * cols <= p->value_length;
+}
+
+/* Units (batch, head, part) when heads are split (plan->backward_split parts a head, for more
+ * threads than heads): part r of R owns pixels [r L / R, (r + 1) L / R) of the head's grad_value
+ * and queries [r Q / R, (r + 1) Q / R) for the location and weight gradients, and walks every
+ * query of the head in the usual order, doing only its own share. Every grad_value element
+ * still receives its terms in that order from one writer, and every dot product is the same,
+ * so the bits are those of the unsplit head, whatever R. */
+static void backward_range_split(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t begin, int64_t end)
+{
+    const int64_t H = p->num_heads, R = p->backward_split, L = p->value_length, Q = p->num_queries, C = p->channels;
+    int64_t rows, cols;
+    const int banded = banded_walk(p, &rows, &cols);
+    for (int64_t u = begin; u < end; u++) {
+        const int64_t b = u / (H * R), h = u / R % H, r = u % R;
+        const head_part part = {L * r / R, L * (r + 1) / R, Q * r / R, Q * (r + 1) / R};
+        float *base = t->grad_value + b * p->value_stride_batch + h * p->value_stride_head;
+        for (int64_t pixel = part.pixel_begin; pixel < part.pixel_end; pixel++)
+            memset(base + pixel * p->value_stride_pixel, 0, (size_t)C * sizeof(float));
+        if (banded) {
+            backward_banded(p, t, gc, b, h, h + 1, rows, cols, &part);
+            continue;
+        }
+        for (int64_t q = 0; q < Q; q++) backward_query(p, t, gc, b, q, h, &part);
+    }
 }
 
 void MSDA_KFN(msda__backward_range)(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end);
@@ -764,6 +879,10 @@ void MSDA_KFN(msda__backward_range)(const msda_plan *p, const msda_tensors *t, i
     const int64_t Q = p->num_queries, H = p->num_heads;
     geom_cache gc;
     geom_cache_init(&gc, p);
+    if (p->backward_split > 1) {
+        backward_range_split(p, t, &gc, begin, end);
+        return;
+    }
     /* Zero the range's grad_value slices in as few runs as the layout allows: a whole batch slice
      * (BLNC, all heads), the range's heads of a pixel (BLNC), a head's pixels (BNLC). */
     const int64_t C = p->channels;
@@ -784,17 +903,8 @@ void MSDA_KFN(msda__backward_range)(const msda_plan *p, const msda_tensors *t, i
                     memset(base + h * p->value_stride_head + pixel * p->value_stride_pixel, 0, (size_t)C * sizeof(float));
         }
     }
-    /* banded: sides small enough for band_start's products, and no more (band, column) cells
-     * than pixels, so walking the empty cells of odd shapes (1 x n beside n x 1) costs nothing */
-    int64_t rows = 1, cols = 1;
-    int banded = 1;
-    for (int64_t l = 0; l < p->num_levels; l++) {
-        const int64_t hl = p->spatial_shapes[2 * l], wl = p->spatial_shapes[2 * l + 1];
-        banded &= hl <= MSDA_BAND_LIMIT && wl <= MSDA_BAND_LIMIT;
-        rows = hl > rows ? hl : rows;
-        cols = wl > cols ? wl : cols;
-    }
-    banded = banded && (rows + MSDA_BACKWARD_STRIP - 1) / MSDA_BACKWARD_STRIP * cols <= p->value_length;
+    int64_t rows, cols;
+    const int banded = banded_walk(p, &rows, &cols);
     /* The units (heads) of one batch run side by side, query by query in a fixed order that
      * depends only on the problem's shape (backward_banded, else index order): each head's grad_value sums over
      * queries in that order, and all heads' rows of a pixel are used together. (Not the
@@ -803,12 +913,12 @@ void MSDA_KFN(msda__backward_range)(const msda_plan *p, const msda_tensors *t, i
     for (int64_t b = begin / H; b * H < end; b++) {
         const int64_t h_begin = b * H > begin ? 0 : begin - b * H;
         const int64_t h_end = (b + 1) * H < end ? H : end - b * H;
-        if (Q == p->value_length && banded) {
-            backward_banded(p, t, &gc, b, h_begin, h_end, rows, cols);
+        if (banded) {
+            backward_banded(p, t, &gc, b, h_begin, h_end, rows, cols, NULL);
             continue;
         }
         for (int64_t q = 0; q < Q; q++)
-            for (int64_t h = h_begin; h < h_end; h++) backward_query(p, t, &gc, b, q, h);
+            for (int64_t h = h_begin; h < h_end; h++) backward_query(p, t, &gc, b, q, h, NULL);
     }
 }
 

@@ -181,6 +181,7 @@ msda_status msda__plan(const msda_problem *pr, msda_plan *plan, msda_error *err)
     plan->spatial_shapes = pr->spatial_shapes;
     plan->level_start_index = pr->level_start_index;
     plan->align_corners = pr->align_corners;
+    plan->backward_split = 1;
     plan->padding = pr->padding;
     if (pr->value_layout == MSDA_VALUE_BLNC) {
         plan->value_stride_head = C;
@@ -327,7 +328,15 @@ msda_status msda__backward_job(msda_job *job, const msda_problem *problem, const
     job->tensors.grad_attention_weights = grad_attention_weights;
     job->kind = MSDA_JOB_BACKWARD;
     job->threads = problem->threads;
-    job->units = msda__backward_units(&plan);
+    /* More threads than (batch, head) units: split each head into enough parts for them (the
+     * bits do not depend on the split; each part walks all of its head's queries, so a part
+     * costs more than 1/R of a head and splitting is only worth it when threads would idle). */
+    const int64_t heads = plan.batch * plan.num_heads;
+    if (problem->threads > heads) {
+        const int64_t split = (problem->threads + heads - 1) / heads;
+        job->plan.backward_split = split < plan.value_length ? split : plan.value_length;
+    }
+    job->units = msda__backward_units(&job->plan);
     return MSDA_OK;
 }
 

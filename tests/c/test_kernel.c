@@ -2,6 +2,7 @@
  * awkward shapes, far-outside and non-finite samples, exact grid/edge coordinates, overwrite
  * semantics, and bit-for-bit determinism. */
 #include "internal.h"
+#include "threads.h"
 #include "reference.h"
 #include "testutil.h"
 
@@ -584,6 +585,63 @@ static void test_long_side(int64_t n, int64_t across_size)
         }
 }
 
+/* More threads than heads: the backward splits each head into parts (pixel ranges of
+ * grad_value, query slices of the other gradients). Whatever the split, the bits must be those
+ * of one unit per head: each split's units are run one at a time in reverse order and compared
+ * with threads = 1, on the banded walk (one query per pixel) and on index order, one and two
+ * heads, every option combination. */
+static void test_split_heads(void)
+{
+    static const int64_t pyramid[] = {9, 7, 5, 4, 2, 3};    /* 63 + 20 + 6 = 89 */
+    for (int combo = 0; combo < TU_COMBOS; combo++)
+        for (int kind = 0; kind < 2; kind++) {
+            tu_case tc;
+            const uint64_t seed = 150000 + (uint64_t)(combo * 2 + kind);
+            const int64_t heads = 1 + kind;
+            tu_case_init(&tc, seed, 1, kind ? 40 : 89, heads, kind ? 5 : 32, 3, 3, pyramid, combo);
+            tu_rng rng;
+            tu_rng_seed(&rng, seed);
+            tu_case_fill(&tc, &rng, -0.1, 1.1);
+            const char *ctx = tu_case_describe(&tc);
+            results one, split;
+            results_alloc(&one, &tc);
+            results_alloc(&split, &tc);
+            if (run(&tc, &one, NAN)) compare_all(&tc, &one, "split heads, threads 1");
+            static const int threads[] = {2, 3, 7, 64};
+            for (int ti = 0; ti < 4; ti++) {
+                msda_problem pr = tc.p;
+                pr.threads = threads[ti];
+                msda_job job;
+                msda_error err;
+                fill_garbage(split.grad_value, tc.value_elements, NAN);
+                fill_garbage(split.grad_locations, tc.locations_elements, NAN);
+                fill_garbage(split.grad_weights, tc.weights_elements, NAN);
+                if (!tu_check(msda__backward_job(&job, &pr, tc.grad_output, tc.value, tc.sampling_locations,
+                                                 tc.attention_weights, split.grad_value, split.grad_locations,
+                                                 split.grad_weights, &err) == MSDA_OK,
+                              "backward job refused [%s]: %s", ctx, err.message))
+                    continue;
+                tu_check(job.plan.backward_split == (threads[ti] + heads - 1) / heads && job.units == threads[ti] + (heads == 2 && threads[ti] % 2),
+                         "threads %d over %lld heads: %lld parts a head, %lld units [%s]", threads[ti], (long long)heads,
+                         (long long)job.plan.backward_split, (long long)job.units, ctx);
+                for (int64_t u = job.units; u-- > 0;) msda__backward_range(&job.plan, &job.tensors, u, u + 1);
+                tu_check(same_bits(one.grad_value, split.grad_value, tc.value_elements) &&
+                             same_bits(one.grad_locations, split.grad_locations, tc.locations_elements) &&
+                             same_bits(one.grad_weights, split.grad_weights, tc.weights_elements),
+                         "backward split for %d threads, units in reverse: bits differ from 1 thread [%s]", threads[ti], ctx);
+                /* and through the pool */
+                fill_garbage(split.grad_value, tc.value_elements, 1.0f);
+                if (msda_backward(&pr, tc.grad_output, tc.value, tc.sampling_locations, tc.attention_weights,
+                                  split.grad_value, split.grad_locations, split.grad_weights, &err) == MSDA_OK)
+                    tu_check(same_bits(one.grad_value, split.grad_value, tc.value_elements),
+                             "backward with %d threads: grad_value bits differ from 1 thread [%s]", threads[ti], ctx);
+            }
+            results_free(&one);
+            results_free(&split);
+            tu_case_free(&tc);
+        }
+}
+
 /* More levels than the kernels cache geometry for (16), with every kind of small level. */
 static void test_many_levels(void)
 {
@@ -636,6 +694,7 @@ int main(void)
     test_realistic_levels();
     test_many_levels();
     test_query_per_pixel();
+    test_split_heads();
     test_wide_level();
     test_long_side(((int64_t)1 << 24) + 5, 1);
     test_long_side(((int64_t)1 << 20) + 3, 3);
