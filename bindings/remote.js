@@ -34,7 +34,8 @@ function errorRecord(e) {
 }
 
 function rebuildError(r) {
-  const E = r.name === 'TypeError' ? TypeError : r.name === 'RangeError' ? RangeError : Error;
+  const wasmError = ['CompileError', 'LinkError', 'RuntimeError'].includes(r.name) && typeof WebAssembly !== 'undefined';
+  const E = r.name === 'TypeError' ? TypeError : r.name === 'RangeError' ? RangeError : wasmError ? WebAssembly[r.name] : Error;
   const err = new E(r.message);
   if (r.code !== undefined) err.code = r.code;
   if (r.status !== undefined) err.status = r.status;
@@ -259,7 +260,15 @@ export function createInitWorker(spawn, resolveOptions) {
     if (options === null || typeof options !== 'object') {
       throw new TypeError(`initWorker: options is ${describe(options)}, expected an object`);
     }
-    const { options: workerOptions, urls } = resolveOptions(options);
+    // A plain copy (a Proxy cannot be sent to a worker); values no worker can receive are
+    // refused here, naming the option, instead of a DataCloneError.
+    const plain = { ...options };
+    for (const [key, v] of Object.entries(plain)) {
+      if (typeof v === 'function' || typeof v === 'symbol') {
+        throw new TypeError(`initWorker: ${key} is ${describe(v)}, which cannot be sent to a worker`);
+      }
+    }
+    const { options: workerOptions, urls } = resolveOptions(plain);
     const raw = await spawn(urls);
     // One reply per request, matched by id, so a reply can never reach the wrong call.
     let next = 0;
@@ -287,7 +296,14 @@ export function createInitWorker(spawn, resolveOptions) {
       terminate: () => raw.terminate(),
     };
     raw.ref();
-    const reply = await new Promise((resolve) => port.request({ type: 'init', options: workerOptions }, [], resolve));
+    let reply;
+    try {
+      reply = await new Promise((resolve) => port.request({ type: 'init', options: workerOptions }, [], resolve));
+    } catch (e) {
+      // Not sent (a value that cannot be cloned): the worker must not outlive this call.
+      await raw.terminate();
+      throw e?.name === 'DataCloneError' ? new TypeError(`initWorker: options cannot be sent to a worker: ${e.message}`) : e;
+    }
     if (reply.error) {
       await raw.terminate();
       throw rebuildError(reply.error);

@@ -6,6 +6,8 @@
 // AbortSignal" (the argument unnamed).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { init, initWorker } from '../../bindings/node.js';
 
 const DIMS = { batch: 1, numQueries: 2, numHeads: 1, channels: 2, numPoints: 1, spatialShapes: [[2, 3]] };
@@ -47,4 +49,32 @@ test('initWorker calls: an object that only inherits from AbortSignal is a TypeE
   } finally {
     await w.terminate();
   }
+});
+
+test('initWorker options: a Proxy works as in init(); a value no worker can receive is init()\'s error; errors keep their class', async () => {
+  const w = await initWorker(new Proxy({ backend: 'wasm' }, {}));
+  assert.equal(w.backend, 'wasm');
+  await w.terminate();
+  // Values no worker can receive: a TypeError naming the option (was a DataCloneError, "() => 1
+  // could not be cloned"), and no worker left behind (the child below must exit by itself).
+  await assert.rejects(initWorker({ simd: () => 1 }), { name: 'TypeError', message: /^initWorker: simd is .*, which cannot be sent to a worker$/ });
+  await assert.rejects(initWorker({ backend: Symbol('native') }), { name: 'TypeError', message: /^initWorker: backend is .*, which cannot be sent to a worker$/ });
+  await assert.rejects(initWorker({ wasmBinary: new Proxy(new Uint8Array(8), {}) }), { name: 'TypeError', message: /^initWorker: options cannot be sent to a worker: / });
+  // A module that does not compile: WebAssembly.CompileError, in the worker as here.
+  const garbage = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1]);
+  const here = await init({ wasmBinary: garbage }).catch((e) => e);
+  assert.ok(here instanceof WebAssembly.CompileError, String(here));
+  const there = await initWorker({ wasmBinary: garbage }).catch((e) => e);
+  assert.ok(there instanceof WebAssembly.CompileError, `${there?.constructor?.name}: ${there?.message}`);
+  assert.equal(there.message, here.message);
+});
+
+test('an initWorker that fails before its worker answers leaves no worker behind: Node exits by itself', () => {
+  const entry = fileURLToPath(new URL('../../bindings/node.js', import.meta.url));
+  const code = `import { initWorker } from ${JSON.stringify(entry)};
+await initWorker({ wasmBinary: new Proxy(new Uint8Array(8), {}) }).catch((e) => console.log(e.name));`;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', code], { encoding: 'utf8', timeout: 20000 });
+  assert.equal(r.error?.code, undefined, 'still running after 20 s: a worker kept Node alive');
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout.trim(), 'TypeError');
 });
