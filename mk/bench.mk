@@ -18,7 +18,7 @@ PROBE_FLAGS_avx2   := -mavx2 -DMSDA_VW=8
 PROBE_FLAGS_avx512 := -mavx512f -DMSDA_VW=16
 PROBE_ISAS := base $(if $(filter x86_64 i686,$(shell uname -m)),avx2 avx512)
 
-.PHONY: bench bench-build kernel-bench
+.PHONY: bench bench-build kernel-bench split-sim
 
 # Emscripten's glue is CommonJS; the package is "type": "module", so build/bench says otherwise.
 $(BENCH)/package.json:
@@ -59,3 +59,11 @@ kernel-bench: $(BENCH)/kernel_bench $(BENCH)/kernel_bench_simd.js $(BENCH)/kerne
 	@echo "native:";      $(BENCH)/kernel_bench $(BENCH_ARGS)
 	@echo "wasm SIMD:";   node --no-experimental-fetch --no-liftoff $(BENCH)/kernel_bench_simd.js $(BENCH_ARGS)
 	@echo "wasm scalar:"; node --no-experimental-fetch --no-liftoff $(BENCH)/kernel_bench_scalar.js $(BENCH_ARGS)
+
+# Backward thread scaling on paper (tests/bench/split_sim.c): each unit timed alone, then the
+# slowest thread's share for 1 .. 32 threads (BENCH_ARGS: other thread counts).
+$(BENCH)/split_sim: tests/bench/split_sim.c $(NATIVE)/libmsda.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -pthread -Isrc $< $(NATIVE)/libmsda.a -lm -o $@
+split-sim: $(BENCH)/split_sim
+	$(BENCH)/split_sim $(BENCH_ARGS)

@@ -328,12 +328,14 @@ msda_status msda__backward_job(msda_job *job, const msda_problem *problem, const
     job->tensors.grad_attention_weights = grad_attention_weights;
     job->kind = MSDA_JOB_BACKWARD;
     job->threads = problem->threads;
-    /* More threads than (batch, head) units: split each head into enough parts for them (the
-     * bits do not depend on the split; each part walks all of its head's queries, so a part
-     * costs more than 1/R of a head and splitting is only worth it when threads would idle). */
+    /* At least twice as many threads as (batch, head) units: split each head into
+     * threads / heads parts (the bits do not depend on the split). A part walks all of its
+     * head's queries and does its share of the channel work, so it costs more than 1/R of a
+     * head (tests/bench/split_sim.c: about 0.6 + 0.4 / R); splitting pays only where each thread
+     * gets one unit, not where threads would get two of them and others one. */
     const int64_t heads = plan.batch * plan.num_heads;
-    if (problem->threads > heads) {
-        const int64_t split = (problem->threads + heads - 1) / heads;
+    if (problem->threads >= 2 * heads) {
+        const int64_t split = problem->threads / heads;
         job->plan.backward_split = split < plan.value_length ? split : plan.value_length;
     }
     job->units = msda__backward_units(&job->plan);

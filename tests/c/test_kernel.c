@@ -621,7 +621,9 @@ static void test_split_heads(void)
                                                  split.grad_weights, &err) == MSDA_OK,
                               "backward job refused [%s]: %s", ctx, err.message))
                     continue;
-                tu_check(job.plan.backward_split == (threads[ti] + heads - 1) / heads && job.units == threads[ti] + (heads == 2 && threads[ti] % 2),
+                /* threads / heads parts a head, from twice as many threads as heads on */
+                const int64_t want_split = threads[ti] >= 2 * heads ? threads[ti] / heads : 1;
+                tu_check(job.plan.backward_split == want_split && job.units == heads * want_split,
                          "threads %d over %lld heads: %lld parts a head, %lld units [%s]", threads[ti], (long long)heads,
                          (long long)job.plan.backward_split, (long long)job.units, ctx);
                 for (int64_t u = job.units; u-- > 0;) msda__backward_range(&job.plan, &job.tensors, u, u + 1);
