@@ -182,17 +182,26 @@ function onTfjsWasm(b = tf.backend()) {
   return tf.getBackend() === 'wasm' && typeof b.typedArrayFromHeap === 'function' && typeof b.dataIdMap?.has === 'function';
 }
 
-// One call of the core API on a problem prepared for it: the inputs copied in once, the outputs
-// made into tensors with one copy (tf.tensor(data, shape, 'float32') on arrays of our own).
+// One call of the core API: the inputs copied into its memory once, each output made into a
+// tensor with one copy. tfjs-backend-wasm copies a new tensor's values into its own heap, so
+// there the outputs go from a prepared problem's heap views straight into tfjs; elsewhere the
+// core API's own calls hand over arrays of ours for tf.tensor to keep (prepare would also
+// pre-touch the output pages, work the copying calls skip).
 function run(mode, o, dims, inputs, outputs) {
+  const options = { spatialShapes: o.spatialShapes, levelStartIndex: o.levelStartIndex, valueLayout: o.valueLayout,
+    samplingLocationsLayout: o.samplingLocationsLayout, alignCorners: o.alignCorners, paddingMode: o.paddingMode };
+  if (!onTfjsWasm()) {
+    const args = { ...options };
+    for (const [name, t] of Object.entries(inputs)) args[name] = { data: hostData(t), shape: t.shape };
+    const result = mode === 'forward' ? { output: msda.forward(args) } : msda.backward(args);
+    return outputs.map((name) => tf.tensor(result[name].data, result[name].shape, 'float32'));
+  }
   const p = msda.prepare({ batch: dims.B, numQueries: dims.Q, numHeads: dims.H, channels: dims.C, numPoints: dims.P,
-    spatialShapes: o.spatialShapes, levelStartIndex: o.levelStartIndex, valueLayout: o.valueLayout,
-    samplingLocationsLayout: o.samplingLocationsLayout, alignCorners: o.alignCorners, paddingMode: o.paddingMode }, { mode });
+    ...options }, { mode });
   try {
     for (const [name, t] of Object.entries(inputs)) p[name].set(hostData(t));
     if (mode === 'forward') p.forward(); else p.backward();
-    const copies = onTfjsWasm();
-    return outputs.map((name) => tf.tensor(copies ? p[name] : p[name].slice(), p.shapes[name], 'float32'));
+    return outputs.map((name) => tf.tensor(p[name], p.shapes[name], 'float32'));
   } finally {
     p.dispose();
   }
