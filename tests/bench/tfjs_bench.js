@@ -107,9 +107,11 @@ for (const config of configs) {
     };
     const best = Object.fromEntries(Object.keys(calls).map((k) => [k, Infinity]));
     for (const call of Object.values(calls)) { call(); call(); } // warm-up
+    // Every other round in reverse order: each call follows the others' garbage equally often.
+    const order = Object.entries(calls);
     for (let r = 0; r < rounds; r++) {
       progress(`tfjs bench: ${config} tfjs-backend-${backend} ${r + 1}/${rounds}`);
-      for (const [k, call] of Object.entries(calls)) best[k] = Math.min(best[k], time(call));
+      for (const [k, call] of r % 2 === 0 ? order : order.slice().reverse()) best[k] = Math.min(best[k], time(call));
     }
     const row = { config, backend, dims: c.dims, rounds, ...best, opsFwd: null, opsGrads: null, opsNote: null, opsMaxDiff: null };
     // The tfjs-ops version: the decoder on both backends; the encoder's four gathered corners
