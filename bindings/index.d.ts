@@ -126,8 +126,8 @@ export class Prepared {
 
 export type BackendName = 'wasm' | 'wasm-scalar' | 'native';
 
-/** 'wasm-simd128' (SIMD module), 'scalar' (the scalar module, or the addon without a vector
- *  ISA), 'sse2' (the addon on x86), or a wider ISA the addon reports. */
+/** 'wasm-simd128' (SIMD module), 'scalar' (the scalar module), or what the addon's kernels run:
+ *  'avx512', 'avx2', 'sse2' on x86-64, 'neon' on arm64. */
 export type Isa = 'wasm-simd128' | 'scalar' | 'sse2' | 'avx2' | 'avx512' | 'neon' | (string & {});
 
 /** The API init() resolves to. */
@@ -136,8 +136,10 @@ export class Msda {
   readonly backend: BackendName;
   /** True when vector code runs: the SIMD128 module, or the addon's SSE2 (or wider) kernels. */
   readonly simd: boolean;
-  /** The vector ISA the kernels run. */
-  readonly isa: Isa;
+  /** The vector ISA the kernels run; natively the library's choice (the widest this CPU has, or
+   *  the one the environment variable MSDA_ISA names), null when MSDA_ISA names one this CPU
+   *  lacks (every call then fails with MSDA_ERR_INVALID_OPTION). */
+  readonly isa: Isa | null;
   /** Threads each call uses unless it passes `threads`: init's option, or 1 where the runtime
    *  cannot run wasm threads (a page that is not cross-origin isolated). */
   readonly threads: number;
@@ -228,7 +230,7 @@ export interface CallOptions {
 export class MsdaWorker {
   readonly backend: BackendName;
   readonly simd: boolean;
-  readonly isa: Isa;
+  readonly isa: Isa | null;
   readonly threads: number;
   /** True after terminate() (or if the worker stopped on its own). */
   readonly terminated: boolean;

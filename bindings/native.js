@@ -58,11 +58,12 @@ class NativeBackend {
   constructor(addon) {
     this.addon = addon;
     this.name = 'native';
-    // The vector ISA the kernels run: the addon says when it can (runtime dispatch); otherwise
-    // what its build has, SSE2 on x86 (every x86-64 has it) and the scalar code elsewhere.
-    this.isa = typeof addon.isa === 'function' ? String(addon.isa())
+    // The vector ISA the kernels run, as the library's dispatch chose it (msda_isa: the widest
+    // this CPU has, or MSDA_ISA's; null when MSDA_ISA names one it lacks). An addon from before
+    // the dispatch ran SSE2 on x86 (every x86-64 has it) and the scalar code elsewhere.
+    this.isa = typeof addon.isa === 'function' ? addon.isa()
       : process.arch === 'x64' || process.arch === 'ia32' ? 'sse2' : 'scalar';
-    this.simd = this.isa !== 'scalar';
+    this.simd = this.isa !== null && this.isa !== 'scalar';
     this.memory = null;
     // Elements of the longest typed array this Node makes (V8's limit; 2^32 on Node 20).
     this.maxElements = constants.MAX_LENGTH;

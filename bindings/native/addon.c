@@ -113,6 +113,20 @@ static napi_value run(napi_env env, napi_callback_info info, int backward)
     return null_value;
 }
 
+/* isa() -> the instruction set the kernels run on (msda_isa), or null when MSDA_ISA names one
+ * this CPU lacks. */
+static napi_value isa(napi_env env, napi_callback_info info)
+{
+    (void)info;
+    const char *name = msda_isa();
+    napi_value result;
+    if (name)
+        napi_create_string_utf8(env, name, NAPI_AUTO_LENGTH, &result);
+    else
+        napi_get_null(env, &result);
+    return result;
+}
+
 static napi_value forward(napi_env env, napi_callback_info info) { return run(env, info, 0); }
 static napi_value backward(napi_env env, napi_callback_info info) { return run(env, info, 1); }
 
@@ -121,6 +135,7 @@ static napi_value init(napi_env env, napi_value exports)
     napi_property_descriptor props[] = {
         {"forward", NULL, forward, NULL, NULL, NULL, napi_default, NULL},
         {"backward", NULL, backward, NULL, NULL, NULL, napi_default, NULL},
+        {"isa", NULL, isa, NULL, NULL, NULL, napi_default, NULL},
     };
     napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
     return exports;

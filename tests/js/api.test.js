@@ -340,7 +340,7 @@ test('a prepared problem\'s heap views as inputs to the copying forward/backward
   }
 });
 
-test('isa says which vector code runs: wasm-simd128, scalar, sse2 natively on x86; simd agrees', async () => {
+test('isa says which vector code runs: wasm-simd128, scalar, natively the library\'s choice (MSDA_ISA too); simd agrees', async () => {
   assert.equal((await init({ simd: true })).isa, 'wasm-simd128');
   assert.equal((await init({ simd: false })).isa, 'scalar');
   assert.equal((await init({ threads: 2 })).isa, 'wasm-simd128');
@@ -351,6 +351,15 @@ test('isa says which vector code runs: wasm-simd128, scalar, sse2 natively on x8
   assert.equal(native.simd, native.isa !== 'scalar', 'native simd: true when the addon runs vector code');
   for (const m of [await init({ simd: true }), await init({ simd: false }), native]) {
     assert.equal(m.simd, m.isa !== 'scalar', `${m.backend}: simd and isa agree`);
+  }
+  // Natively the addon reports what the library runs: forced with MSDA_ISA, in a child process.
+  const { spawnSync } = await import('node:child_process');
+  const script = `import { initNative } from ${JSON.stringify(new URL('../../bindings/node.js', import.meta.url).href)};
+    const m = await initNative(); console.log(JSON.stringify([m.isa, m.simd]));`;
+  for (const [forced, want] of [['sse2', ['sse2', true]], ['scalar', ['scalar', false]], ['no-such-isa', [null, false]]]) {
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', env: { ...process.env, MSDA_ISA: forced } });
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout), want, `MSDA_ISA=${forced}`);
   }
 });
 
