@@ -121,6 +121,30 @@ for (const backend of TF_BACKENDS) {
   });
 }
 
+test('tf.variableGrads and an optimizer through the op: msda.backward\'s bits, and SGD moves each variable by -lr * its gradient', async () => {
+  await onBackend('cpu');
+  const kase = randomCase(4242, OPTION_COMBOS[5]);
+  const { args } = kase;
+  const want = getMsda().backward({ ...args, gradOutput: kase.gradOutput });
+  const [v, l, w] = [args.value, args.samplingLocations, args.attentionWeights].map((t) => tf.variable(toTensor(t)));
+  const g = toTensor(kase.gradOutput);
+  const loss = () => dot(msDeformAttn(v, l, w, opOptions(args)), g);
+  const { value, grads } = tf.variableGrads(loss);
+  [[v, 'gradValue'], [l, 'gradSamplingLocations'], [w, 'gradAttentionWeights']].forEach(([variable, name]) => {
+    sameBits(`tf.variableGrads ${name}`, grads[variable.name].dataSync(), want[name].data);
+  });
+  const before = [v, l, w].map((x) => x.dataSync().slice());
+  tf.train.sgd(0.5).minimize(loss);
+  [[v, 'gradValue'], [l, 'gradSamplingLocations'], [w, 'gradAttentionWeights']].forEach(([variable, name], i) => {
+    const moved = variable.dataSync();
+    for (let k = 0; k < moved.length; k++) {
+      const expected = Math.fround(before[i][k] - Math.fround(0.5 * want[name].data[k]));
+      if (Number.isFinite(expected) && !Object.is(moved[k], expected)) assert.fail(`sgd ${name}[${k}] is ${moved[k]}, expected ${expected}`);
+    }
+  });
+  tf.dispose([v, l, w, g, value, ...Object.values(grads)]);
+});
+
 test('the layer initialises as PyTorch does: sampling_offsets.bias, zeros, xavier_uniform bounds, seeded', async () => {
   await onBackend('cpu');
   const layer = new MSDeformAttn();
