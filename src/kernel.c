@@ -640,7 +640,7 @@ __attribute__((noinline)) static void backward_sample_canonical(const float *res
     MSDA_BACKWARD_CASES(C, 1)
 }
 
-static void backward_sample(const float *restrict g, const float *restrict value, float *restrict grad_value,
+MSDA_INLINE void backward_sample(const float *restrict g, const float *restrict value, float *restrict grad_value,
                             ptrdiff_t o, ptrdiff_t px, ptrdiff_t row, const float aw[4], ptrdiff_t C, float d[4], unsigned mask,
                             int canon)
 {
@@ -974,8 +974,8 @@ static int isa_available(int i)
 {
 #ifdef MSDA_X86
     __builtin_cpu_init();
-    if (strcmp(msda_isas[i].name, "avx2") == 0) return __builtin_cpu_supports("avx2");
-    if (strcmp(msda_isas[i].name, "avx512") == 0) return __builtin_cpu_supports("avx512f");
+    if (strcmp(msda_isas[i].name, "avx2") == 0) return __builtin_cpu_supports("avx2") != 0;
+    if (strcmp(msda_isas[i].name, "avx512") == 0) return __builtin_cpu_supports("avx512f") != 0;
 #endif
     return i >= 0 && i < MSDA_ISA_COUNT;
 }
@@ -1019,19 +1019,12 @@ const char *msda_isa(void)
 
 const char *msda_isa_list(void)
 {
-    static char list[64];
-    static _Atomic int done = 0;
-    if (!atomic_load(&done)) {
-        char tmp[64] = "";
-        for (int k = 0; k < MSDA_ISA_COUNT; k++)
-            if (isa_available(k)) {
-                if (tmp[0]) strcat(tmp, " ");
-                strcat(tmp, msda_isas[k].name);
-            }
-        memcpy(list, tmp, sizeof tmp);
-        atomic_store(&done, 1);
-    }
-    return list;
+#ifdef MSDA_X86
+    static const char *const lists[4] = {"scalar sse2", "scalar sse2 avx2", "scalar sse2 avx512", "scalar sse2 avx2 avx512"};
+    return lists[isa_available(2) + 2 * isa_available(3)];
+#else
+    return MSDA_BASE_NAME;
+#endif
 }
 
 int msda__set_isa(const char *name)
