@@ -78,7 +78,11 @@ function readOptions(fn, options) {
     if (!(Array.isArray(list) || (ArrayBuffer.isView(list) && !(list instanceof DataView)))) {
       throw new TypeError(`${fn}: levelStartIndex is ${describe(given)}, expected an array of integers`);
     }
-    const got = integers(list);
+    const n = list.length;
+    if (n !== starts.length) {
+      throw new RangeError(`${fn}: levelStartIndex has ${n} entries, expected ${starts.length} (one per level of spatialShapes)`);
+    }
+    const got = integers(firstItems(list, n));
     if (got.length !== starts.length || got.some((s, i) => s !== starts[i])) {
       throw new RangeError(`${fn}: levelStartIndex is ${fmt(got.map(show))}, expected ${fmt(starts)} (the prefix sums of H*W over spatialShapes)`);
     }
@@ -90,14 +94,22 @@ function readOptions(fn, options) {
 const integers = (list) => Array.from(list, (v) => (typeof v === 'bigint' ? Number(v) : v));
 const show = (v) => (typeof v === 'number' ? String(v) : describe(v));
 
+// The core API's bound on levels. Lengths are checked before items are copied: a sparse Array
+// or a Proxy can claim 2^32 - 1 items, and copying them hangs or aborts Node.
+const MAX_LEVELS = 2 ** 24;
+const firstItems = (x, n) => Array.from({ length: n }, (_, i) => x[i]);   // each read once
+
 function readSpatialShapes(fn, x) {
   const what = 'an array of [H, W] pairs or an (N_l, 2) tensor';
   let flat;
   const data = x !== null && typeof x === 'object' && !Array.isArray(x) ? x.data : undefined;
   if (Array.isArray(x)) {
     flat = [];
-    Array.from(x).forEach((p, l) => {
-      const pair = Array.isArray(p) || ArrayBuffer.isView(p) ? integers(p) : null;
+    const levels = x.length;
+    if (levels > MAX_LEVELS) throw new RangeError(`${fn}: spatialShapes has ${levels} levels, expected at most ${MAX_LEVELS}`);
+    firstItems(x, levels).forEach((p, l) => {
+      const n = Array.isArray(p) || ArrayBuffer.isView(p) ? p.length : -1;
+      const pair = n === 2 ? integers(firstItems(p, 2)) : null;
       if (pair === null || pair.length !== 2) {
         throw new TypeError(`${fn}: spatialShapes[${l}] is ${describe(p)}, expected an [H, W] pair`);
       }
@@ -108,7 +120,9 @@ function readSpatialShapes(fn, x) {
     if (shape !== undefined && (shape.length !== 2 || shape[1] !== 2)) {
       throw new RangeError(`${fn}: spatialShapes has shape ${fmt(shape)}, expected [N_l, 2]`);
     }
-    flat = integers(data);
+    const n = data.length;
+    if (n > 2 * MAX_LEVELS) throw new RangeError(`${fn}: spatialShapes has ${n} numbers, expected (N_l, 2) with N_l at most ${MAX_LEVELS}`);
+    flat = integers(firstItems(data, n));
   } else {
     throw new TypeError(`${fn}: spatialShapes is ${describe(x)}, expected ${what}`);
   }

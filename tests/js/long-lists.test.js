@@ -82,3 +82,43 @@ test('huge or changing list lengths: a RangeError naming the argument before the
     assert.deepEqual(grown, { ok: true, same: true, lengthReads: 1 }, `${backend}: the shape's length is read once`);
   }
 });
+
+// The same lists given to ms-deform-attn/tfjs's op, which reads its options itself: it hung
+// (Array.from over 2^32 - 1 holes) or threw V8's unnamed "Invalid array length".
+const tfjsChild = `
+import * as tf from '@tensorflow/tfjs-core';
+import '@tensorflow/tfjs-backend-cpu';
+const { msDeformAttn } = await import(${JSON.stringify(fileURLToPath(new URL('../../bindings/tfjs.js', import.meta.url)))});
+await tf.setBackend('cpu');
+const sparse = (n, items = []) => { const a = items.slice(); a.length = n; return a; };
+const value = tf.zeros([1, 6, 1, 2]), loc = tf.zeros([1, 2, 1, 1, 1, 2]), w = tf.ones([1, 2, 1, 1, 1]);
+const cases = {
+  levels: { spatialShapes: sparse(2 ** 32 - 1, [[2, 3]]) },
+  pair: { spatialShapes: [sparse(2 ** 32 - 1, [2, 3])] },
+  data: { spatialShapes: { data: sparse(2 ** 32 - 2, [2, 3]) } },
+  starts: { spatialShapes: [[2, 3]], levelStartIndex: sparse(2 ** 32 - 1, [0]) },
+};
+const results = {};
+for (const [name, options] of Object.entries(cases)) {
+  try { msDeformAttn(value, loc, w, options); results[name] = { ok: true }; }
+  catch (e) { results[name] = { error: e.constructor.name, message: e.message }; }
+}
+console.log(JSON.stringify(results));
+`;
+
+test('ms-deform-attn/tfjs: the same lists are a RangeError naming the option, no hang', () => {
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', tfjsChild], { encoding: 'utf8', timeout: 60000 });
+  assert.equal(r.error?.code, undefined, r.error?.code === 'ETIMEDOUT' ? 'hung (killed after 60 s)' : String(r.error));
+  assert.equal(r.status, 0, r.stderr.slice(-400));
+  const results = JSON.parse(r.stdout.trim().split('\n').pop());
+  const expect = {
+    levels: /^msDeformAttn: spatialShapes has 4294967295 levels, expected at most 16777216$/,
+    pair: /^msDeformAttn: spatialShapes\[0\] is .*, expected an \[H, W\] pair$/,
+    data: /^msDeformAttn: spatialShapes has 4294967294 numbers, expected \(N_l, 2\) with N_l at most 16777216$/,
+    starts: /^msDeformAttn: levelStartIndex has 4294967295 entries, expected 1 \(one per level of spatialShapes\)$/,
+  };
+  for (const [name, re] of Object.entries(expect)) {
+    assert.ok(results[name].error === 'RangeError' || results[name].error === 'TypeError', `${name}: ${JSON.stringify(results[name])}`);
+    assert.match(results[name].message, re, name);
+  }
+});
