@@ -10,8 +10,8 @@
 // private directory inside --out and renamed into place only once all of them are complete.
 
 import {
-  accessSync, constants, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, renameSync, rmSync,
-  statSync,
+  accessSync, closeSync, constants, existsSync, fstatSync, lstatSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync,
+  realpathSync, renameSync, rmSync, statSync,
 } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { dirname } from 'node:path';
@@ -76,7 +76,6 @@ const ERRNO_TEXT = {
   EEXIST: 'File exists',
 };
 const why = (e) => ERRNO_TEXT[e.code] || e.message;
-const BAD_PATH_CODES = new Set(['ENOENT', 'EACCES', 'ENOTDIR', 'EISDIR', 'EPERM', 'ELOOP', 'ENAMETOOLONG', 'EROFS', 'EEXIST']);
 
 // Like the C join: no normalisation, so messages name the path as the user wrote it.
 const joinPath = (dir, name) => (dir.endsWith('/') ? dir + name : `${dir}/${name}`);
@@ -166,17 +165,47 @@ function dtypeHint(path, descr, want) {
   return `${path}: dtype '${descr}'${bigEndian ? ' (big-endian)' : ''}: ${name} must be ${bigEndian ? 'little-endian ' : ''}${what}: save tensor.astype(${fix})`;
 }
 
-function readNpyFile(path, want) {
-  let bytes;
+// As the native CLI reads: open without waiting (a FIFO), check what was opened (so nothing
+// swapped in after a check is read), and read the size it had then.
+function readFileAsNative(path) {
+  let fd;
   try {
-    const st = statSync(path);
-    if (!st.isFile()) throw bad(`${path}: not a regular file`);
-    bytes = readFileSync(path);
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (e) {
-    if (e instanceof CliError) throw e;
-    if (BAD_PATH_CODES.has(e.code)) throw bad(`${path}: cannot open: ${why(e)}`);
-    throw new CliError(1, `${path}: read error: ${why(e)}`);
+    throw bad(`${path}: cannot open: ${why(e)}`);
   }
+  try {
+    let st;
+    try {
+      st = fstatSync(fd);
+    } catch (e) {
+      throw bad(`${path}: cannot stat: ${why(e)}`);
+    }
+    if (!st.isFile()) throw bad(`${path}: not a regular file`);
+    let bytes;
+    try {
+      bytes = Buffer.allocUnsafe(st.size);
+    } catch {
+      throw new CliError(1, `${path}: out of memory reading ${st.size} bytes`);
+    }
+    let got = 0;
+    try {
+      while (got < st.size) {
+        const n = readSync(fd, bytes, got, Math.min(st.size - got, 1 << 30), null);
+        if (n === 0) break; // shrank while reading: parse what is there
+        got += n;
+      }
+    } catch (e) {
+      throw new CliError(1, `${path}: read error: ${why(e)}`);
+    }
+    return bytes.subarray(0, got);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function readNpyFile(path, want) {
+  const bytes = readFileAsNative(path);
   let a;
   try {
     a = parseNpy(bytes, { bigint: true });

@@ -155,6 +155,42 @@ test('an --out too long for the private directory\'s name: exit 2 before computi
   assert.ok(!existsSync(longPath(4083)), 'the too-long --out was not created');
 });
 
+// An input checked and then read by path can be swapped in between: the JS CLI once stat()ed
+// value.npy, and a FIFO put there before its readFileSync() hung it. A preloaded module swaps
+// the file for a FIFO right after the CLI's first look at it (a stat of the path, or the open);
+// both CLIs read what they opened, so both refuse the FIFO at once. And a file whose size says
+// 0 but which has content (procfs): both read the size they saw, and say the same.
+test('an input swapped for a FIFO between its check and its read, and a procfs input: refused at once, the same line', () => {
+  const shim = join(root, 'swap-fifo.mjs');
+  writeFileSync(shim, `import fs from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { syncBuiltinESMExports } from 'node:module';
+let swapped = false;
+const swap = (p) => {
+  if (swapped || !String(p).endsWith('value.npy')) return;
+  swapped = true;
+  fs.unlinkSync(p);
+  execFileSync('mkfifo', [p]);
+};
+const { statSync, openSync } = fs;
+fs.statSync = (p, ...rest) => { const st = statSync(p, ...rest); swap(p); return st; };
+fs.openSync = (p, ...rest) => { swap(p); return openSync(p, ...rest); };
+syncBuiltinESMExports();
+`);
+  const { dir, out } = scenario();
+  const r = spawnSync(process.execPath, ['--import', shim, ...CLIS.js.slice(1), 'forward', '--in', dir, '--out', out],
+    { encoding: 'utf8', timeout: 20000 });
+  assert.equal(r.error?.code, undefined, r.error?.code === 'ETIMEDOUT' ? 'hung on the FIFO (killed after 20 s)' : String(r.error));
+  assert.equal(r.status, 2, r.stderr);
+  assert.equal(r.stderr, `msda: ${join(dir, 'value.npy')}: not a regular file\n`);
+  if (existsSync('/proc/self/environ')) {
+    expectRefusal('value.npy from procfs', () => {
+      const { dir: d, out: o } = scenario((c) => { rmSync(join(c, 'value.npy')); symlinkSync('/proc/self/environ', join(c, 'value.npy')); });
+      return { args: ['forward', '--in', d, '--out', o], out: o, dir: d };
+    }, ['value.npy']);
+  }
+});
+
 // ---- outputs: no write through a planted symlink, older outputs kept, no temporaries left ----
 
 const listing = (dir) => readdirSync(dir).sort();
