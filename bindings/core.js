@@ -161,6 +161,10 @@ function integers(fn, name, items) {
     if (typeof n !== 'number' || !Number.isInteger(n)) {
       throw new TypeError(`${fn}: ${name}[${i}] is ${describe(v)}, expected an integer`);
     }
+    // A BigInt no number holds would be checked (and named) as its rounded neighbour.
+    if (typeof v === 'bigint' && !Number.isSafeInteger(n)) {
+      throw new RangeError(`${fn}: ${name}[${i}] is ${v}, expected an integer within ±(2^53 - 1)`);
+    }
     return n;
   });
 }
@@ -221,8 +225,9 @@ function readSpatialShapes(fn, x) {
   }
   if (pairs.length === 0) throw new RangeError(`${fn}: spatialShapes is empty, expected at least one [H, W] level`);
   pairs.forEach(([h, w], l) => {
-    if (!(h >= 1 && w >= 1) || !Number.isSafeInteger(h * w)) {
-      throw new RangeError(`${fn}: spatialShapes[${l}] is [${h}, ${w}], expected H >= 1 and W >= 1`);
+    if (!(h >= 1 && w >= 1)) throw new RangeError(`${fn}: spatialShapes[${l}] is [${h}, ${w}], expected H >= 1 and W >= 1`);
+    if (!Number.isSafeInteger(h * w)) {
+      throw new RangeError(`${fn}: spatialShapes[${l}] is [${h}, ${w}], expected H*W within 2^53 - 1 (it is ${BigInt(h) * BigInt(w)})`);
     }
   });
   return pairs;

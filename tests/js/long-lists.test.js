@@ -122,3 +122,24 @@ test('ms-deform-attn/tfjs: the same lists are a RangeError naming the option, no
     assert.match(results[name].message, re, name);
   }
 });
+
+// Values past 2^53 - 1 are named exactly: a BigInt 2^64 + 2 was reported as 18446744073709552000
+// (its rounded neighbour), and [2^26, 2^27], whose H*W is 2^53, as "expected H >= 1 and W >= 1".
+test('integers past 2^53 - 1 are named exactly, and a level too large says why', async () => {
+  const { init } = await import('../../bindings/node.js');
+  const msda = await init();
+  const base = {
+    value: { data: new Float32Array(12), shape: [1, 6, 1, 2] },
+    samplingLocations: { data: new Float32Array(4), shape: [1, 2, 1, 1, 1, 2] },
+    attentionWeights: { data: new Float32Array(2), shape: [1, 2, 1, 1, 1] },
+  };
+  assert.throws(() => msda.forward({ ...base, spatialShapes: [[2n ** 64n + 2n, 3n]] }),
+    { name: 'RangeError', message: 'forward: spatialShapes[0][0] is 18446744073709551618, expected an integer within ±(2^53 - 1)' });
+  assert.throws(() => msda.forward({ ...base, spatialShapes: [[2, 3]], levelStartIndex: BigInt64Array.from([-(2n ** 63n)]) }),
+    { name: 'RangeError', message: 'forward: levelStartIndex[0] is -9223372036854775808, expected an integer within ±(2^53 - 1)' });
+  assert.throws(() => msda.prepare({ batch: 1, numQueries: 1, numHeads: 1, channels: 1, numPoints: 1, spatialShapes: [[2 ** 26, 2 ** 27]] }),
+    { name: 'RangeError', message: 'prepare: spatialShapes[0] is [67108864, 134217728], expected H*W within 2^53 - 1 (it is 9007199254740992)' });
+  // Exact BigInts within range still work.
+  assert.equal(msda.forward({ ...base, spatialShapes: [[2n, 3n]], levelStartIndex: [0n] }).data.length, 4);
+  msda.dispose();
+});
