@@ -54,14 +54,29 @@ static int report(int code, const char *fmt, ...)
 #endif
     ;
 
+/* One line whatever the message holds: a newline in a path (a file or flag the message names)
+ * becomes a space, as the JS CLI prints it. */
 static int report(int code, const char *fmt, ...)
 {
-    va_list ap;
+    char small[1024], *msg = small;
+    va_list ap, again;
     va_start(ap, fmt);
-    fputs("msda: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    va_copy(again, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    if (n >= (int)sizeof small) {
+        char *big = malloc((size_t)n + 1);
+        if (big) {
+            vsnprintf(big, (size_t)n + 1, fmt, again);
+            msg = big;
+        } /* else: the message cut at 1023 bytes */
+    }
+    va_end(again);
     va_end(ap);
+    if (n < 0) small[0] = '\0';
+    for (char *c = msg; *c; c++)
+        if (*c == '\n') *c = ' ';
+    fprintf(stderr, "msda: %s\n", msg);
+    if (msg != small) free(msg);
     return code;
 }
 

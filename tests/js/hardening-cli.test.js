@@ -191,6 +191,25 @@ syncBuiltinESMExports();
   }
 });
 
+test('a newline in a path the message names: still one line, the same from both (a space for the newline)', () => {
+  const dir = join(root, 'in\ndir');
+  writeCase(dir);
+  rmSync(join(dir, 'value.npy'));
+  const file = join(root, 'a\nfile');
+  writeFileSync(file, '');
+  const { dir: good } = scenario();
+  for (const [args, line] of [
+    [['forward', '--in', dir, '--out', join(root, 'nl-out')], `msda: ${dir.replace('\n', ' ')}/value.npy: cannot open: No such file or directory\n`],
+    [['forward', '--in', good, '--out', file], `msda: --out ${file.replace('\n', ' ')}: not a directory\n`],
+  ]) {
+    for (const cli of Object.keys(CLIS)) {
+      const r = run(cli, args);
+      assert.equal(r.status, 2, `${cli}: ${r.stderr}`);
+      assert.equal(r.stderr, line, `${cli} CLI`);
+    }
+  }
+});
+
 // ---- outputs: no write through a planted symlink, older outputs kept, no temporaries left ----
 
 const listing = (dir) => readdirSync(dir).sort();
