@@ -618,6 +618,7 @@ export class Msda {
     const unknown = Object.keys(rest);
     if (unknown.length > 0) throw new TypeError(`prepare: unknown option '${unknown[0]}', expected mode`);
     const problem = problemFromOptions('prepare', problemOptions);
+    this._live('prepare');   // again: a getter among the arguments may have disposed this instance
     if (!Object.hasOwn(TENSORS, mode)) throw new RangeError(`prepare: mode is ${describe(mode)}, expected 'forward', 'backward' or 'both'`);
     this._checkSize('prepare', problem, mode);
     this._noteThreads('prepare', problem);
@@ -633,6 +634,7 @@ export class Msda {
   forward(args) {
     this._live('forward');
     const { problem, inputs } = problemFromTensors('forward', args, false);
+    this._live('forward');   // again: a getter among the arguments may have disposed this instance
     this._checkSize('forward', problem, 'forward');
     this._noteThreads('forward', problem);
     this._detachFromHeap(inputs);
@@ -649,6 +651,7 @@ export class Msda {
   backward(args) {
     this._live('backward');
     const { problem, inputs } = problemFromTensors('backward', args, true);
+    this._live('backward');
     this._checkSize('backward', problem, 'backward');
     this._noteThreads('backward', problem);
     this._detachFromHeap(inputs);

@@ -78,3 +78,25 @@ await initWorker({ wasmBinary: new Proxy(new Uint8Array(8), {}) }).catch((e) => 
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.stdout.trim(), 'TypeError');
 });
+
+test('a getter among the arguments that disposes the instance: the call throws the disposed-instance Error', async () => {
+  for (const [backend, threads] of [['wasm', 1], ['wasm', 2], ['wasm-scalar', 1], ['native', 1]]) {
+    const disposing = (msda, t) => ({ get data() { msda.dispose(); return t.data; }, shape: t.shape });
+    let msda = await init({ backend, threads });
+    const a = ARGS();
+    a.attentionWeights = disposing(msda, a.attentionWeights);
+    assert.throws(() => msda.forward(a), { name: 'Error', message: 'ms-deform-attn: forward on a disposed instance (dispose() was called)' }, `${backend} ${threads}`);
+    msda = await init({ backend, threads });
+    const b = { ...ARGS(), gradOutput: { data: new Float32Array(4).fill(1), shape: [1, 2, 2] } };
+    b.gradOutput = disposing(msda, b.gradOutput);
+    assert.throws(() => msda.backward(b), { name: 'Error', message: 'ms-deform-attn: backward on a disposed instance (dispose() was called)' }, `${backend} ${threads}`);
+    msda = await init({ backend, threads });
+    const m = msda;
+    assert.throws(() => m.prepare({ ...DIMS, get spatialShapes() { m.dispose(); return [[2, 3]]; } }),
+      { name: 'Error', message: 'ms-deform-attn: prepare on a disposed instance (dispose() was called)' }, `${backend} ${threads}`);
+    // Another instance on the same backend still computes.
+    const other = await init({ backend, threads });
+    assert.equal(other.forward(ARGS()).data.length, 4);
+    other.dispose();
+  }
+});
