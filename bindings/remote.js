@@ -168,6 +168,10 @@ export class MsdaWorker {
         alignCorners: problem.alignCorners, paddingMode: problem.paddingMode,
       };
       if (problem.threads !== undefined) message.threads = problem.threads;
+      // Again, now that the arguments' getters have run (they may have terminated the worker
+      // or aborted the signal): a call queued on a stopped worker would never settle.
+      if (this._stopped !== null) throw new Error(`ms-deform-attn: ${op} on a ${this._stopped}`);
+      if (signal !== undefined && signal.aborted) return Promise.reject(abortError(op));
       const taken = takeAll(INPUTS[op].map((name) => inputs[name]), transfer);
       INPUTS[op].forEach((name, i) => { message[name] = { data: taken[i], shape: problem.shapes[name] }; });
       job = { op, args: message, signal, onAbort: null };

@@ -100,3 +100,29 @@ test('a getter among the arguments that disposes the instance: the call throws t
     other.dispose();
   }
 });
+
+test('initWorker: a getter among the arguments that terminates the worker or aborts the signal settles the call', async () => {
+  const w = await initWorker();
+  const a = ARGS();
+  const t = a.attentionWeights;
+  a.attentionWeights = { get data() { w.terminate(); return t.data; }, shape: t.shape };
+  // Before: queued on the stopped worker, the promise never settled.
+  const settled = await Promise.race([
+    w.forward(a).then(() => 'resolved', (e) => e),
+    new Promise((resolve) => { setTimeout(resolve, 5000, 'pending after 5 s').unref(); }),
+  ]);
+  assert.ok(settled instanceof Error, String(settled));
+  assert.equal(settled.message, 'ms-deform-attn: forward on a terminated worker (terminate() was called)');
+
+  const w2 = await initWorker();
+  try {
+    const c = new AbortController();
+    const b = ARGS();
+    const v = b.value;
+    b.value = { get data() { c.abort(); return v.data; }, shape: v.shape };
+    await assert.rejects(w2.forward(b, { signal: c.signal }), { name: 'AbortError' });
+    assert.equal((await w2.forward(ARGS())).data.length, 4);
+  } finally {
+    await w2.terminate();
+  }
+});
