@@ -9,6 +9,7 @@ need_apt=()
 command -v emcc     >/dev/null 2>&1 || need_apt+=(emscripten)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v clang    >/dev/null 2>&1 || need_apt+=(clang)
+command -v qemu-x86_64 >/dev/null 2>&1 || need_apt+=(qemu-user)   # runs the prebuilt addon on older CPU models
 command -v node     >/dev/null 2>&1 || need_apt+=(nodejs npm)
 ls /usr/lib/llvm-14/lib/clang/14*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 \
   || need_apt+=(libclang-rt-14-dev)
