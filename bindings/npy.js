@@ -189,9 +189,15 @@ function parseHeader(bytes) {
 export function parseNpy(input, { bigint = false } = {}) {
   let bytes;
   // A plain Uint8Array view (a Node Buffer's slice() would not copy).
-  if (input instanceof ArrayBuffer) bytes = new Uint8Array(input);
-  else if (ArrayBuffer.isView(input)) bytes = new Uint8Array(input.buffer, input.byteOffset, input.byteLength);
-  else throw new TypeError(`parseNpy: expected a Uint8Array or ArrayBuffer, got ${input === null ? 'null' : typeof input}`);
+  if (!(input instanceof ArrayBuffer) && !ArrayBuffer.isView(input)) {
+    throw new TypeError(`parseNpy: expected a Uint8Array or ArrayBuffer, got ${input === null ? 'null' : typeof input}`);
+  }
+  try {
+    bytes = input instanceof ArrayBuffer ? new Uint8Array(input) : new Uint8Array(input.buffer, input.byteOffset, input.byteLength);
+  } catch (e) {
+    // A detached (transferred) buffer, or a view whose offsets lie.
+    throw new TypeError(`parseNpy: cannot read the input's bytes (${e.message})`);
+  }
   const len = bytes.length;
   if (len === 0) fail('empty file, expected a .npy file');
   for (let i = 0; i < Math.min(len, 6); i++) {
@@ -244,11 +250,20 @@ const dtypeOf = (data) => (data instanceof Float32Array ? '<f4' : data instanceo
  * The header NumPy writes for version 1.0: magic, version, length and the dict, padded with
  * spaces and a newline so the data starts at a multiple of 64 bytes.
  */
-export function npyHeader(dtype, shape) {
-  if (!(dtype in DTYPES)) throw new TypeError(`npyHeader: dtype must be '<f4', '<i4' or '<i8', got ${String(dtype)}`);
-  if (!Array.isArray(shape) || !shape.every((d) => Number.isSafeInteger(d) && d >= 0) || shape.length > NPY_MAX_DIMS) {
+// A copy of the shape, its length read once and bounded before any entry is read (a sparse
+// Array or a Proxy can claim 2^32 - 1 entries; every() skipped holes and took minutes on them).
+function shapeCopy(shape) {
+  const n = Array.isArray(shape) ? shape.length : -1;
+  const dims = n >= 0 && n <= NPY_MAX_DIMS ? Array.from({ length: n }, (_, i) => shape[i]) : null;
+  if (dims === null || !dims.every((d) => Number.isSafeInteger(d) && d >= 0)) {
     throw new TypeError(`serializeNpy: shape must be an array of at most ${NPY_MAX_DIMS} integers >= 0`);
   }
+  return dims;
+}
+
+export function npyHeader(dtype, shapeGiven) {
+  if (!(dtype in DTYPES)) throw new TypeError(`npyHeader: dtype must be '<f4', '<i4' or '<i8', got ${String(dtype)}`);
+  const shape = shapeCopy(shapeGiven);
   const dict = `{'descr': '${dtype}', 'fortran_order': False, 'shape': ${formatShape(shape)}, }`;
   const total = Math.ceil((10 + dict.length + 1) / 64) * 64;
   const out = new Uint8Array(total);
@@ -290,10 +305,11 @@ export function npyDataBytes(data) {
 export function serializeNpy({ data, shape }) {
   const dtype = dtypeOf(data);
   if (dtype === null) throw new TypeError('serializeNpy: data must be a Float32Array, Int32Array or BigInt64Array');
-  const header = npyHeader(dtype, shape);
-  const count = shape.reduce((a, b) => a * b, 1);
+  const dims = shapeCopy(shape);
+  const header = npyHeader(dtype, dims);
+  const count = dims.reduce((a, b) => a * b, 1);
   if (count !== data.length) {
-    throw new RangeError(`serializeNpy: shape ${formatShape(shape)} has ${count} elements, data has ${data.length}`);
+    throw new RangeError(`serializeNpy: shape ${formatShape(dims)} has ${count} elements, data has ${data.length}`);
   }
   const body = npyDataBytes(data);
   const out = new Uint8Array(header.length + body.length);

@@ -143,3 +143,35 @@ test('integers past 2^53 - 1 are named exactly, and a level too large says why',
   assert.equal(msda.forward({ ...base, spatialShapes: [[2n, 3n]], levelStartIndex: [0n] }).data.length, 4);
   msda.dispose();
 });
+
+// ms-deform-attn/npy: serializeNpy's shape had every() run over it first (holes skipped: a
+// sparse Array of 2^32 - 1 took minutes, one with a hole gave a NaN element count), and it
+// was read again for the header; parseNpy of a transferred buffer threw V8's unnamed
+// "Cannot perform Construct on a detached ArrayBuffer".
+test('ms-deform-attn/npy: shapes read once and bounded; a detached input named', () => {
+  const code = `
+import { parseNpy, serializeNpy } from ${JSON.stringify(fileURLToPath(new URL('../../bindings/npy.js', import.meta.url)))};
+const out = {};
+const attempt = (name, f) => { try { out[name] = { ok: f() }; } catch (e) { out[name] = { error: e.constructor.name, message: e.message }; } };
+const sparse = []; sparse.length = 2 ** 32 - 1;
+attempt('sparse', () => serializeNpy({ data: new Float32Array(0), shape: sparse }).length);
+attempt('hole', () => serializeNpy({ data: new Float32Array(3), shape: [3, , ] }).length);
+let reads = 0;
+const growing = new Proxy([3], { get(t, k) { if (k === 'length') return ++reads === 1 ? 1 : 2 ** 32 - 1; return t[k]; } });
+attempt('growing', () => [serializeNpy({ data: new Float32Array([1, 2, 3]), shape: growing }).length, reads]);
+const bytes = serializeNpy({ data: new Float32Array([1, 2, 3]), shape: [3] }).slice();
+structuredClone(bytes.buffer, { transfer: [bytes.buffer] });
+attempt('detached', () => parseNpy(bytes));
+console.log(JSON.stringify(out));
+`;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', code], { encoding: 'utf8', timeout: 30000 });
+  assert.equal(r.error?.code, undefined, r.error?.code === 'ETIMEDOUT' ? 'hung (killed after 30 s)' : String(r.error));
+  assert.equal(r.status, 0, r.stderr);
+  const out = JSON.parse(r.stdout);
+  const shapeError = { error: 'TypeError', message: 'serializeNpy: shape must be an array of at most 32 integers >= 0' };
+  assert.deepEqual(out.sparse, shapeError);
+  assert.deepEqual(out.hole, { error: 'TypeError', message: 'serializeNpy: shape must be an array of at most 32 integers >= 0' });
+  assert.deepEqual(out.growing, { ok: [140, 1] }, 'the shape\'s length is read once');
+  assert.equal(out.detached.error, 'TypeError');
+  assert.match(out.detached.message, /^parseNpy: cannot read the input's bytes/);
+});
