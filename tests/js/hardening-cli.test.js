@@ -379,6 +379,65 @@ int rename(const char *a, const char *b)
   }
 });
 
+// README "Command line": another program that puts a directory at an output name between the
+// last check and the renames makes a rename fail; the run exits 1 naming what it already
+// replaced, and leaves no private directory. The directory is made from inside the first
+// rename (a preloaded module for JS, an LD_PRELOAD shim for native).
+test('--out changed during the renames: exit 1 naming the outputs already replaced, the same line from both', () => {
+  const shimDir = join(root, 'shim-race');
+  mkdirSync(shimDir);
+  const jsShim = join(shimDir, 'rename-race.mjs');
+  writeFileSync(jsShim, `import fs from 'node:fs';
+import path from 'node:path';
+import { syncBuiltinESMExports } from 'node:module';
+const rename = fs.renameSync;
+let done = false;
+fs.renameSync = (a, b) => {
+  rename(a, b);
+  if (!done) { done = true; fs.mkdirSync(path.join(path.dirname(b), 'grad_sampling_locations.npy')); }
+};
+syncBuiltinESMExports();
+`);
+  const cShim = join(shimDir, 'rename-race.c'), so = join(shimDir, 'rename-race.so');
+  writeFileSync(cShim, `#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+int rename(const char *a, const char *b)
+{
+    static int done;
+    int (*real)(const char *, const char *) = (int (*)(const char *, const char *))dlsym(RTLD_NEXT, "rename");
+    int rc = real(a, b);
+    if (!done) {
+        char dir[8192];
+        done = 1;
+        snprintf(dir, sizeof dir, "%s", b);
+        char *slash = strrchr(dir, '/');
+        if (slash) { strcpy(slash + 1, "grad_sampling_locations.npy"); mkdir(dir, 0777); }
+    }
+    return rc;
+}
+`);
+  const cc = spawnSync('cc', ['-shared', '-fPIC', '-o', so, cShim, '-ldl'], { encoding: 'utf8' });
+  assert.equal(cc.status, 0, cc.stderr);
+  const { dir } = scenario();
+  const lines = {};
+  for (const cli of Object.keys(CLIS)) {
+    const out = join(root, `race-${cli}`);
+    const [cmd, ...rest] = cli === 'js' ? [process.execPath, '--import', jsShim, ...CLIS.js.slice(1)] : CLIS.native;
+    const env = { ...process.env, ...(cli === 'native' ? { LD_PRELOAD: so } : {}) };
+    const r = spawnSync(cmd, [...rest, 'backward', '--in', dir, '--out', out], { encoding: 'utf8', env, timeout: 20000 });
+    assert.equal(r.status, 1, `${cli}: exit ${r.status} ${r.stderr}`);
+    assert.match(r.stderr, /^msda: [^\n]*\n$/, `${cli}: one line`);
+    assert.deepEqual(hidden(out), [], `${cli}: private directory left behind`);
+    assert.deepEqual(listing(out), ['grad_sampling_locations.npy', 'grad_value.npy'], `${cli}: the replaced output and the directory`);
+    lines[cli] = r.stderr.split(out).join('<out>');
+  }
+  assert.equal(lines.native, 'msda: <out>/grad_sampling_locations.npy: cannot rename into place: Is a directory (--out changed during the run; this run already replaced grad_value.npy)\n');
+  assert.equal(lines.js, lines.native, 'both CLIs print the same line');
+});
+
 // A small tmpfs of our own (root only): no inode left for an output file, no block left for its
 // data, a read-only file system. Exit 1 (2 for read-only: refused before computing), the same
 // line from both CLIs, the older outputs byte for byte, no private directory left.
