@@ -1,9 +1,9 @@
 /* The forward and backward kernels over ranges of work units (see internal.h).
  *
  * Bits do not depend on the build: every channel sums its terms in the same order in the
- * scalar and the SIMD build (simd.h), and a dot product over C channels is always four lane
+ * scalar and every SIMD build (simd.h), and a dot product over C channels is always four lane
  * partials over the first C - C % 4 channels, combined as (s0 + s1) + (s2 + s3), then the
- * remaining channels in order.
+ * remaining channels in order, whatever the vector width.
  *
  * Both passes walk (query, head) and, inside, the levels and the points four at a time: the
  * bilinear corners and weights of four points are computed in one go with the points as
@@ -572,10 +572,11 @@ MSDA_INLINE void backward_corners(const float *restrict g, const float *restrict
     const ptrdiff_t off[4] = {o, o + px, o + row, o + row + px};
     const float *v[4] = {0};
     float *gv[4] = {0};
-    vb w[4], s[4][MSDA_PARTIALS];
+    vb w[4];
+    v4 s[4];
     for (int k = 0; k < 4; k++) {
         w[k] = vb_splat(aw[k]);
-        for (int j = 0; j < MSDA_PARTIALS; j++) s[k][j] = vb_zero();
+        s[k] = v4_zero();
         if (M >> k & 1u) {
             v[k] = value + off[k];
             gv[k] = grad_value + off[k];
@@ -583,30 +584,28 @@ MSDA_INLINE void backward_corners(const float *restrict g, const float *restrict
             MSDA_SCALAR_REG(gv[k]);
         }
     }
-    const ptrdiff_t C8 = C & ~(ptrdiff_t)7;
+    const ptrdiff_t CB = C & ~(ptrdiff_t)(MSDA_VB - 1);
     ptrdiff_t c = 0;
-    for (; c < C8; c += 8)
-        for (int j = 0; j < MSDA_PARTIALS; j++) {
-            const ptrdiff_t cj = c + j * MSDA_VB;
-            const vb gc = vb_load(g + cj);
-            for (int k = 0; k < 4; k++) {
-                if (!(M >> k & 1u)) continue;
-                s[k][j] = vb_madd(s[k][j], gc, vb_load(v[k] + cj));
-                const vb sum = vb_madd(vb_load(gv[k] + cj), w[k], gc);
-                vb_store(gv[k] + cj, CANON ? vb_canonical(sum) : sum);
-            }
+    for (; c < CB; c += MSDA_VB) {
+        const vb gc = vb_load(g + c);
+        for (int k = 0; k < 4; k++) {
+            if (!(M >> k & 1u)) continue;
+            s[k] = vb_dot_step(s[k], gc, vb_load(v[k] + c));
+            const vb sum = vb_madd(vb_load(gv[k] + c), w[k], gc);
+            vb_store(gv[k] + c, CANON ? vb_canonical(sum) : sum);
         }
-    if (C - c >= 4) {   /* four more channels: partials 0 .. 3 */
+    }
+    if (MSDA_VB > 4 && C - c >= 4) {   /* four more channels */
         const v4 gc = v4_load(g + c);
         for (int k = 0; k < 4; k++) {
             if (!(M >> k & 1u)) continue;
-            s[k][0] = vb_add_low(s[k][0], v4_mul(gc, v4_load(v[k] + c)));
+            s[k] = v4_madd(s[k], gc, v4_load(v[k] + c));
             const v4 sum = v4_madd(v4_load(gv[k] + c), v4_splat(aw[k]), gc);
             v4_store(gv[k] + c, CANON ? v4_canonical(sum) : sum);
         }
         c += 4;
     }
-    for (int k = 0; k < 4; k++) d[k] = (M >> k & 1u) ? vb_fold(s[k]) : 0.0f;
+    for (int k = 0; k < 4; k++) d[k] = (M >> k & 1u) ? v4_sum(s[k]) : 0.0f;
     for (; c < C; c++)
         for (int k = 0; k < 4; k++) {
             if (!(M >> k & 1u)) continue;
@@ -658,27 +657,24 @@ __attribute__((noinline)) static void backward_sample_split(const float *restric
                                                             unsigned D, unsigned U, int canon)
 {
     const ptrdiff_t off[4] = {o, o + px, o + row, o + row + px};
-    vb s[4][MSDA_PARTIALS];
-    for (int k = 0; k < 4; k++)
-        for (int j = 0; j < MSDA_PARTIALS; j++) s[k][j] = vb_zero();
-    const ptrdiff_t C8 = C & ~(ptrdiff_t)7;
+    v4 s[4];
+    for (int k = 0; k < 4; k++) s[k] = v4_zero();
+    const ptrdiff_t CB = C & ~(ptrdiff_t)(MSDA_VB - 1);
     ptrdiff_t c = 0;
-    for (; c < C8; c += 8)
-        for (int j = 0; j < MSDA_PARTIALS; j++) {
-            const ptrdiff_t cj = c + j * MSDA_VB;
-            const vb gc = vb_load(g + cj);
-            for (int k = 0; k < 4; k++) {
-                if (D >> k & 1u) s[k][j] = vb_madd(s[k][j], gc, vb_load(value + off[k] + cj));
-                if (U >> k & 1u) {
-                    const vb sum = vb_madd(vb_load(grad_value + off[k] + cj), vb_splat(aw[k]), gc);
-                    vb_store(grad_value + off[k] + cj, canon ? vb_canonical(sum) : sum);
-                }
+    for (; c < CB; c += MSDA_VB) {
+        const vb gc = vb_load(g + c);
+        for (int k = 0; k < 4; k++) {
+            if (D >> k & 1u) s[k] = vb_dot_step(s[k], gc, vb_load(value + off[k] + c));
+            if (U >> k & 1u) {
+                const vb sum = vb_madd(vb_load(grad_value + off[k] + c), vb_splat(aw[k]), gc);
+                vb_store(grad_value + off[k] + c, canon ? vb_canonical(sum) : sum);
             }
         }
-    if (C - c >= 4) {
+    }
+    if (MSDA_VB > 4 && C - c >= 4) {
         const v4 gc = v4_load(g + c);
         for (int k = 0; k < 4; k++) {
-            if (D >> k & 1u) s[k][0] = vb_add_low(s[k][0], v4_mul(gc, v4_load(value + off[k] + c)));
+            if (D >> k & 1u) s[k] = v4_madd(s[k], gc, v4_load(value + off[k] + c));
             if (U >> k & 1u) {
                 const v4 sum = v4_madd(v4_load(grad_value + off[k] + c), v4_splat(aw[k]), gc);
                 v4_store(grad_value + off[k] + c, canon ? v4_canonical(sum) : sum);
@@ -686,7 +682,7 @@ __attribute__((noinline)) static void backward_sample_split(const float *restric
         }
         c += 4;
     }
-    for (int k = 0; k < 4; k++) d[k] = (D >> k & 1u) ? vb_fold(s[k]) : 0.0f;
+    for (int k = 0; k < 4; k++) d[k] = (D >> k & 1u) ? v4_sum(s[k]) : 0.0f;
     for (; c < C; c++)
         for (int k = 0; k < 4; k++) {
             if (D >> k & 1u) d[k] += g[c] * value[off[k] + c];

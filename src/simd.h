@@ -93,11 +93,18 @@ static inline void v4i_store(int32_t *p, v4i v) { for (int i = 0; i < 4; i++) p[
 #endif
 
 static inline v4i v4_isinf(v4 a) { return v4i_or(v4_eq(a, v4_splat(INFINITY)), v4_eq(a, v4_splat(-INFINITY))); }
+/* any lane nonzero: one instruction where there is one (a predicate: the same on every ISA) */
 static inline int v4i_any(v4i m)
 {
+#if MSDA_SIMD && defined(__wasm_simd128__)
+    return __builtin_wasm_any_true_v128((__attribute__((vector_size(16))) long long)m);
+#elif MSDA_SIMD && defined(__SSE2__)
+    return __builtin_ia32_movmskps((__attribute__((vector_size(16))) float)m) != 0;
+#else
     int32_t x[4];
     v4i_store(x, m);
     return (x[0] | x[1] | x[2] | x[3]) != 0;
+#endif
 }
 
 /* The one NaN every output holds (0x7fc00000, positive and quiet, as JavaScript writes it):
@@ -121,11 +128,19 @@ static inline float v4_sum(v4 a) { return (v4_lane(a, 0) + v4_lane(a, 1)) + (v4_
 /* ---- wider vectors: vf (MSDA_VW lanes) and vb (the backward's, 4 or 8 lanes) ----
  * Channel loops run on them. A lane-wise result (a forward sum, a grad_value update) does not
  * depend on the width. A dot product does through its partial sums, so every width computes the
- * same 8 lane partials (partial j sums channels c = j mod 8 in order, over channels
- * 0 .. C - C % 4) and folds them alike: r_j = p_j + p_(j+4), then (r_0 + r_1) + (r_2 + r_3);
- * the last C % 4 channels follow in order. AVX-512 runs the backward on 8 lanes. */
+ * same four lane partials (partial j sums channels c = j mod 4 in order, over channels
+ * 0 .. C - C % 4), combined as (s0 + s1) + (s2 + s3), then the last C % 4 channels in order:
+ * 8 lanes form eight products at once and add them as two steps of four (vb_dot_step).
+ * (Eight partials would let 8 lanes add in one step, but they cost the 4-lane builds a tenth
+ * of their backward.) */
 #ifndef MSDA_VW
 #define MSDA_VW 4
+#endif
+/* The backward runs its channel loop on 4 lanes in every build: on AVX2 and AVX-512 here the
+ * 8-lane loop (vb_dot_step below, the same bits) measured 5-10 % slower, being bound by memory,
+ * not arithmetic. -DMSDA_BACKWARD_4=0 builds it, for measuring again. */
+#ifndef MSDA_BACKWARD_4
+#define MSDA_BACKWARD_4 1
 #endif
 #if MSDA_VW != 4 && MSDA_VW != 8 && MSDA_VW != 16
 #error "MSDA_VW must be 4, 8 or 16"
@@ -169,23 +184,20 @@ static inline int vf_zero_all(vf x)
 #endif
 static inline vf vf_madd(vf acc, vf a, vf b) { return vf_add(acc, vf_mul(a, b)); }
 
-#if MSDA_VW == 4
+#if MSDA_VW == 4 || MSDA_BACKWARD_4
 #define MSDA_VB 4
 typedef v4 vb;
-static inline vb vb_zero(void) { return v4_zero(); }
 static inline vb vb_splat(float x) { return v4_splat(x); }
 static inline vb vb_load(const float *p) { return v4_load(p); }
 static inline void vb_store(float *p, vb v) { v4_store(p, v); }
 static inline vb vb_madd(vb acc, vb a, vb b) { return v4_madd(acc, a, b); }
 static inline vb vb_canonical(vb x) { return v4_canonical(x); }
-/* a's lanes 0 .. 3 plus x (the first half of the 8 partials) */
-static inline vb vb_add_low(vb a, v4 x) { return v4_add(a, x); }
-static inline float vb_fold(const vb p[2]) { return v4_sum(v4_add(p[0], p[1])); }
+/* s + the products g * v of one vb of channels, into the four lane partials */
+static inline v4 vb_dot_step(v4 s, vb g, vb v) { return v4_madd(s, g, v); }
 #else
 #define MSDA_VB 8
 typedef float vb __attribute__((vector_size(32)));
 typedef int32_t vbi __attribute__((vector_size(32)));
-static inline vb vb_zero(void) { return (vb){0}; }
 static inline vb vb_splat(float x) { return x - (vb){0}; }
 static inline vb vb_load(const float *p) { vb v; memcpy(&v, p, sizeof v); return v; }
 static inline void vb_store(float *p, vb v) { memcpy(p, &v, sizeof v); }
@@ -195,21 +207,16 @@ static inline vb vb_canonical(vb x)
     const vbi m = x == x;
     return (vb)((m & (vbi)x) | (~m & (vbi)vb_splat(f_canonical_nan())));
 }
-/* Lanes 4 .. 7 get + 0, which changes nothing: a partial starts at +0 and is never -0 after (in
- * round-to-nearest x + y is -0 only when both are), and NaN + 0 keeps the NaN. */
-static inline vb vb_add_low(vb a, v4 x)
+/* eight products at once, added to the four partials as two steps of four channels: the
+ * 4-lane order exactly */
+static inline v4 vb_dot_step(v4 s, vb g, vb v)
 {
-    float lanes[8] = {0};
-    v4_store(lanes, x);
-    return a + vb_load(lanes);
-}
-static inline float vb_fold(const vb p[1])
-{
-    float lanes[8];
-    vb_store(lanes, p[0]);
-    return v4_sum(v4_add(v4_load(lanes), v4_load(lanes + 4)));
+    const vb prod = g * v;
+    v4 lo, hi;
+    memcpy(&lo, &prod, sizeof lo);
+    memcpy(&hi, (const char *)&prod + sizeof lo, sizeof hi);
+    return v4_add(v4_add(s, lo), hi);
 }
 #endif
-#define MSDA_PARTIALS (8 / MSDA_VB)   /* vb accumulators of one dot product */
 
 #endif

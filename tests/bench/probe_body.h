@@ -53,16 +53,13 @@ static void PROBE_FN(backward)(const float *loc, int64_t samples, const float *r
             const float *row = ring + (r + k) * PROBE_C;
             float *grad_row = grad_ring + (r + k) * PROBE_C;
             const vb wk = vb_splat(a * w[k]);
-            vb part[MSDA_PARTIALS];
-            for (int j = 0; j < MSDA_PARTIALS; j++) part[j] = vb_zero();
-            for (int c = 0; c < PROBE_C; c += 8)
-                for (int j = 0; j < MSDA_PARTIALS; j++) {
-                    const int cj = c + j * MSDA_VB;
-                    const vb gc = vb_load(g + cj);
-                    part[j] = vb_madd(part[j], gc, vb_load(row + cj));
-                    vb_store(grad_row + cj, vb_madd(vb_load(grad_row + cj), wk, gc));
-                }
-            d[k] = vb_fold(part);
+            v4 part = v4_zero();
+            for (int c = 0; c < PROBE_C; c += MSDA_VB) {
+                const vb gc = vb_load(g + c);
+                part = vb_dot_step(part, gc, vb_load(row + c));
+                vb_store(grad_row + c, vb_madd(vb_load(grad_row + c), wk, gc));
+            }
+            d[k] = v4_sum(part);
         }
         grad_weight[s] = ((w[0] * d[0] + w[1] * d[1]) + w[2] * d[2]) + w[3] * d[3];
         grad_loc[2 * s] = a * ((1 - fy) * (d[1] - d[0]) + fy * (d[3] - d[2])) * 167.0f;
