@@ -320,12 +320,12 @@ MSDA_INLINE int emit_taps(taps *restrict tp, int n, const point_group *pg, const
             const float *row = tp->row[t] + c0;                                                                  \
             for (int v = 0; v < V; v++) acc[v] = MADD(acc[v], w, LOAD(row + LANES * v));                         \
         }                                                                                                        \
-        T check = ZERO();   /* x - x is 0 exactly when x is finite */                                            \
-        for (int v = 0; v < V; v++) {                                                                            \
-            STORE(out + c0 + LANES * v, acc[v]);                                                                 \
-            check = ADD(check, SUB(acc[v], acc[v]));                                                             \
-        }                                                                                                        \
-        return ZERO_ALL(check);                                                                                  \
+        /* x - x is 0 exactly when x is finite; summing first may overflow, which only sends a   \
+         * finite result down the exact path (the same answer) */                                             \
+        T check = acc[0];                                                                                        \
+        for (int v = 0; v < V; v++) STORE(out + c0 + LANES * v, acc[v]);                                         \
+        for (int v = 1; v < V; v++) check = ADD(check, acc[v]);                                                  \
+        return ZERO_ALL(SUB(check, check));                                                                      \
     }
 MSDA_INLINE int v4_zero_all(v4 x) { return !v4i_any(v4i_xor(v4_eq(x, v4_zero()), v4i_splat(-1))); }
 MSDA_SUM_TAPS_BLOCK(sum_taps_block, v4, 4, v4_zero, v4_splat, v4_load, v4_store, v4_add, v4_sub, v4_madd, v4_zero_all)
@@ -472,8 +472,11 @@ static void forward_infinite(const msda_plan *p, geom_cache *gc, const float *va
  * an infinite weight a give a * S (SEMANTICS), not the sum of a * w_k * V_k (Inf * 0 at a pixel
  * centre, Inf - Inf across corners), and NaNs are made canonical. A finite sum of taps has
  * no infinite weight in it (its taps would be Inf or NaN), so that path is the rare one. */
-static void forward_query(const msda_plan *p, const msda_tensors *t, geom_cache *gc, taps *tp, int64_t b, int64_t q,
-                          int64_t h, int exact)
+static void forward_query_exact(const msda_plan *p, const msda_tensors *t, geom_cache *gc, taps *tp, int64_t b,
+                                int64_t q, int64_t h);
+
+MSDA_INLINE void forward_query_impl(const msda_plan *p, const msda_tensors *t, geom_cache *gc, taps *tp, int64_t b,
+                                    int64_t q, int64_t h, const int exact)
 {
     const int64_t Q = p->num_queries, H = p->num_heads, NL = p->num_levels, P = p->num_points;
     const ptrdiff_t C = (ptrdiff_t)p->channels, xy = (ptrdiff_t)p->loc_stride_xy,
@@ -515,11 +518,24 @@ static void forward_query(const msda_plan *p, const msda_tensors *t, geom_cache 
     }
     if (sum_taps(out, tp, n, first, C) && !infinite) return;
     if (!exact) {
-        forward_query(p, t, gc, tp, b, q, h, 1);
+        forward_query_exact(p, t, gc, tp, b, q, h);
         return;
     }
     if (infinite) forward_infinite(p, gc, value_bh, loc_qh, weights_qh, out);
     canonical_nans(out, C);
+}
+
+static void forward_query(const msda_plan *p, const msda_tensors *t, geom_cache *gc, taps *tp, int64_t b, int64_t q,
+                          int64_t h)
+{
+    forward_query_impl(p, t, gc, tp, b, q, h, 0);
+}
+
+/* the rare path, out of line */
+__attribute__((noinline)) static void forward_query_exact(const msda_plan *p, const msda_tensors *t, geom_cache *gc,
+                                                          taps *tp, int64_t b, int64_t q, int64_t h)
+{
+    forward_query_impl(p, t, gc, tp, b, q, h, 1);
 }
 
 void MSDA_KFN(msda__forward_range)(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end);
@@ -549,7 +565,7 @@ void MSDA_KFN(msda__forward_range)(const msda_plan *p, const msda_tensors *t, in
         for (int i = 0; i < n; i++) {
             const int64_t q = q_begin + order[i], unit0 = (b * blocks + q / MSDA_FORWARD_QUERY_BLOCK) * H;
             const int64_t h_begin = begin > unit0 ? begin - unit0 : 0, h_end = end < unit0 + H ? end - unit0 : H;
-            for (int64_t h = h_begin; h < h_end; h++) forward_query(p, t, &gc, &tp, b, q, h, 0);
+            for (int64_t h = h_begin; h < h_end; h++) forward_query(p, t, &gc, &tp, b, q, h);
         }
         chunk = chunk_end;
     }
@@ -630,21 +646,11 @@ MSDA_INLINE void backward_corners(const float *restrict g, const float *restrict
     default: d[0] = d[1] = d[2] = d[3] = 0.0f; break;   /* dropped sample (mask 0) */             \
     }
 
-/* Samples with possibly non-finite terms: rare, kept out of line so as not to weigh on the
- * common path's code */
-__attribute__((noinline)) static void backward_sample_canonical(const float *restrict g, const float *restrict value,
-                                                                float *restrict grad_value, ptrdiff_t o, ptrdiff_t px, ptrdiff_t row,
-                                                                const float aw[4], ptrdiff_t C, float d[4], unsigned mask)
-{
-    MSDA_BACKWARD_CASES(C, 1)
-}
-
 MSDA_INLINE void backward_sample(const float *restrict g, const float *restrict value, float *restrict grad_value,
-                            ptrdiff_t o, ptrdiff_t px, ptrdiff_t row, const float aw[4], ptrdiff_t C, float d[4], unsigned mask,
-                            int canon)
+                                 ptrdiff_t o, ptrdiff_t px, ptrdiff_t row, const float aw[4], ptrdiff_t C, float d[4],
+                                 unsigned mask)
 {
-    if (canon) backward_sample_canonical(g, value, grad_value, o, px, row, aw, C, d, mask);
-    else if (C == 32) MSDA_BACKWARD_CASES(32, 0)
+    if (C == 32) MSDA_BACKWARD_CASES(32, 0)
     else MSDA_BACKWARD_CASES(C, 0)
 }
 
@@ -700,11 +706,45 @@ typedef struct head_part {
     int64_t pixel_begin, pixel_end, query_begin, query_end;
 } head_part;
 
-/* grad_sampling_locations and grad_attention_weights of (b, q, h), and its grad_value terms */
-static void backward_query(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t q, int64_t h,
-                           const head_part *part)
+/* The samples of a point group off the common path, out of line: a part of a head (only the
+ * corners whose pixel is the part's get grad_value terms, only the part's queries dot
+ * products), or samples whose terms may be non-finite (their grad_value sums made canonical).
+ * The same operations as backward_corners, so the same bits. */
+__attribute__((noinline)) static void backward_points_slow(const float *go, const float *value_level,
+                                                           float *grad_value_level, const level_geom *g,
+                                                           const point_group *pg, float aw[4][4], const int32_t finite[4],
+                                                           int count, ptrdiff_t C, const head_part *part, int owner,
+                                                           float d[4][4])
 {
-    const int owner = !part || (q >= part->query_begin && q < part->query_end);
+    const ptrdiff_t ps = g->pixel_stride, rs = g->row_stride;
+    for (int i = 0; i < count; i++) {
+        const unsigned m = pg->mask[i];
+        unsigned U = m;
+        if (part) {
+            const ptrdiff_t e = g->start + pg->offset[i];
+            const ptrdiff_t lo = (ptrdiff_t)part->pixel_begin * ps, hi = (ptrdiff_t)part->pixel_end * ps;
+            const ptrdiff_t ek[4] = {e, e + ps, e + rs, e + rs + ps};
+            U = 0u;
+            for (int k = 0; k < 4; k++) U |= (unsigned)(ek[k] >= lo && ek[k] < hi) << k;
+            U &= m;
+        }
+        const unsigned D = owner ? m : 0u;
+        const float awi[4] = {aw[0][i], aw[1][i], aw[2][i], aw[3][i]};
+        float di[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        if (D | U)
+            backward_sample_split(go, value_level, grad_value_level, pg->offset[i], ps, rs, awi, C, di,
+                                  D, U, !finite[i]);
+        for (int k = 0; k < 4; k++) d[k][i] = di[k];
+    }
+}
+
+/* grad_sampling_locations and grad_attention_weights of (b, q, h), and its grad_value terms.
+ * Instantiated twice (SPLIT a constant): for whole heads, where none of the part logic is
+ * compiled in, and for parts of heads. */
+MSDA_INLINE void backward_query_impl(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t q,
+                                     int64_t h, const head_part *part, const int SPLIT)
+{
+    const int owner = !SPLIT || (q >= part->query_begin && q < part->query_end);
     const int64_t Q = p->num_queries, H = p->num_heads, NL = p->num_levels, P = p->num_points;
     const ptrdiff_t C = (ptrdiff_t)p->channels, xy = (ptrdiff_t)p->loc_stride_xy,
                     point_stride = (ptrdiff_t)p->loc_stride_point;
@@ -736,30 +776,21 @@ static void backward_query(const msda_plan *p, const msda_tensors *t, geom_cache
             const v4 a = load_partial(t->attention_weights + weight_index, count);
             float aw[4][4], d[4][4] = {{0.0f}};   /* [corner][point] */
             for (int k = 0; k < 4; k++) v4_store(aw[k], v4_mul(a, pg.weight[k]));
+            /* one test a group; lanes with possibly non-finite terms are rare */
+            const v4i finite_lanes = v4_lt(v4_mul(v4_abs(a), g_bound), infinity);
+            const int all_finite = !v4i_any(v4i_xor(finite_lanes, v4i_splat(-1)));
             int32_t finite[4];
-            v4i_store(finite, v4_lt(v4_mul(v4_abs(a), g_bound), infinity));
-            for (int i = 0; i < count; i++) {
-                const unsigned m = pg.mask[i];
-                const float awi[4] = {aw[0][i], aw[1][i], aw[2][i], aw[3][i]};
-                float di[4];
-                if (!part) {
+            v4i_store(finite, finite_lanes);
+            if (!SPLIT && all_finite) {
+                for (int i = 0; i < count; i++) {
+                    const float awi[4] = {aw[0][i], aw[1][i], aw[2][i], aw[3][i]};
+                    float di[4];
                     backward_sample(go, value_level, grad_value_level, pg.offset[i], g->pixel_stride, g->row_stride,
-                                    awi, C, di, m, !finite[i]);
-                } else {   /* corners whose pixel is the part's */
-                    const ptrdiff_t e = g->start + pg.offset[i], ps = g->pixel_stride, rs = g->row_stride;
-                    const ptrdiff_t lo = (ptrdiff_t)part->pixel_begin * ps, hi = (ptrdiff_t)part->pixel_end * ps;
-                    const ptrdiff_t ek[4] = {e, e + ps, e + rs, e + rs + ps};
-                    unsigned U = 0u;
-                    for (int k = 0; k < 4; k++) U |= (unsigned)(ek[k] >= lo && ek[k] < hi) << k;
-                    U &= m;
-                    const unsigned D = owner ? m : 0u;
-                    if (D | U)
-                        backward_sample_split(go, value_level, grad_value_level, pg.offset[i], ps, rs, awi, C, di, D, U,
-                                              !finite[i]);
-                    else
-                        di[0] = di[1] = di[2] = di[3] = 0.0f;
+                                    awi, C, di, pg.mask[i]);
+                    for (int k = 0; k < 4; k++) d[k][i] = di[k];
                 }
-                for (int k = 0; k < 4; k++) d[k][i] = di[k];
+            } else {
+                backward_points_slow(go, value_level, grad_value_level, g, &pg, aw, finite, count, C, part, owner, d);
             }
             const v4 d0 = v4_load(d[0]), d1 = v4_load(d[1]), d2 = v4_load(d[2]), d3 = v4_load(d[3]);
             const v4 fx = pg.fx, fy = pg.fy, zero = v4_zero();
@@ -773,9 +804,15 @@ static void backward_query(const msda_plan *p, const msda_tensors *t, geom_cache
                                                   v4_mul(fx, v4_sub(d3, d1)))),
                                  pg.grad_scale_y);
             float ga_s[4], gx_s[4], gy_s[4];
-            v4_store(ga_s, v4_canonical(v4_select(pg.live, ga, zero)));
-            v4_store(gx_s, v4_canonical(v4_select(pg.live, gx, zero)));
-            v4_store(gy_s, v4_canonical(v4_select(pg.live, gy, zero)));
+            v4 ga_l = v4_select(pg.live, ga, zero), gx_l = v4_select(pg.live, gx, zero), gy_l = v4_select(pg.live, gy, zero);
+            if (v4i_any(v4i_xor(v4i_and(v4i_and(v4_eq(ga_l, ga_l), v4_eq(gx_l, gx_l)), v4_eq(gy_l, gy_l)), v4i_splat(-1)))) {
+                ga_l = v4_canonical(ga_l);
+                gx_l = v4_canonical(gx_l);
+                gy_l = v4_canonical(gy_l);
+            }
+            v4_store(ga_s, ga_l);
+            v4_store(gx_s, gx_l);
+            v4_store(gy_s, gy_l);
             float *grad_loc = t->grad_sampling_locations + loc_index;
             for (int i = 0; i < count && owner; i++) {
                 t->grad_attention_weights[weight_index + i] = ga_s[i];
@@ -784,6 +821,17 @@ static void backward_query(const msda_plan *p, const msda_tensors *t, geom_cache
             }
         }
     }
+}
+
+static void backward_query(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t q, int64_t h)
+{
+    backward_query_impl(p, t, gc, b, q, h, NULL, 0);
+}
+
+static void backward_query_part(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t q,
+                                int64_t h, const head_part *part)
+{
+    backward_query_impl(p, t, gc, b, q, h, part, 1);
 }
 
 #ifndef MSDA_BACKWARD_STRIP
@@ -822,7 +870,8 @@ static void backward_banded(const msda_plan *p, const msda_tensors *t, geom_cach
                 for (int64_t x = x0; x < x1; x++)
                     for (int64_t y = y0; y < y1; y++)
                         for (int64_t h = h_begin; h < h_end; h++)
-                            backward_query(p, t, gc, b, start + y * Wl + x, h, part);
+                            if (part) backward_query_part(p, t, gc, b, start + y * Wl + x, h, part);
+                            else backward_query(p, t, gc, b, start + y * Wl + x, h);
             }
 }
 
@@ -865,7 +914,7 @@ static void backward_range_split(const msda_plan *p, const msda_tensors *t, geom
             backward_banded(p, t, gc, b, h, h + 1, rows, cols, &part);
             continue;
         }
-        for (int64_t q = 0; q < Q; q++) backward_query(p, t, gc, b, q, h, &part);
+        for (int64_t q = 0; q < Q; q++) backward_query_part(p, t, gc, b, q, h, &part);
     }
 }
 
@@ -914,7 +963,7 @@ void MSDA_KFN(msda__backward_range)(const msda_plan *p, const msda_tensors *t, i
             continue;
         }
         for (int64_t q = 0; q < Q; q++)
-            for (int64_t h = h_begin; h < h_end; h++) backward_query(p, t, &gc, b, q, h, NULL);
+            for (int64_t h = h_begin; h < h_end; h++) backward_query(p, t, &gc, b, q, h);
     }
 }
 
