@@ -125,8 +125,9 @@ msda_status msda_backward(const msda_problem *problem,
                           float *grad_attention_weights,
                           msda_error *err);
 
-/* The instruction set the kernels run on: the widest this CPU has ("avx512", "avx2", "sse2" on
- * x86-64; "neon" on arm64; "wasm-simd" / "wasm-scalar" in WebAssembly), or the one the
+/* The instruction set the kernels run on: on x86-64 "avx2" where the CPU has it (AVX-512 measured
+ * slower for these kernels, so "avx512" only when asked for), else "sse2"; "neon" on arm64;
+ * "wasm-simd" / "wasm-scalar" in WebAssembly; or the one the
  * environment variable MSDA_ISA names (read once, at the first call); NULL when MSDA_ISA names
  * one this CPU lacks (forward and backward then return MSDA_ERR_INVALID_OPTION). Every ISA
  * gives the same bits. msda_isa_list: this CPU's choices, separated by spaces. */
