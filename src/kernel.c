@@ -307,11 +307,10 @@ MSDA_INLINE int emit_taps(taps *restrict tp, int n, const point_group *pg, const
     return n;
 }
 
-/* out[c0 .. c0 + V vectors) = (first ? 0 : out) + sum_t weight[t] * row[t][c0 ..]; returns 0
- * when something stored is not finite. Written once for v4 (the tails) and vf (32-channel
- * blocks, MSDA_VW lanes). */
-#define MSDA_SUM_TAPS_BLOCK(NAME, T, LANES, ZERO, SPLAT, LOAD, STORE, ADD, SUB, MADD, ZERO_ALL)                  \
-    MSDA_INLINE int NAME(float *restrict out, const taps *restrict tp, int n, int first, ptrdiff_t c0, const int V) \
+/* out[c0 .. c0 + V vectors) = (first ? 0 : out) + sum_t weight[t] * row[t][c0 ..]. Written
+ * once for v4 (the tails) and vf (32-channel blocks, MSDA_VW lanes). */
+#define MSDA_SUM_TAPS_BLOCK(NAME, T, LANES, ZERO, SPLAT, LOAD, STORE, MADD)                                       \
+    MSDA_INLINE void NAME(float *restrict out, const taps *restrict tp, int n, int first, ptrdiff_t c0, const int V) \
     {                                                                                                            \
         T acc[32 / LANES];                                                                                       \
         for (int v = 0; v < V; v++) acc[v] = first ? ZERO() : LOAD(out + c0 + LANES * v);                       \
@@ -320,33 +319,37 @@ MSDA_INLINE int emit_taps(taps *restrict tp, int n, const point_group *pg, const
             const float *row = tp->row[t] + c0;                                                                  \
             for (int v = 0; v < V; v++) acc[v] = MADD(acc[v], w, LOAD(row + LANES * v));                         \
         }                                                                                                        \
-        /* x - x is 0 exactly when x is finite; summing first may overflow, which only sends a   \
-         * finite result down the exact path (the same answer) */                                             \
-        T check = acc[0];                                                                                        \
         for (int v = 0; v < V; v++) STORE(out + c0 + LANES * v, acc[v]);                                         \
-        for (int v = 1; v < V; v++) check = ADD(check, acc[v]);                                                  \
-        return ZERO_ALL(SUB(check, check));                                                                      \
     }
-MSDA_INLINE int v4_zero_all(v4 x) { return !v4i_any(v4i_xor(v4_eq(x, v4_zero()), v4i_splat(-1))); }
-MSDA_SUM_TAPS_BLOCK(sum_taps_block, v4, 4, v4_zero, v4_splat, v4_load, v4_store, v4_add, v4_sub, v4_madd, v4_zero_all)
-MSDA_SUM_TAPS_BLOCK(sum_taps_wide, vf, MSDA_VW, vf_zero, vf_splat, vf_load, vf_store, vf_add, vf_sub, vf_madd, vf_zero_all)
+MSDA_SUM_TAPS_BLOCK(sum_taps_block, v4, 4, v4_zero, v4_splat, v4_load, v4_store, v4_madd)
+MSDA_SUM_TAPS_BLOCK(sum_taps_wide, vf, MSDA_VW, vf_zero, vf_splat, vf_load, vf_store, vf_madd)
 
-/* Returns 0 when some output channel is not finite. */
-static int sum_taps(float *restrict out, const taps *restrict tp, int n, int first, ptrdiff_t C)
+static void sum_taps(float *restrict out, const taps *restrict tp, int n, int first, ptrdiff_t C)
 {
     ptrdiff_t c = 0;
-    int finite = 1;
-    for (; c + 32 <= C; c += 32) finite &= sum_taps_wide(out, tp, n, first, c, 32 / MSDA_VW);
-    if (C - c >= 16) { finite &= sum_taps_block(out, tp, n, first, c, 4); c += 16; }
-    if (C - c >= 8) { finite &= sum_taps_block(out, tp, n, first, c, 2); c += 8; }
-    if (C - c >= 4) { finite &= sum_taps_block(out, tp, n, first, c, 1); c += 4; }
+    for (; c + 32 <= C; c += 32) sum_taps_wide(out, tp, n, first, c, 32 / MSDA_VW);
+    if (C - c >= 16) { sum_taps_block(out, tp, n, first, c, 4); c += 16; }
+    if (C - c >= 8) { sum_taps_block(out, tp, n, first, c, 2); c += 8; }
+    if (C - c >= 4) { sum_taps_block(out, tp, n, first, c, 1); c += 4; }
     for (; c < C; c++) {
         float acc = first ? 0.0f : out[c];
         for (int t = 0; t < n; t++) acc += tp->weight[t] * tp->row[t][c];
         out[c] = acc;
-        finite &= acc - acc == 0.0f;
     }
-    return finite;
+}
+
+/* 1 when out[0 .. C) is all finite (read back from L1 just after the sum): x - x is 0 exactly
+ * when x is finite; adding first may overflow, which only sends a finite result down the exact
+ * path (the same answer). */
+static inline int all_finite(const float *out, ptrdiff_t C)
+{
+    ptrdiff_t c = 0;
+    v4 check = v4_zero();
+    for (; c + 4 <= C; c += 4) check = v4_add(check, v4_load(out + c));
+    float rest = 0.0f;
+    for (; c < C; c++) rest += out[c];
+    check = v4_sub(check, check);
+    return !v4i_any(v4i_xor(v4_eq(check, v4_zero()), v4i_splat(-1))) && rest - rest == 0.0f;
 }
 
 /* ---- query order ----
@@ -516,7 +519,8 @@ MSDA_INLINE void forward_query_impl(const msda_plan *p, const msda_tensors *t, g
             n = emit_taps(tp, n, &pg, aw, count, value_level, g);
         }
     }
-    if (sum_taps(out, tp, n, first, C) && !infinite) return;
+    sum_taps(out, tp, n, first, C);
+    if (all_finite(out, C) && !infinite) return;
     if (!exact) {
         forward_query_exact(p, t, gc, tp, b, q, h);
         return;
