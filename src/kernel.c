@@ -352,9 +352,75 @@ static inline int all_finite(const float *out, ptrdiff_t C)
     return !v4i_any(v4i_xor(v4_eq(check, v4_zero()), v4i_splat(-1))) && rest - rest == 0.0f;
 }
 
+/* ---- the banded walk ----
+ * One query per pixel (encoder self-attention): query start_l + y * W_l + x is pixel (y, x) of
+ * level l and samples around that place on every level. Both passes then walk the queries of
+ * all levels together over the image: in bands of `strip` rows of the tallest level (`rows`),
+ * and in a band column by column of the widest level (`cols`), each level's pixels whose place
+ * falls there. Neighbouring queries share their rows in cache, and one sweep over the image
+ * reads each level's rows a few times instead of once per image line (raster order) or once per
+ * level of queries (index order). The order depends on the shapes alone. */
+
+#ifndef MSDA_BACKWARD_STRIP
+#define MSDA_BACKWARD_STRIP 8
+#endif
+#ifndef MSDA_FORWARD_STRIP
+#define MSDA_FORWARD_STRIP 4
+#endif
+
+/* Shapes up to this many pixels per side use the banded walk (products stay in int64). */
+#define MSDA_BAND_LIMIT ((int64_t)1 << 20)
+
+typedef struct band_grid {
+    int64_t bands, cols;
+} band_grid;
+
+/* The pixels of one level in one (band, column) cell: x0 <= x < x1, y0 <= y < y1, queries
+ * start + y * width + x. */
+typedef struct band_cell {
+    int64_t x0, x1, y0, y1, start, width;
+} band_cell;
+
+/* ceil(k * n / d) capped at n: where band k of d starts along an axis of n pixels. */
+static inline int64_t band_start(int64_t k, int64_t n, int64_t d)
+{
+    const int64_t s = (k * n + d - 1) / d;
+    return s < n ? s : n;
+}
+
+static inline void band_cell_of(const msda_plan *p, const band_grid *bg, int64_t k, int64_t j, int64_t l,
+                                band_cell *cell)
+{
+    const int64_t Hl = p->spatial_shapes[2 * l], Wl = p->spatial_shapes[2 * l + 1];
+    cell->y0 = band_start(k, Hl, bg->bands);
+    cell->y1 = band_start(k + 1, Hl, bg->bands);
+    cell->x0 = band_start(j, Wl, bg->cols);
+    cell->x1 = band_start(j + 1, Wl, bg->cols);
+    cell->start = p->level_start_index[l];
+    cell->width = Wl;
+}
+
+/* 1 when the problem is walked in bands of `strip` rows: one query per pixel, sides small
+ * enough for band_start's products, and no more (band, column) cells than pixels, so walking
+ * the empty cells of odd shapes (1 x n beside n x 1) costs nothing. */
+static int banded_walk(const msda_plan *p, int64_t strip, band_grid *bg)
+{
+    int64_t rows = 1, cols = 1;
+    int banded = 1;
+    for (int64_t l = 0; l < p->num_levels; l++) {
+        const int64_t hl = p->spatial_shapes[2 * l], wl = p->spatial_shapes[2 * l + 1];
+        banded &= hl <= MSDA_BAND_LIMIT && wl <= MSDA_BAND_LIMIT;
+        rows = hl > rows ? hl : rows;
+        cols = wl > cols ? wl : cols;
+    }
+    bg->bands = (rows + strip - 1) / strip;
+    bg->cols = cols;
+    return p->num_queries == p->value_length && banded && bg->bands * cols <= p->value_length;
+}
+
 /* ---- query order ----
- * Encoder-style problems have one query per pixel in raster order, each sampling a few pixels
- * around its own; walked in that order, the rows a stretch of queries reads span many image
+ * The forward walks encoder-style problems in bands (above). Other problems' queries may sample
+ * anywhere; walked in index order, the rows a stretch of queries reads can span many image
  * lines and overflow the cache. Blocks of up to MSDA_BLOCK queries are walked instead in
  * Morton (Z) order of a reference point (the mean of head 0's level-0 points), which keeps
  * consecutive queries in a small patch. Only the forward walks this way: its bits do not depend
@@ -542,6 +608,28 @@ __attribute__((noinline)) static void forward_query_exact(const msda_plan *p, co
     forward_query_impl(p, t, gc, tp, b, q, h, 1);
 }
 
+/* The forward's banded walk over the units [begin, end) of batch b: every head of a query
+ * together, as in the Morton walk below. */
+static void forward_banded(const msda_plan *p, const msda_tensors *t, geom_cache *gc, taps *tp, int64_t b,
+                           int64_t begin, int64_t end, const band_grid *bg)
+{
+    const int64_t H = p->num_heads, blocks = query_blocks(p);
+    for (int64_t k = 0; k < bg->bands; k++)
+        for (int64_t j = 0; j < bg->cols; j++)
+            for (int64_t l = 0; l < p->num_levels; l++) {
+                band_cell cell;
+                band_cell_of(p, bg, k, j, l, &cell);
+                for (int64_t x = cell.x0; x < cell.x1; x++)
+                    for (int64_t y = cell.y0; y < cell.y1; y++) {
+                        const int64_t q = cell.start + y * cell.width + x;
+                        const int64_t unit0 = (b * blocks + q / MSDA_FORWARD_QUERY_BLOCK) * H;
+                        const int64_t h_begin = begin > unit0 ? begin - unit0 : 0,
+                                      h_end = end < unit0 + H ? end - unit0 : H;
+                        for (int64_t h = h_begin; h < h_end; h++) forward_query(p, t, gc, tp, b, q, h);
+                    }
+            }
+}
+
 void MSDA_KFN(msda__forward_range)(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end);
 void MSDA_KFN(msda__forward_range)(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end)
 {
@@ -556,6 +644,11 @@ void MSDA_KFN(msda__forward_range)(const msda_plan *p, const msda_tensors *t, in
      * all heads' rows of a pixel are used together (one head's rows alone share 1/H of the
      * cache sets). */
     const int64_t first = begin / H, last = (end - 1) / H;   /* global query blocks b * blocks + block */
+    band_grid bg;
+    if (banded_walk(p, MSDA_FORWARD_STRIP, &bg)) {
+        for (int64_t b = first / blocks; b <= last / blocks; b++) forward_banded(p, t, &gc, &tp, b, begin, end, &bg);
+        return;
+    }
     for (int64_t chunk = first; chunk <= last;) {
         const int64_t b = chunk / blocks;
         int64_t chunk_end = chunk + per_chunk;
@@ -838,63 +931,21 @@ static void backward_query_part(const msda_plan *p, const msda_tensors *t, geom_
     backward_query_impl(p, t, gc, b, q, h, part, 1);
 }
 
-#ifndef MSDA_BACKWARD_STRIP
-#define MSDA_BACKWARD_STRIP 8
-#endif
-
-/* Shapes up to this many pixels per side use the banded walk below (products stay in int64). */
-#define MSDA_BAND_LIMIT ((int64_t)1 << 20)
-
-/* ceil(k * n / d) capped at n: where band k of d starts along an axis of n pixels. */
-static inline int64_t band_start(int64_t k, int64_t n, int64_t d)
-{
-    const int64_t s = (k * n + d - 1) / d;
-    return s < n ? s : n;
-}
-
-/* One query per pixel (encoder self-attention): query start_l + y * W_l + x is pixel (y, x) of
- * level l and samples around that place on every level. The queries of all levels are walked
- * together over the image: in bands of MSDA_BACKWARD_STRIP rows of the tallest level (`rows`), and in a
- * band column by column of the widest level (`cols`), each level's pixels whose place falls there.
- * Neighbouring queries then share their rows in cache, and one sweep over the image reads each
- * level's rows a few times instead of once per image line (raster order) or once per level of
- * queries. The order depends on the shapes alone. */
+/* The backward's banded walk (see banded_walk) over heads [h_begin, h_end) of batch b. */
 static void backward_banded(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t h_begin,
-                            int64_t h_end, int64_t rows, int64_t cols, const head_part *part)
+                            int64_t h_end, const band_grid *bg, const head_part *part)
 {
-    const int64_t NL = p->num_levels;
-    const int64_t bands = (rows + MSDA_BACKWARD_STRIP - 1) / MSDA_BACKWARD_STRIP;
-    for (int64_t k = 0; k < bands; k++)
-        for (int64_t j = 0; j < cols; j++)
-            for (int64_t l = 0; l < NL; l++) {
-                const int64_t Hl = p->spatial_shapes[2 * l], Wl = p->spatial_shapes[2 * l + 1],
-                              start = p->level_start_index[l];
-                const int64_t y0 = band_start(k, Hl, bands), y1 = band_start(k + 1, Hl, bands);
-                const int64_t x0 = band_start(j, Wl, cols), x1 = band_start(j + 1, Wl, cols);
-                for (int64_t x = x0; x < x1; x++)
-                    for (int64_t y = y0; y < y1; y++)
+    for (int64_t k = 0; k < bg->bands; k++)
+        for (int64_t j = 0; j < bg->cols; j++)
+            for (int64_t l = 0; l < p->num_levels; l++) {
+                band_cell cell;
+                band_cell_of(p, bg, k, j, l, &cell);
+                for (int64_t x = cell.x0; x < cell.x1; x++)
+                    for (int64_t y = cell.y0; y < cell.y1; y++)
                         for (int64_t h = h_begin; h < h_end; h++)
-                            if (part) backward_query_part(p, t, gc, b, start + y * Wl + x, h, part);
-                            else backward_query(p, t, gc, b, start + y * Wl + x, h);
+                            if (part) backward_query_part(p, t, gc, b, cell.start + y * cell.width + x, h, part);
+                            else backward_query(p, t, gc, b, cell.start + y * cell.width + x, h);
             }
-}
-
-/* banded: sides small enough for band_start's products, and no more (band, column) cells than
- * pixels, so walking the empty cells of odd shapes (1 x n beside n x 1) costs nothing */
-static int banded_walk(const msda_plan *p, int64_t *rows_out, int64_t *cols_out)
-{
-    int64_t rows = 1, cols = 1;
-    int banded = 1;
-    for (int64_t l = 0; l < p->num_levels; l++) {
-        const int64_t hl = p->spatial_shapes[2 * l], wl = p->spatial_shapes[2 * l + 1];
-        banded &= hl <= MSDA_BAND_LIMIT && wl <= MSDA_BAND_LIMIT;
-        rows = hl > rows ? hl : rows;
-        cols = wl > cols ? wl : cols;
-    }
-    *rows_out = rows;
-    *cols_out = cols;
-    return p->num_queries == p->value_length && banded &&
-           (rows + MSDA_BACKWARD_STRIP - 1) / MSDA_BACKWARD_STRIP * cols <= p->value_length;
 }
 
 /* Units (batch, head, part) when heads are split (plan->backward_split parts a head, for more
@@ -906,8 +957,8 @@ static int banded_walk(const msda_plan *p, int64_t *rows_out, int64_t *cols_out)
 static void backward_range_split(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t begin, int64_t end)
 {
     const int64_t H = p->num_heads, R = p->backward_split, L = p->value_length, Q = p->num_queries, C = p->channels;
-    int64_t rows, cols;
-    const int banded = banded_walk(p, &rows, &cols);
+    band_grid bg;
+    const int banded = banded_walk(p, MSDA_BACKWARD_STRIP, &bg);
     for (int64_t u = begin; u < end; u++) {
         const int64_t b = u / (H * R), h = u / R % H, r = u % R;
         const head_part part = {L * r / R, L * (r + 1) / R, Q * r / R, Q * (r + 1) / R};
@@ -915,7 +966,7 @@ static void backward_range_split(const msda_plan *p, const msda_tensors *t, geom
         for (int64_t pixel = part.pixel_begin; pixel < part.pixel_end; pixel++)
             memset(base + pixel * p->value_stride_pixel, 0, (size_t)C * sizeof(float));
         if (banded) {
-            backward_banded(p, t, gc, b, h, h + 1, rows, cols, &part);
+            backward_banded(p, t, gc, b, h, h + 1, &bg, &part);
             continue;
         }
         for (int64_t q = 0; q < Q; q++) backward_query_part(p, t, gc, b, q, h, &part);
@@ -952,8 +1003,8 @@ void MSDA_KFN(msda__backward_range)(const msda_plan *p, const msda_tensors *t, i
                     memset(base + h * p->value_stride_head + pixel * p->value_stride_pixel, 0, (size_t)C * sizeof(float));
         }
     }
-    int64_t rows, cols;
-    const int banded = banded_walk(p, &rows, &cols);
+    band_grid bg;
+    const int banded = banded_walk(p, MSDA_BACKWARD_STRIP, &bg);
     /* The units (heads) of one batch run side by side, query by query in a fixed order that
      * depends only on the problem's shape (backward_banded, else index order): each head's grad_value sums over
      * queries in that order, and all heads' rows of a pixel are used together. (Not the
@@ -963,7 +1014,7 @@ void MSDA_KFN(msda__backward_range)(const msda_plan *p, const msda_tensors *t, i
         const int64_t h_begin = b * H > begin ? 0 : begin - b * H;
         const int64_t h_end = (b + 1) * H < end ? H : end - b * H;
         if (banded) {
-            backward_banded(p, t, &gc, b, h_begin, h_end, rows, cols, NULL);
+            backward_banded(p, t, &gc, b, h_begin, h_end, &bg, NULL);
             continue;
         }
         for (int64_t q = 0; q < Q; q++)

@@ -157,25 +157,29 @@ static void *concurrent_caller(void *p)
 
 int main(void)
 {
-    /* batch x heads: 3, 10, 7 (none divides by 2, 3 or 8). */
+    /* batch x heads: 3, 10, 7, 14 (none divides by 3 or 8). Case 3 has one query per pixel (296),
+     * so both passes take the banded walk, whose parts end inside a query block's heads. */
     static const int64_t shapes_a[] = {40, 30, 20, 15, 7, 9};
     static const int64_t shapes_b[] = {17, 23, 5, 1};
     static const int64_t shapes_c[] = {64, 48};
-    tu_case cases[3];
+    static const int64_t shapes_d[] = {16, 14, 8, 7, 4, 4};
+    enum { CASES = 4 };
+    tu_case cases[CASES];
     tu_case_init(&cases[0], 101, 1, 3000, 3, 5, 3, 4, shapes_a, 0);
     tu_case_init(&cases[1], 202, 2, 300, 5, 33, 2, 3, shapes_b, 15);
     tu_case_init(&cases[2], 303, 1, 5000, 7, 4, 1, 4, shapes_c, 6);
-    for (int i = 0; i < 3; i++) {
+    tu_case_init(&cases[3], 505, 2, 296, 7, 32, 3, 4, shapes_d, 0);
+    for (int i = 0; i < CASES; i++) {
         tu_rng rng;
         tu_rng_seed(&rng, cases[i].seed);
         tu_case_fill(&cases[i], &rng, -0.1, 1.1);
         if (i == 1) tu_case_sprinkle_far(&cases[i], &rng, 0.05);
     }
 
-    outputs base[3], got;
+    outputs base[CASES], got;
     outputs_alloc(&got, &cases[1]);
     static const int thread_counts[] = {2, 3, 8, 1000};
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < CASES; i++) {
         tu_case *tc = &cases[i];
         outputs_alloc(&base[i], tc);
         msda_error err;
@@ -310,7 +314,7 @@ int main(void)
 
     outputs_free(&o1);
     outputs_free(&got);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < CASES; i++) {
         outputs_free(&base[i]);
         tu_case_free(&cases[i]);
     }
