@@ -1037,12 +1037,13 @@ typedef struct msda_isa_entry {
     msda_range_fn forward, backward;
 } msda_isa_entry;
 
-#if (defined(__x86_64__) || defined(__i386__)) && !defined(__EMSCRIPTEN__) && !defined(MSDA_NO_SIMD)
-#define MSDA_X86 1
-#define MSDA_BASE_NAME "sse2"
 #define MSDA_DECLARE_ISA(isa)                                                                               \
     void msda__forward_range_##isa(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end);  \
     void msda__backward_range_##isa(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end);
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(__EMSCRIPTEN__) && !defined(MSDA_NO_SIMD)
+#define MSDA_X86 1
+#define MSDA_SCALAR_TOO 1
+#define MSDA_BASE_NAME "sse2"
 MSDA_DECLARE_ISA(scalar)
 MSDA_DECLARE_ISA(avx2)
 MSDA_DECLARE_ISA(avx512)
@@ -1050,12 +1051,16 @@ MSDA_DECLARE_ISA(avx512)
 #define MSDA_BASE_NAME (MSDA_SIMD ? "wasm-simd" : "wasm-scalar")
 #elif MSDA_SIMD && defined(__ARM_NEON)
 #define MSDA_BASE_NAME "neon"
+#if defined(__aarch64__)   /* kernel_scalar.c: MSDA_ISA=scalar, as on x86 */
+#define MSDA_SCALAR_TOO 1
+MSDA_DECLARE_ISA(scalar)
+#endif
 #else
 #define MSDA_BASE_NAME "scalar"
 #endif
 
 static const msda_isa_entry msda_isas[] = {
-#ifdef MSDA_X86
+#ifdef MSDA_SCALAR_TOO
     {"scalar", msda__forward_range_scalar, msda__backward_range_scalar},
 #endif
     {MSDA_BASE_NAME, msda__forward_range_base, msda__backward_range_base},
@@ -1065,7 +1070,7 @@ static const msda_isa_entry msda_isas[] = {
 #endif
 };
 #define MSDA_ISA_COUNT ((int)(sizeof msda_isas / sizeof msda_isas[0]))
-#ifdef MSDA_X86
+#ifdef MSDA_SCALAR_TOO
 #define MSDA_ISA_BASE 1
 #else
 #define MSDA_ISA_BASE 0
@@ -1123,6 +1128,8 @@ const char *msda_isa_list(void)
 #ifdef MSDA_X86
     static const char *const lists[4] = {"scalar sse2", "scalar sse2 avx2", "scalar sse2 avx512", "scalar sse2 avx2 avx512"};
     return lists[isa_available(2) + 2 * isa_available(3)];
+#elif defined(MSDA_SCALAR_TOO)
+    return "scalar " MSDA_BASE_NAME;
 #else
     return MSDA_BASE_NAME;
 #endif

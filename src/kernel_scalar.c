@@ -1,6 +1,7 @@
 /* The kernels on plain floats (four lanes as structs, no vector instructions), for MSDA_ISA=scalar
- * on x86: the same bits as every other ISA, which the tests check. */
-#if (defined(__x86_64__) || defined(__i386__)) && !defined(__EMSCRIPTEN__) && !defined(MSDA_NO_SIMD)
+ * on x86 and arm64: the same bits as every other ISA, which the tests check. */
+#if ((defined(__x86_64__) || defined(__i386__)) || (defined(__aarch64__) && defined(__ARM_NEON))) && \
+    !defined(__EMSCRIPTEN__) && !defined(MSDA_NO_SIMD)
 #define MSDA_NO_SIMD 1
 #define MSDA_KERNEL_ISA scalar
 #include "kernel.c"

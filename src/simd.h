@@ -15,6 +15,9 @@
 
 #if !defined(MSDA_NO_SIMD) && (defined(__wasm_simd128__) || defined(__SSE2__) || defined(__ARM_NEON))
 #define MSDA_SIMD 1
+#if defined(__aarch64__)
+#include <arm_neon.h>   /* v4i_any */
+#endif
 
 typedef float v4 __attribute__((vector_size(16)));
 typedef int32_t v4i __attribute__((vector_size(16)));
@@ -100,6 +103,8 @@ static inline int v4i_any(v4i m)
     return __builtin_wasm_any_true_v128((__attribute__((vector_size(16))) long long)m);
 #elif MSDA_SIMD && defined(__SSE2__)
     return __builtin_ia32_movmskps((__attribute__((vector_size(16))) float)m) != 0;
+#elif MSDA_SIMD && defined(__aarch64__)
+    return vmaxvq_u32((uint32x4_t)m) != 0;
 #else
     int32_t x[4];
     v4i_store(x, m);
