@@ -28,6 +28,7 @@ TEST_SUITES :=
 include mk/native.mk
 -include mk/cli.mk
 -include mk/threads.mk
+-include mk/arm64.mk
 -include mk/wasm.mk
 -include mk/js.mk
 -include mk/web.mk

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the build and the tests need and is missing: Debian packages (Emscripten,
-# Chromium, clang's sanitizer and fuzzer runtimes) and the npm dev dependencies.
+# Chromium, clang's sanitizer and fuzzer runtimes, the arm64 cross compiler and qemu-user) and
+# the npm dev dependencies.
 # Never downloads a toolchain or browser of its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,7 +10,9 @@ need_apt=()
 command -v emcc     >/dev/null 2>&1 || need_apt+=(emscripten)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v clang    >/dev/null 2>&1 || need_apt+=(clang)
-command -v qemu-x86_64 >/dev/null 2>&1 || need_apt+=(qemu-user)   # runs the prebuilt addon on older CPU models
+# qemu-user runs the prebuilt addon on older x86 CPU models and the arm64 build (make test-arm64)
+{ command -v qemu-x86_64 && command -v qemu-aarch64; } >/dev/null 2>&1 || need_apt+=(qemu-user)
+command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || need_apt+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
 command -v node     >/dev/null 2>&1 || need_apt+=(nodejs npm)
 ls /usr/lib/llvm-14/lib/clang/14*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 \
   || need_apt+=(libclang-rt-14-dev)

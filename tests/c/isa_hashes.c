@@ -5,7 +5,8 @@
  * problem. tests/c/isa_bits.sh compares the lines of every ISA this CPU has (natively, forced
  * one by one) and of the wasm SIMD and wasm scalar builds of this same file.
  *   isa_hashes ISA     run on ISA (native builds; "default" for the library's own choice)
- *   isa_hashes --list  print this CPU's ISAs */
+ *   isa_hashes --list  print this CPU's ISAs
+ *   isa_hashes --isa   print the ISA the library runs on (msda_isa: MSDA_ISA or its own choice) */
 #include "internal.h"
 #include "reference.h"
 #include "testutil.h"
@@ -153,6 +154,11 @@ int main(int argc, char **argv)
     if (argc == 2 && strcmp(argv[1], "--list") == 0) {
         printf("%s\n", msda_isa_list());
         return 0;
+    }
+    if (argc == 2 && strcmp(argv[1], "--isa") == 0) {
+        const char *isa = msda_isa();
+        printf("%s\n", isa ? isa : "(none)");
+        return isa ? 0 : 2;
     }
     if (argc == 2 && strcmp(argv[1], "default") != 0 && !msda__set_isa(argv[1])) {
         fprintf(stderr, "isa_hashes: this CPU has no ISA '%s' (it has: %s)\n", argv[1], msda_isa_list());

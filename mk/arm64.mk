@@ -1,0 +1,42 @@
+# arm64: the library (NEON, the arm64 baseline: no -march), the CLI, the C tests and the
+# bit-equality program cross-compiled for aarch64 with the project's flags, linked statically
+# and run under qemu-user (tests/c/arm64.sh). Emulated: it proves results, never speed.
+ARM64       := $(BUILD)/arm64
+ARM64_CC    ?= aarch64-linux-gnu-gcc
+ARM64_AR    ?= aarch64-linux-gnu-ar
+ARM64_RUN   ?= qemu-aarch64
+ARM64_FLAGS := -O3 $(CSTD) $(CWARN) -pthread
+
+ARM64_OBJ   := $(patsubst src/%.c,$(ARM64)/obj/%.o,$(LIB_SRC))
+# Every C test but test_threads: qemu-user 7.2 aborts in a fork() of a threaded process and adds a
+# thread of its own to /proc's count, both of which that test checks (test_kernel still runs its
+# same-bits-for-any-thread-count cases here).
+ARM64_TESTS := $(patsubst tests/c/%.c,$(ARM64)/tests/%,$(filter-out tests/c/test_threads.c,$(wildcard tests/c/test_*.c)))
+
+$(ARM64)/obj/%.o: src/%.c $(LIB_HDR)
+	@mkdir -p $(dir $@)
+	$(ARM64_CC) $(ARM64_FLAGS) -c $< -o $@
+$(filter $(ARM64)/obj/kernel_%.o,$(ARM64_OBJ)): src/kernel.c
+
+$(ARM64)/libmsda.a: $(ARM64_OBJ)
+	rm -f $@
+	$(ARM64_AR) rcs $@ $^
+
+$(ARM64)/msda: $(CLI_SRC) $(CLI_HDR) $(LIB_HDR) $(ARM64)/libmsda.a mk/cli.mk package.json
+	$(ARM64_CC) $(ARM64_FLAGS) $(CLI_DEFS) -static -Isrc -Isrc/cli $(CLI_SRC) $(ARM64)/libmsda.a $(CLI_LDLIBS) -o $@
+
+$(ARM64)/tests/%: tests/c/%.c $(C_TEST_SUPPORT) $(wildcard tests/c/*.h) $(ARM64)/libmsda.a
+	@mkdir -p $(dir $@)
+	$(ARM64_CC) $(ARM64_FLAGS) -static -Isrc -Itests/c $< $(C_TEST_SUPPORT) $(ARM64)/libmsda.a -lm -o $@
+$(ARM64)/tests/test_npy $(ARM64)/tests/test_cli: $(CLI_SRC) $(CLI_HDR)
+
+$(ARM64)/isa_hashes: $(ISA_SRC) $(wildcard tests/c/*.h) $(ARM64)/libmsda.a
+	$(ARM64_CC) $(ARM64_FLAGS) -static -Isrc -Itests/c $(ISA_SRC) $(ARM64)/libmsda.a -lm -o $@
+
+# The C tests under qemu (the CLI they spawn too), then the arm64 ISAs (neon, scalar) against the
+# wasm SIMD and scalar builds on test-isa's problems, forced by argument and by MSDA_ISA.
+.PHONY: test-arm64
+test-arm64: $(ARM64_TESTS) $(ARM64)/msda $(ARM64)/isa_hashes $(ISA_DIR)/isa_hashes_simd.js $(ISA_DIR)/isa_hashes_scalar.js
+	@ARM64_RUN='$(ARM64_RUN)' tests/c/arm64.sh $(ARM64) $(ISA_DIR)/isa_hashes_simd.js $(ISA_DIR)/isa_hashes_scalar.js $(ARM64_TESTS)
+
+TEST_SUITES += test-arm64
