@@ -2,9 +2,15 @@
 # bit-equality program cross-compiled for aarch64 with the project's flags, linked statically
 # and run under qemu-user (tests/c/arm64.sh). Emulated: it proves results, never speed.
 ARM64       := $(BUILD)/arm64
+ifeq ($(shell uname -m),aarch64)   # on an arm64 machine: its own compiler, run natively
+ARM64_CC    ?= $(CC)
+ARM64_AR    ?= $(AR)
+ARM64_RUN   ?=
+else
 ARM64_CC    ?= aarch64-linux-gnu-gcc
 ARM64_AR    ?= aarch64-linux-gnu-ar
 ARM64_RUN   ?= qemu-aarch64
+endif
 ARM64_FLAGS := -O3 $(CSTD) $(CWARN) -pthread
 
 ARM64_OBJ   := $(patsubst src/%.c,$(ARM64)/obj/%.o,$(LIB_SRC))

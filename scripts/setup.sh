@@ -12,7 +12,8 @@ command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v clang    >/dev/null 2>&1 || need_apt+=(clang)
 # qemu-user runs the prebuilt addon on older x86 CPU models and the arm64 build (make test-arm64)
 { command -v qemu-x86_64 && command -v qemu-aarch64; } >/dev/null 2>&1 || need_apt+=(qemu-user)
-command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || need_apt+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+[ "$(uname -m)" != x86_64 ] || command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 \
+  || need_apt+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)   # make test-arm64
 command -v node     >/dev/null 2>&1 || need_apt+=(nodejs npm)
 ls /usr/lib/llvm-14/lib/clang/14*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 \
   || need_apt+=(libclang-rt-14-dev)

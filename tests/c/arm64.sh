@@ -7,15 +7,16 @@
 # usage: ARM64_RUN=qemu-aarch64 tests/c/arm64.sh ARM64_DIR WASM_SIMD_JS WASM_SCALAR_JS TEST...
 set -u
 arm=$1; simd_js=$2; scalar_js=$3; shift 3
-run=${ARM64_RUN:-qemu-aarch64}
+run=${ARM64_RUN-qemu-aarch64}   # empty: an arm64 machine runs them itself
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 status=0
 
-# Every binary must be aarch64 (ELF e_machine 183), so that nothing here runs natively by mistake.
+# Every binary must be aarch64 (ELF e_machine 183), so that no x86 build passes here by mistake.
 for f in "$arm/msda" "$arm/isa_hashes" "$@"; do
   [ "$(od -An -tx1 -j18 -N2 "$f" | tr -d ' ')" = b700 ] || { echo "arm64: FAIL: $f is not an aarch64 program"; exit 1; }
 done
-# test_cli spawns $MSDA_CLI and isa_bits.sh runs its program directly: both get a qemu wrapper.
+# test_cli spawns $MSDA_CLI and isa_bits.sh runs its program directly: both get a wrapper running
+# them under $run.
 for p in msda isa_hashes; do
   printf '#!/bin/sh\nexec %s %q "$@"\n' "$run" "$(realpath "$arm/$p")" > "$tmp/$p"
   chmod +x "$tmp/$p"
@@ -23,11 +24,11 @@ done
 
 # qemu-user 7.2 aborts in a fork() of a threaded process: test_threads skips its two fork checks
 for t in "$@"; do
-  echo "== $t (aarch64, $run)"
-  MSDA_CLI=$tmp/msda MSDA_TEST_NO_FORK=1 $run "$t" || { echo "arm64: FAIL: $t exited $?"; status=1; }
+  echo "== $t (aarch64, ${run:-native})"
+  env MSDA_CLI="$tmp/msda" ${run:+MSDA_TEST_NO_FORK=1} $run "$t" || { echo "arm64: FAIL: $t exited $?"; status=1; }
 done
 
-echo "== tests/c/isa_bits.sh on $arm/isa_hashes (aarch64, $run)"
+echo "== tests/c/isa_bits.sh on $arm/isa_hashes (aarch64, ${run:-native})"
 tests/c/isa_bits.sh "$tmp/isa_hashes" "$simd_js" "$scalar_js" || status=1
 
 echo "== the ISA choice on arm64 (MSDA_ISA)"
