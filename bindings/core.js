@@ -5,7 +5,8 @@
 // specific: it validates arguments and names errors, turns them into a problem description, and
 // moves tensors in and out through a backend store (loader.js for wasm, native.js for the addon).
 // How files are read and workers started comes from the entry's `platform` (createApi).
-// Every call goes through Prepared#_run and its store's run(): the one place that calls C.
+// Every call goes through a store's run(), the one place that calls C: from Prepared#_run, or
+// from streamForward (the copying forward on wasm, a window at a time).
 
 import { describe, loadWasm, simdSupported, WASM_MAX_BYTES, wasmBytesNeeded } from './loader.js';
 import { checkThreadsOption, loadThreadedWasm, resolveThreads } from './threads.js';
@@ -60,12 +61,20 @@ const intrinsic = (key) => Object.getOwnPropertyDescriptor(TYPED_ARRAY, key).get
 const TYPED_ARRAY_KIND = intrinsic(Symbol.toStringTag);
 const TYPED_ARRAY_LENGTH = intrinsic('length');
 const TYPED_ARRAY_BUFFER = intrinsic('buffer');
+const TYPED_ARRAY_BYTE_OFFSET = intrinsic('byteOffset');
 
 /** 'Float32Array', 'Uint8Array', ... for a real typed array (whatever its properties say), else undefined. */
 const typedArrayKind = (x) => TYPED_ARRAY_KIND.call(x);
 /** Its real element count (0 once its buffer is detached or shrunk below it). */
 const typedArrayLength = (x) => TYPED_ARRAY_LENGTH.call(x);
 const typedArrayBuffer = (x) => TYPED_ARRAY_BUFFER.call(x);
+
+/** Elements [start, start + length) of a checked Float32Array, as a view of its buffer (no method
+ *  of the caller's array runs: its subarray would consult its constructor). */
+function part(data, start, length) {
+  if (start === 0 && length === typedArrayLength(data)) return data;
+  return new Float32Array(typedArrayBuffer(data), TYPED_ARRAY_BYTE_OFFSET.call(data) + 4 * start, length);
+}
 
 // An Array's length (read once) or a typed array's real length; null for anything else. Callers
 // bound it before copyItems: a sparse Array or a Proxy can claim 2^32 - 1 items, and copying that
@@ -406,6 +415,75 @@ function exactWasmBytes(descCount, layout) {
 // ---------------------------------------------------------------------------------------------
 // Prepared problems: buffers that live in the backend (the wasm heap) across calls.
 
+// A problem without its own `threads` runs on the backend's.
+function defaultThreads(backend, problem) {
+  if (problem.threads === undefined) {
+    problem.threads = backend.threads ?? 1;
+    problem.desc[11] = BigInt(problem.threads);
+  }
+}
+
+// The Error for a C status that came back: { status, code, message } from a store's run().
+function callError(op, failure) {
+  const err = new Error(`${op}: ${failure.message} (${failure.code})`);
+  err.code = failure.code;
+  err.status = failure.status;
+  return err;
+}
+
+// The copying forward on wasm streams the per-query tensors through the heap: each batch's value
+// goes in whole (any query may sample any pixel), then FORWARD_WINDOW queries at a time their
+// locations and weights go in, are computed, and their output comes out while all three are
+// still in cache, instead of a pass over main memory for each. A query's output depends on its
+// own samples alone, so the bits are those of one call over all queries. 1024 queries: the
+// kernel's walking block (MSDA_BLOCK in src/kernel.c), whose order whole windows keep.
+export const FORWARD_WINDOW = 1024;
+
+function streamForward(backend, problem, inputs) {
+  const { batch: B, numQueries: Q, numHeads: H, channels: C, numLevels: NL, numPoints: P, valueLength: L } = problem;
+  const window = Math.min(Q, FORWARD_WINDOW);
+  const perValue = L * H * C, perLocation = H * NL * P, perOutput = H * C;
+  // Each window is a problem of its own: batch 1, `window` queries (fewer in the last).
+  const desc = problem.desc.slice();
+  desc[0] = 1n;
+  desc[1] = BigInt(window);
+  const store = backend.allocate(desc, [
+    { name: 'value', elements: perValue },
+    { name: 'samplingLocations', elements: window * perLocation * 2 },
+    { name: 'attentionWeights', elements: window * perLocation },
+    { name: 'output', elements: window * perOutput },
+  ]);
+  try {
+    const output = backend.resultArray(B * Q * perOutput);
+    const planar = problem.samplingLocationsLayout === 'B2QHLP';
+    let queries = window;
+    for (let b = 0; b < B; b++) {
+      store.load('value', part(inputs.value, b * perValue, perValue));
+      for (let q = 0; q < Q; q += window) {
+        const n = Math.min(window, Q - q);
+        if (n !== queries) {
+          desc[1] = BigInt(queries = n);
+          store.describe(desc);
+        }
+        const locations = inputs.samplingLocations;
+        if (planar) {   // [B, 2, Q, ...]: the window's x plane, then its y plane
+          store.load('samplingLocations', part(locations, ((2 * b) * Q + q) * perLocation, n * perLocation));
+          store.load('samplingLocations', part(locations, ((2 * b + 1) * Q + q) * perLocation, n * perLocation), n * perLocation);
+        } else {
+          store.load('samplingLocations', part(locations, (b * Q + q) * 2 * perLocation, n * 2 * perLocation));
+        }
+        store.load('attentionWeights', part(inputs.attentionWeights, (b * Q + q) * perLocation, n * perLocation));
+        const failure = store.run('forward');
+        if (failure !== null) throw callError('forward', failure);
+        store.takeInto('output', output, (b * Q + q) * perOutput, n * perOutput);
+      }
+    }
+    return output;
+  } finally {
+    store.free();
+  }
+}
+
 /**
  * A problem with its tensors allocated once, for repeated calls without copies: write the
  * inputs into the views (`prepared.value.set(...)`), call forward()/backward(), read the
@@ -414,10 +492,7 @@ function exactWasmBytes(descCount, layout) {
  */
 export class Prepared {
   constructor(backend, problem, mode) {
-    if (problem.threads === undefined) {
-      problem.threads = backend.threads ?? 1;
-      problem.desc[11] = BigInt(problem.threads);
-    }
+    defaultThreads(backend, problem);
     this.problem = problem;
     this.mode = mode;
     this.backend = backend.name;
@@ -452,19 +527,14 @@ export class Prepared {
     return { data, shape: this.shapes[name].slice() };
   }
 
-  // The one place that calls the C entry points.
+  // Every call but the copying forward on wasm (streamForward) calls C from here.
   _run(op) {
     if (this._store === null) throw new Error(`ms-deform-attn: ${op} on a disposed prepared problem`);
     if (this.mode !== 'both' && this.mode !== op) {
       throw new Error(`ms-deform-attn: ${op} on a problem prepared for '${this.mode}'`);
     }
     const failure = this._store.run(op);
-    if (failure !== null) {
-      const err = new Error(`${op}: ${failure.message} (${failure.code})`);
-      err.code = failure.code;
-      err.status = failure.status;
-      throw err;
-    }
+    if (failure !== null) throw callError(op, failure);
   }
 
   /** Runs forward on the current inputs; returns the output tensor (a view). */
@@ -638,6 +708,13 @@ export class Msda {
     this._checkSize('forward', problem, 'forward');
     this._noteThreads('forward', problem);
     this._detachFromHeap(inputs);
+    defaultThreads(this._backend, problem);
+    // On one thread: windows (streamForward). Threads split one kernel call among them instead
+    // (each window would cost a fork and join).
+    const b = this._backend;
+    if (b.memory && Math.min(problem.threads, b.threads ?? 1) === 1) {
+      return { data: streamForward(b, problem, inputs), shape: problem.shapes.output.slice() };
+    }
     const p = new Prepared(this._backend, problem, 'forward');
     try {
       for (const [name, data] of Object.entries(inputs)) p._store.load(name, data);

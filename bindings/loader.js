@@ -136,6 +136,11 @@ export class WasmBackend {
     return textDecoder.decode(bytes.slice(0, end < 0 ? 0 : end));
   }
 
+  /** A result array of `length` elements that the caller owns, every element to be written by us. */
+  resultArray(length) {
+    return this.outputArray === undefined ? new Float32Array(length) : this.outputArray(length);
+  }
+
   /**
    * One heap block holding the int64 problem description and every tensor of `layout`
    * (an array of { name, elements }). The caller has already checked the total fits in 4 GiB.
@@ -205,19 +210,31 @@ class WasmStore {
     for (const name of outputs) if (this.ptr.has(name)) this.view(name).fill(0);
   }
 
-  load(name, data) {
-    this.view(name).set(data);
+  /** Copies `data` into the tensor, from element `at` on. */
+  load(name, data, at = 0) {
+    this.view(name).set(data, at);
+  }
+
+  /** Rewrites the problem description (same length): a window of a streamed forward. */
+  describe(desc) {
+    new BigInt64Array(this.backend.memory.buffer, this.base, this.descCount).set(desc);
   }
 
   // A result array of its own: the entry's outputArray where it has one (Node: no zero fill, the
-  // copy overwrites every element at once; ~2x faster than slice for the encoder's outputs).
+  // copy overwrites every element at once; ~2x faster than slice for the encoder's outputs),
+  // else the typed-array copy constructor (allocated without the zero fill slice does first).
   take(name) {
     const view = this.view(name);
     const make = this.backend.outputArray;
-    if (make === undefined) return view.slice();
+    if (make === undefined) return new Float32Array(view);
     const out = make(view.length);
     out.set(view);
     return out;
+  }
+
+  /** Copies the tensor's first `count` elements into `target` from element `at` on. */
+  takeInto(name, target, at, count) {
+    target.set(this.view(name).subarray(0, count), at);
   }
 
   /** Calls into C; null on success, else { status, code, message }. */
