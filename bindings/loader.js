@@ -221,12 +221,11 @@ class WasmStore {
   }
 
   // A result array of its own: the entry's outputArray where it has one (Node: no zero fill, the
-  // copy overwrites every element at once; ~2x faster than slice for the encoder's outputs),
-  // else the typed-array copy constructor (allocated without the zero fill slice does first).
+  // copy overwrites every element at once; ~2x faster than slice for the encoder's outputs).
   take(name) {
     const view = this.view(name);
     const make = this.backend.outputArray;
-    if (make === undefined) return new Float32Array(view);
+    if (make === undefined) return view.slice();
     const out = make(view.length);
     out.set(view);
     return out;

@@ -1,6 +1,7 @@
 // The loader in a real browser (Debian's Chromium via playwright-core): bindings/index.js imported
 // by a page, both modules instantiated by streaming compilation, and by the arrayBuffer fallback
-// when the server sends .wasm with the wrong MIME type; results equal Node's bit for bit.
+// when the server sends .wasm with the wrong MIME type; results equal Node's bit for bit, and the
+// copying calls' results (a forward over several query windows, a backward) are arrays of their own.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
@@ -48,8 +49,40 @@ const PROBLEM = {
   weightShape: [2, 4, 3, 2, 2],
 };
 
-function inPage(problem) {
+// One batch of 1100 queries: the copying forward's windows (FORWARD_WINDOW) are 1024 and 76.
+const WINDOWED = {
+  value: Array.from({ length: 5 * 2 * 3 }, (_, i) => Math.cos(i)),
+  valueShape: [1, 5, 2, 3],
+  spatialShapes: [[2, 2], [1, 1]],
+  locations: Array.from({ length: 1100 * 2 * 2 * 2 }, (_, i) => (Math.sin(i * 0.77) + 1) * 0.6 - 0.1),
+  locationShape: [1, 1100, 2, 2, 1, 2],
+  weights: Array.from({ length: 1100 * 2 * 2 }, (_, i) => Math.cos(i * 0.31)),
+  weightShape: [1, 1100, 2, 2, 1],
+  gradOutput: Array.from({ length: 1100 * 2 * 3 }, (_, i) => Math.sin(i * 0.13)),
+  gradOutputShape: [1, 1100, 6],
+};
+
+// The copying results of WINDOWED on `msda`: each result's values and whether it is an array of
+// its own (a Float32Array alone in an ArrayBuffer that is not the heap). Runs in Node and in the page.
+function windowedResults(msda, w) {
+  const args = {
+    value: { data: new Float32Array(w.value), shape: w.valueShape },
+    spatialShapes: w.spatialShapes,
+    samplingLocations: { data: new Float32Array(w.locations), shape: w.locationShape },
+    attentionWeights: { data: new Float32Array(w.weights), shape: w.weightShape },
+  };
+  const grads = msda.backward({ ...args, gradOutput: { data: new Float32Array(w.gradOutput), shape: w.gradOutputShape } });
+  const results = [msda.forward(args), grads.gradValue, grads.gradSamplingLocations, grads.gradAttentionWeights];
+  return results.map(({ data }) => ({
+    own: data instanceof Float32Array && data.buffer instanceof ArrayBuffer && data.byteOffset === 0
+      && data.buffer.byteLength === data.byteLength && data.buffer !== msda.wasm.memory.buffer,
+    values: Array.from(data),
+  }));
+}
+
+function inPage([problem, windowed, resultsSource]) {
   return (async () => {
+    const windowedResults = new Function(`return (${resultsSource})`)();
     const { init, simdSupported } = await import('/bindings/index.js');
     const args = {
       value: { data: new Float32Array(problem.value), shape: problem.valueShape },
@@ -60,7 +93,8 @@ function inPage(problem) {
     const results = {};
     for (const simd of [true, false]) {
       const msda = await init({ simd });
-      results[simd ? 'simd' : 'scalar'] = { simd: msda.simd, output: Array.from(msda.forward(args).data) };
+      results[simd ? 'simd' : 'scalar'] = { simd: msda.simd, output: Array.from(msda.forward(args).data),
+        windowed: windowedResults(msda, windowed) };
     }
     results.auto = (await init()).simd;
     results.detected = simdSupported();
@@ -78,7 +112,9 @@ test('the loader works in Chromium, streaming and with the arrayBuffer fallback'
   const want = {
     simd: Array.from((await init({ simd: true })).forward(args).data),
     scalar: Array.from((await init({ simd: false })).forward(args).data),
+    windowed: windowedResults(await init(), WINDOWED),
   };
+  assert.ok(want.windowed.every((r) => r.own), 'Node: results of their own');
   const browser = await chromium.launch({
     executablePath: CHROMIUM, headless: true,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
@@ -92,7 +128,7 @@ test('the loader works in Chromium, streaming and with the arrayBuffer fallback'
         const errors = [];
         page.on('pageerror', (e) => errors.push(e.message));
         await page.goto(`http://127.0.0.1:${server.address().port}/`);
-        const got = await page.evaluate(inPage, PROBLEM);
+        const got = await page.evaluate(inPage, [PROBLEM, WINDOWED, windowedResults.toString()]);
         await page.close();
         assert.deepEqual(errors, []);
         assert.equal(got.detected, true);
@@ -101,6 +137,7 @@ test('the loader works in Chromium, streaming and with the arrayBuffer fallback'
         assert.equal(got.scalar.simd, false);
         assert.deepEqual(got.simd.output, want.simd, `SIMD module in the browser (wrong MIME: ${wrongWasmType})`);
         assert.deepEqual(got.scalar.output, want.scalar, `scalar module in the browser (wrong MIME: ${wrongWasmType})`);
+        assert.deepEqual(got.simd.windowed, want.windowed, 'forward over two windows and backward in the browser: arrays of their own, Node\'s values');
       } finally {
         await new Promise((r) => server.close(r));
       }
