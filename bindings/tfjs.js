@@ -200,11 +200,14 @@ function onTfjsWasm(b = tf.backend()) {
 // tensor with one copy. tfjs-backend-wasm copies a new tensor's values into its own heap, so
 // there the outputs go from a prepared problem's heap views straight into tfjs; elsewhere the
 // core API's own calls hand over arrays of ours for tf.tensor to keep (prepare would also
-// pre-touch the output pages, work the copying calls skip).
+// pre-touch the output pages, work the copying calls skip). The forward on one wasm thread is
+// the copying call everywhere: it streams the queries through cache (core.js streamForward),
+// which gains more than the copy of its result into tfjs-backend-wasm's heap costs.
 function run(mode, o, dims, inputs, outputs) {
   const options = { spatialShapes: o.spatialShapes, levelStartIndex: o.levelStartIndex, valueLayout: o.valueLayout,
     samplingLocationsLayout: o.samplingLocationsLayout, alignCorners: o.alignCorners, paddingMode: o.paddingMode };
-  if (!onTfjsWasm()) {
+  const streams = mode === 'forward' && msda.backend !== 'native' && msda.threads === 1;
+  if (!onTfjsWasm() || streams) {
     const args = { ...options };
     for (const [name, t] of Object.entries(inputs)) args[name] = { data: hostData(t), shape: t.shape };
     const result = mode === 'forward' ? { output: msda.forward(args) } : msda.backward(args);

@@ -296,6 +296,37 @@ test('the layer\'s apply: shape errors name the tensor and what was expected, an
   layer.dispose();
 });
 
+test('tfjs-backend-wasm: the op\'s forward on one wasm thread is the copying call (it streams queries), with threads a prepared problem', async () => {
+  await onBackend('wasm');
+  const kase = randomCase(4321, OPTION_COMBOS[5]);
+  const inputs = () => [kase.args.value, kase.args.samplingLocations, kase.args.attentionWeights].map(toTensor);
+  const one = getMsda();
+  const two = await init({ threads: 2 });
+  try {
+    for (const [instance, want] of [[one, { forward: 1, prepare: 0 }], [two, { forward: 0, prepare: 1 }]]) {
+      const calls = { forward: 0, prepare: 0 };
+      for (const name of Object.keys(calls)) {
+        instance[name] = function (...a) {
+          calls[name]++;
+          return Object.getPrototypeOf(this)[name].apply(this, a);
+        };
+      }
+      setMsda(instance);
+      try {
+        const got = tf.tidy(() => msDeformAttn(...inputs(), opOptions(kase.args)).dataSync());
+        assert.deepEqual(calls, want, `threads ${instance.threads}`);
+        sameBits(`threads ${instance.threads} output`, got, one.forward(kase.args).data);
+      } finally {
+        delete instance.forward;
+        delete instance.prepare;
+      }
+    }
+  } finally {
+    setMsda(one);
+    two.dispose();
+  }
+});
+
 test('setMsda: the op runs on another instance (the scalar module) with that instance\'s bits', async () => {
   await onBackend('cpu');
   const scalar = await init({ simd: false });
