@@ -231,9 +231,9 @@ class WasmStore {
     return out;
   }
 
-  /** Copies the tensor's first `count` elements into `target` from element `at` on. */
-  takeInto(name, target, at, count) {
-    target.set(this.view(name).subarray(0, count), at);
+  /** Copies the tensor's elements [from, from + count) into `target` from element `at` on. */
+  takeInto(name, target, at, count, from = 0) {
+    target.set(this.view(name).subarray(from, from + count), at);
   }
 
   /** Calls into C; null on success, else { status, code, message }. */

@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { init } from '../../bindings/index.js';
-import { FORWARD_WINDOW } from '../../bindings/core.js';
+import { FORWARD_WINDOW, forwardWindows } from '../../bindings/core.js';
 import { OPTION_COMBOS, rng, shapesFor } from './helpers.js';
 
 const bits = (a) => new Uint32Array(a.buffer, a.byteOffset, a.length);
@@ -29,17 +29,22 @@ function placed(values, i) {
   return data;
 }
 
-function makeCase(seed, options) {
+// One query per pixel: windows are bands of rows of every level (ceil(1580 / 1024) = 2 bands).
+const BANDED = { B: 2, Q: 1580, H: 3, C: 5, P: 2, spatialShapes: [[40, 30], [20, 15], [10, 8]] };
+// The window edges of BANDED in query index: every range's first and last query.
+const BANDED_EDGES = [0, 599, 600, 1199, 1200, 1349, 1350, 1499, 1500, 1539, 1540, 1579];
+
+function makeCase(seed, options, dims = DIMS,
+  edges = [0, FORWARD_WINDOW - 1, FORWARD_WINDOW, 2 * FORWARD_WINDOW - 1, 2 * FORWARD_WINDOW, dims.Q - 1]) {
   const r = rng(seed);
-  const s = shapesFor(DIMS, options);
-  const { B, Q, H, P } = DIMS;
+  const s = shapesFor(dims, options);
+  const { B, Q, H, P } = dims;
   const fill = (shape, lo, hi) => Float32Array.from({ length: count(shape) }, () => r.uniform(lo, hi));
   const value = fill(s.value, -1, 1);
   const locations = fill(s.samplingLocations, -0.1, 1.1);
   const weights = fill(s.attentionWeights, -0.5, 1);
   // Non-finite samples and weights on both sides of every window edge, in both batches.
   const perQuery = H * s.NL * P;
-  const edges = [0, FORWARD_WINDOW - 1, FORWARD_WINDOW, 2 * FORWARD_WINDOW - 1, 2 * FORWARD_WINDOW, Q - 1];
   const special = [Number.NaN, Infinity, -Infinity, 1e30];
   for (let b = 0; b < B; b++) {
     edges.forEach((q, k) => {
@@ -53,12 +58,12 @@ function makeCase(seed, options) {
   return {
     args: {
       value: { data: placed(value, 0), shape: s.value },
-      spatialShapes: DIMS.spatialShapes,
+      spatialShapes: dims.spatialShapes,
       samplingLocations: { data: placed(locations, 1), shape: s.samplingLocations },
       attentionWeights: { data: placed(weights, 2), shape: s.attentionWeights },
       ...options,
     },
-    problem: { batch: B, numQueries: Q, numHeads: H, channels: DIMS.C, numPoints: P, spatialShapes: DIMS.spatialShapes, ...options },
+    problem: { batch: B, numQueries: Q, numHeads: H, channels: dims.C, numPoints: P, spatialShapes: dims.spatialShapes, ...options },
   };
 }
 
@@ -118,6 +123,46 @@ test('the copying forward streams windows of queries: the bits of one kernel cal
       }], `${context}: one block, one batch's value and one window`);
       assert.equal(seen.runs, DIMS.B * Math.ceil(DIMS.Q / FORWARD_WINDOW), `${context}: a kernel call per window`);
       assert.equal(msda.wasm.heapInUse(), heap, `${context}: the block is freed`);
+    }
+  }
+});
+
+test('one query per pixel: the copying forward\'s windows are bands of rows of every level, with the bits of one kernel call', async () => {
+  // band k of 2 takes rows [20k, 20k + 20) of level 0, [10k, 10k + 10) of level 1, [5k, 5k + 5) of level 2
+  const problem = { numQueries: 1580, valueLength: 1580, spatialShapes: BANDED.spatialShapes, levelStartIndex: [0, 1200, 1500] };
+  assert.deepEqual(forwardWindows(problem), [
+    [[0, 600], [1200, 1350], [1500, 1540]],
+    [[600, 1200], [1350, 1500], [1540, 1580]],
+  ]);
+  // uneven bands (3 of 67 rows: rows 0-22, 23-44, 45-66); a level with fewer rows than bands is in some only
+  assert.deepEqual(forwardWindows({ numQueries: 2067, valueLength: 2067, spatialShapes: [[67, 30], [1, 57]],
+    levelStartIndex: [0, 2010] }), [
+    [[0, 690], [2010, 2067]],
+    [[690, 1350]],
+    [[1350, 2010]],
+  ]);
+  for (const simd of [true, false]) {
+    const msda = await init({ simd });
+    for (const [i, options] of OPTION_COMBOS.entries()) {
+      const c = makeCase(900 + i, options, BANDED, BANDED_EDGES);
+      const want = preparedForward(msda, c);
+      const { seen, restore } = watch(msda);
+      let got;
+      try {
+        got = msda.forward(c.args);
+      } finally {
+        restore();
+      }
+      const context = `simd ${simd}, ${JSON.stringify(options)}`;
+      assert.deepEqual(bits(got.data), bits(want), `${context}: the bits of one call over all queries`);
+      const perQuery = BANDED.H * 3 * BANDED.P;
+      assert.deepEqual(seen.layouts, [{
+        value: 1580 * BANDED.H * BANDED.C,
+        samplingLocations: 790 * perQuery * 2,
+        attentionWeights: 790 * perQuery,
+        output: 790 * BANDED.H * BANDED.C,
+      }], `${context}: one block, one batch's value and the largest window`);
+      assert.equal(seen.runs, BANDED.B * 2, `${context}: a kernel call per band`);
     }
   }
 });
