@@ -443,11 +443,13 @@ function callError(op, failure) {
 // each level, one contiguous range of queries per level, and bands = ceil(N_q / FORWARD_WINDOW)
 // keeps a window near FORWARD_WINDOW queries. Index order would walk each level's queries over
 // the image in turn and read the value rows again for each (the encoder's copying forward
-// measured 40 % over a prepared call that way). Other problems: FORWARD_WINDOW queries in
-// index order, the kernel's walking block (MSDA_BLOCK), whose order whole windows keep.
+// measured 40 % over a prepared call that way). Other problems, and bands wider than two windows
+// (levels of few rows): FORWARD_WINDOW queries in index order, the kernel's walking block
+// (MSDA_BLOCK), whose order whole windows keep.
 export const FORWARD_WINDOW = 1024;
 
 const bandStart = (k, n, d) => Math.min(n, Math.ceil((k * n) / d));   // products far below 2^53
+const windowQueries = (ranges) => ranges.reduce((n, [q0, q1]) => n + q1 - q0, 0);
 
 /** The windows of a streamed forward: each a list of [first, end) query ranges. */
 export function forwardWindows(problem) {
@@ -465,11 +467,12 @@ export function forwardWindows(problem) {
       if (y1 > y0) ranges.push([levelStartIndex[l] + y0 * w, levelStartIndex[l] + y1 * w]);
     });
     if (ranges.length > 0) windows.push(ranges);
+    // Levels of few rows make wide bands (a 1 x n level is one band): index order then, which
+    // keeps the heap to one window.
+    if (windowQueries(ranges) > 2 * FORWARD_WINDOW) return forwardWindows({ ...problem, valueLength: -1 });
   }
   return windows;
 }
-
-const windowQueries = (ranges) => ranges.reduce((n, [q0, q1]) => n + q1 - q0, 0);
 
 function streamForward(backend, problem, inputs) {
   const { batch: B, numQueries: Q, numHeads: H, channels: C, numLevels: NL, numPoints: P, valueLength: L } = problem;

@@ -141,6 +141,9 @@ test('one query per pixel: the copying forward\'s windows are bands of rows of e
     [[690, 1350]],
     [[1350, 2010]],
   ]);
+  // a band wider than two windows (a 1 x 5000 level is one band): index order instead
+  assert.deepEqual(forwardWindows({ numQueries: 5004, valueLength: 5004, spatialShapes: [[1, 5000], [2, 2]],
+    levelStartIndex: [0, 5000] }), [[[0, 1024]], [[1024, 2048]], [[2048, 3072]], [[3072, 4096]], [[4096, 5004]]]);
   for (const simd of [true, false]) {
     const msda = await init({ simd });
     for (const [i, options] of OPTION_COMBOS.entries()) {
