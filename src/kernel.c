@@ -608,25 +608,30 @@ __attribute__((noinline)) static void forward_query_exact(const msda_plan *p, co
     forward_query_impl(p, t, gc, tp, b, q, h, 1);
 }
 
-/* The forward's banded walk over the units [begin, end) of batch b: every head of a query
- * together, as in the Morton walk below. */
+/* output[b, q, h] for the heads h of query q whose units are in [begin, end): units are
+ * (batch, query block, head) with the head fastest. Every head of a query together: all heads'
+ * rows of a pixel are used together (one head's rows alone share 1/H of the cache sets). */
+MSDA_INLINE void forward_query_heads(const msda_plan *p, const msda_tensors *t, geom_cache *gc, taps *tp, int64_t b,
+                                     int64_t q, int64_t blocks, int64_t begin, int64_t end)
+{
+    const int64_t H = p->num_heads, unit0 = (b * blocks + q / MSDA_FORWARD_QUERY_BLOCK) * H;
+    const int64_t h_begin = begin > unit0 ? begin - unit0 : 0, h_end = end < unit0 + H ? end - unit0 : H;
+    for (int64_t h = h_begin; h < h_end; h++) forward_query(p, t, gc, tp, b, q, h);
+}
+
+/* The forward's banded walk over the units [begin, end) of batch b. */
 static void forward_banded(const msda_plan *p, const msda_tensors *t, geom_cache *gc, taps *tp, int64_t b,
                            int64_t begin, int64_t end, const band_grid *bg)
 {
-    const int64_t H = p->num_heads, blocks = query_blocks(p);
+    const int64_t blocks = query_blocks(p);
     for (int64_t k = 0; k < bg->bands; k++)
         for (int64_t j = 0; j < bg->cols; j++)
             for (int64_t l = 0; l < p->num_levels; l++) {
                 band_cell cell;
                 band_cell_of(p, bg, k, j, l, &cell);
                 for (int64_t x = cell.x0; x < cell.x1; x++)
-                    for (int64_t y = cell.y0; y < cell.y1; y++) {
-                        const int64_t q = cell.start + y * cell.width + x;
-                        const int64_t unit0 = (b * blocks + q / MSDA_FORWARD_QUERY_BLOCK) * H;
-                        const int64_t h_begin = begin > unit0 ? begin - unit0 : 0,
-                                      h_end = end < unit0 + H ? end - unit0 : H;
-                        for (int64_t h = h_begin; h < h_end; h++) forward_query(p, t, gc, tp, b, q, h);
-                    }
+                    for (int64_t y = cell.y0; y < cell.y1; y++)
+                        forward_query_heads(p, t, gc, tp, b, cell.start + y * cell.width + x, blocks, begin, end);
             }
 }
 
@@ -638,17 +643,14 @@ void MSDA_KFN(msda__forward_range)(const msda_plan *p, const msda_tensors *t, in
     geom_cache gc;
     geom_cache_init(&gc, p);
     taps tp;
-    uint16_t order[MSDA_BLOCK];
-    /* Units are (batch, query block, head) with the head fastest. The range's units are walked
-     * up to MSDA_BLOCK queries at a time in the walking order, every head of a query together:
-     * all heads' rows of a pixel are used together (one head's rows alone share 1/H of the
-     * cache sets). */
     const int64_t first = begin / H, last = (end - 1) / H;   /* global query blocks b * blocks + block */
     band_grid bg;
     if (banded_walk(p, MSDA_FORWARD_STRIP, &bg)) {
         for (int64_t b = first / blocks; b <= last / blocks; b++) forward_banded(p, t, &gc, &tp, b, begin, end, &bg);
         return;
     }
+    /* Otherwise the range's units are walked up to MSDA_BLOCK queries at a time in Morton order. */
+    uint16_t order[MSDA_BLOCK];
     for (int64_t chunk = first; chunk <= last;) {
         const int64_t b = chunk / blocks;
         int64_t chunk_end = chunk + per_chunk;
@@ -659,11 +661,7 @@ void MSDA_KFN(msda__forward_range)(const msda_plan *p, const msda_tensors *t, in
         if (q_end > Q) q_end = Q;
         const int n = (int)(q_end - q_begin);
         query_order(p, t->sampling_locations, b, q_begin, n, order);
-        for (int i = 0; i < n; i++) {
-            const int64_t q = q_begin + order[i], unit0 = (b * blocks + q / MSDA_FORWARD_QUERY_BLOCK) * H;
-            const int64_t h_begin = begin > unit0 ? begin - unit0 : 0, h_end = end < unit0 + H ? end - unit0 : H;
-            for (int64_t h = h_begin; h < h_end; h++) forward_query(p, t, &gc, &tp, b, q, h);
-        }
+        for (int i = 0; i < n; i++) forward_query_heads(p, t, &gc, &tp, b, q_begin + order[i], blocks, begin, end);
         chunk = chunk_end;
     }
 }

@@ -10,6 +10,7 @@
 //
 //   node tests/bench/copies_bench.js [--rounds N]
 import v8 from 'node:v8';
+import { makeCase } from './cases.js';
 
 v8.setFlagsFromString('--no-liftoff'); // the kernels on V8's optimizing tier, as in tests/bench.js
 
@@ -22,50 +23,13 @@ if (!(rounds >= 1)) {
   process.exit(2);
 }
 
-// tests/bench.js's encoder inputs (same generator and seed).
-const LEVELS = [[100, 167], [50, 84], [25, 42], [13, 21]];
-const H = 8, C = 32, P = 4, NL = 4;
-function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6D2B79F5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const starts = [];
-let L = 0;
-for (const [h, w] of LEVELS) { starts.push(L); L += h * w; }
-const Q = L;
-const rand = rng(0x5eed + 'encoder'.length);
-const uniform = (lo, hi) => lo + (hi - lo) * rand();
-const value = new Float32Array(L * H * C).map(() => uniform(-1, 1));
-const gradOutput = new Float32Array(Q * H * C).map(() => uniform(-1, 1));
-const attentionWeights = new Float32Array(Q * H * NL * P).map(() => uniform(0, 1) / (NL * P));
-const samplingLocations = new Float32Array(Q * H * NL * P * 2);
-for (let q = 0; q < Q; q++) {
-  let l = 0;
-  while (l + 1 < NL && q >= starts[l + 1]) l++;
-  const [lh, lw] = LEVELS[l], pix = q - starts[l];
-  const rx = ((pix % lw) + 0.5) / lw, ry = (Math.floor(pix / lw) + 0.5) / lh;
-  for (let i = 0; i < H * NL * P; i++) {
-    const [h, w] = LEVELS[Math.floor(i / P) % NL];
-    const at = (q * H * NL * P + i) * 2;
-    samplingLocations[at] = rx + uniform(-4, 4) / w;
-    samplingLocations[at + 1] = ry + uniform(-4, 4) / h;
-  }
-}
-const args = {
-  value: { data: value, shape: [1, L, H, C] }, spatialShapes: LEVELS,
-  samplingLocations: { data: samplingLocations, shape: [1, Q, H, NL, P, 2] },
-  attentionWeights: { data: attentionWeights, shape: [1, Q, H, NL, P] },
-};
-const backwardArgs = { ...args, gradOutput: { data: gradOutput, shape: [1, Q, H * C] } };
+// tests/bench.js's encoder inputs (tests/bench/cases.js).
+const { args, backwardArgs, problem } = makeCase('encoder');
+const value = args.value.data, samplingLocations = args.samplingLocations.data;
+const attentionWeights = args.attentionWeights.data, gradOutput = backwardArgs.gradOutput.data;
 
 const msda = await init({ simd: true });
-const prepared = msda.prepare({ batch: 1, numQueries: Q, numHeads: H, channels: C, numPoints: P, spatialShapes: LEVELS });
+const prepared = msda.prepare(problem);
 prepared.value.set(value);
 prepared.samplingLocations.set(samplingLocations);
 prepared.attentionWeights.set(attentionWeights);

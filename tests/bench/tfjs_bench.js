@@ -17,6 +17,7 @@ import '@tensorflow/tfjs-backend-cpu';
 import '@tensorflow/tfjs-backend-wasm';
 import { msDeformAttn, msDeformAttnBackward, getMsda } from '../../bindings/tfjs.js';
 import { msdaWithTfjsOps, registerGradients } from './tfjs_ops_msda.js';
+import { DETR_LEVELS as LEVELS, makeCase as benchCase } from './cases.js';
 
 v8.setFlagsFromString('--no-liftoff'); // the kernels on V8's optimizing tier, as in tests/bench.js
 tf.enableProdMode();
@@ -28,54 +29,10 @@ const configs = arg('--configs', 'decoder,encoder').split(',');
 const roundsArg = arg('--rounds', null);
 const withTfjsOps = !argv.includes('--no-tfjs-ops');
 
-// The inputs of tests/bench.js's makeCase (same generator and seed): samples a few pixels
-// around each query's reference point.
-const LEVELS = [[100, 167], [50, 84], [25, 42], [13, 21]];
-const H = 8, C = 32, P = 4, NL = 4;
-function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6D2B79F5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+// tests/bench.js's inputs (tests/bench/cases.js), in the form this script passes around.
 function makeCase(name) {
-  const starts = [];
-  let L = 0;
-  for (const [h, w] of LEVELS) { starts.push(L); L += h * w; }
-  const B = 1, Q = name === 'encoder' ? L : 300;
-  const rand = rng(0x5eed + name.length);
-  const uniform = (lo, hi) => lo + (hi - lo) * rand();
-  const value = new Float32Array(B * L * H * C).map(() => uniform(-1, 1));
-  const gradOutput = new Float32Array(B * Q * H * C).map(() => uniform(-1, 1));
-  const attentionWeights = new Float32Array(B * Q * H * NL * P).map(() => uniform(0, 1) / (NL * P));
-  const samplingLocations = new Float32Array(B * Q * H * NL * P * 2);
-  for (let q = 0; q < Q; q++) {
-    let rx = uniform(0, 1), ry = uniform(0, 1);
-    if (Q === L) {
-      let l = 0;
-      while (l + 1 < NL && q >= starts[l + 1]) l++;
-      const [h, w] = LEVELS[l], pix = q - starts[l];
-      rx = ((pix % w) + 0.5) / w;
-      ry = (Math.floor(pix / w) + 0.5) / h;
-    }
-    for (let i = 0; i < H * NL * P; i++) {
-      const [h, w] = LEVELS[Math.floor(i / P) % NL];
-      const at = (q * H * NL * P + i) * 2;
-      samplingLocations[at] = rx + uniform(-4, 4) / w;
-      samplingLocations[at + 1] = ry + uniform(-4, 4) / h;
-    }
-  }
-  return {
-    dims: { B, L, Q, H, C, NL, P },
-    value: { data: value, shape: [B, L, H, C] },
-    samplingLocations: { data: samplingLocations, shape: [B, Q, H, NL, P, 2] },
-    attentionWeights: { data: attentionWeights, shape: [B, Q, H, NL, P] },
-    gradOutput: { data: gradOutput, shape: [B, Q, H * C] },
-  };
+  const { dims, backwardArgs: { value, samplingLocations, attentionWeights, gradOutput } } = benchCase(name);
+  return { dims, value, samplingLocations, attentionWeights, gradOutput };
 }
 
 const progress = (text) => { if (process.stderr.isTTY) process.stderr.write(`\r\x1b[K${text}`); };

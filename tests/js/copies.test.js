@@ -96,6 +96,24 @@ function watch(msda) {
   return { seen, restore: () => { backend.allocate = allocate; } };
 }
 
+// msda.forward(args) and what it allocated and ran.
+function watchedForward(msda, args) {
+  const { seen, restore } = watch(msda);
+  try {
+    return { got: msda.forward(args), seen };
+  } finally {
+    restore();
+  }
+}
+
+// The one heap block of a streamed forward: one batch's value and a window of `window` queries.
+const streamLayout = (dims, L, NL, window) => [{
+  value: L * dims.H * dims.C,
+  samplingLocations: window * dims.H * NL * dims.P * 2,
+  attentionWeights: window * dims.H * NL * dims.P,
+  output: window * dims.H * dims.C,
+}];
+
 test('the copying forward streams windows of queries: the bits of one kernel call, one batch\'s value and one window in the heap', async () => {
   for (const simd of [true, false]) {
     const msda = await init({ simd });
@@ -103,24 +121,13 @@ test('the copying forward streams windows of queries: the bits of one kernel cal
       const c = makeCase(700 + i, options);
       const want = preparedForward(msda, c);
       const heap = msda.wasm.heapInUse();
-      const { seen, restore } = watch(msda);
-      let got;
-      try {
-        got = msda.forward(c.args);
-      } finally {
-        restore();
-      }
+      const { got, seen } = watchedForward(msda, c.args);
       const context = `simd ${simd}, ${JSON.stringify(options)}`;
       assert.deepEqual(got.shape, [DIMS.B, DIMS.Q, DIMS.H * DIMS.C], context);
       assert.deepEqual(bits(got.data), bits(want), `${context}: the bits of one call over all queries`);
       const { L, NL } = shapesFor(DIMS, options);
-      const perQuery = DIMS.H * NL * DIMS.P;
-      assert.deepEqual(seen.layouts, [{
-        value: L * DIMS.H * DIMS.C,
-        samplingLocations: FORWARD_WINDOW * perQuery * 2,
-        attentionWeights: FORWARD_WINDOW * perQuery,
-        output: FORWARD_WINDOW * DIMS.H * DIMS.C,
-      }], `${context}: one block, one batch's value and one window`);
+      assert.deepEqual(seen.layouts, streamLayout(DIMS, L, NL, FORWARD_WINDOW),
+        `${context}: one block, one batch's value and one window`);
       assert.equal(seen.runs, DIMS.B * Math.ceil(DIMS.Q / FORWARD_WINDOW), `${context}: a kernel call per window`);
       assert.equal(msda.wasm.heapInUse(), heap, `${context}: the block is freed`);
     }
@@ -149,22 +156,11 @@ test('one query per pixel: the copying forward\'s windows are bands of rows of e
     for (const [i, options] of OPTION_COMBOS.entries()) {
       const c = makeCase(900 + i, options, BANDED, BANDED_EDGES);
       const want = preparedForward(msda, c);
-      const { seen, restore } = watch(msda);
-      let got;
-      try {
-        got = msda.forward(c.args);
-      } finally {
-        restore();
-      }
+      const { got, seen } = watchedForward(msda, c.args);
       const context = `simd ${simd}, ${JSON.stringify(options)}`;
       assert.deepEqual(bits(got.data), bits(want), `${context}: the bits of one call over all queries`);
-      const perQuery = BANDED.H * 3 * BANDED.P;
-      assert.deepEqual(seen.layouts, [{
-        value: 1580 * BANDED.H * BANDED.C,
-        samplingLocations: 790 * perQuery * 2,
-        attentionWeights: 790 * perQuery,
-        output: 790 * BANDED.H * BANDED.C,
-      }], `${context}: one block, one batch's value and the largest window`);
+      assert.deepEqual(seen.layouts, streamLayout(BANDED, 1580, 3, 790),
+        `${context}: one block, one batch's value and the largest window`);
       assert.equal(seen.runs, BANDED.B * 2, `${context}: a kernel call per band`);
     }
   }
