@@ -474,10 +474,17 @@ export function forwardWindows(problem) {
   return windows;
 }
 
+/** The most queries a window holds (a loop: Math.max(...) over 10^5 windows overflows the stack). */
+export function largestWindow(windows) {
+  let most = 0;
+  for (const ranges of windows) most = Math.max(most, windowQueries(ranges));
+  return most;
+}
+
 function streamForward(backend, problem, inputs) {
   const { batch: B, numQueries: Q, numHeads: H, channels: C, numLevels: NL, numPoints: P, valueLength: L } = problem;
   const windows = forwardWindows(problem);
-  const most = Math.max(...windows.map(windowQueries));
+  const most = largestWindow(windows);
   const perValue = L * H * C, perLocation = H * NL * P, perOutput = H * C;
   // Each window is a problem of its own: batch 1, its queries (as many as its ranges hold).
   const desc = problem.desc.slice();

@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { init } from '../../bindings/index.js';
-import { FORWARD_WINDOW, forwardWindows } from '../../bindings/core.js';
+import { FORWARD_WINDOW, forwardWindows, largestWindow } from '../../bindings/core.js';
 import { OPTION_COMBOS, rng, shapesFor } from './helpers.js';
 
 const bits = (a) => new Uint32Array(a.buffer, a.byteOffset, a.length);
@@ -164,6 +164,13 @@ test('one query per pixel: the copying forward\'s windows are bands of rows of e
       assert.equal(seen.runs, BANDED.B * 2, `${context}: a kernel call per band`);
     }
   }
+});
+
+test('the largest window of 3 x 10^5 windows, without overflowing the stack (a forward within the wasm limits can have over 10^5: 120 M queries of one head, level, point and channel take 1.9 GB)', () => {
+  const windows = forwardWindows({ numQueries: 300000 * FORWARD_WINDOW - 5, valueLength: 1, spatialShapes: [[1, 1]], levelStartIndex: [0] });
+  assert.equal(windows.length, 300000);
+  assert.equal(largestWindow(windows), FORWARD_WINDOW);
+  assert.equal(largestWindow(windows.slice(-1)), FORWARD_WINDOW - 5);
 });
 
 test('the copying forward calls no method of the caller\'s arrays (their constructor, subarray) while it copies windows', async () => {
