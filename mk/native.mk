@@ -7,9 +7,6 @@ native: $(NATIVE)/libmsda.a
 $(NATIVE)/obj/%.o: src/%.c $(LIB_HDR) | $(NATIVE)/obj
 	$(CC) $(CFLAGS) -c $< -o $@
 
-# kernel_avx2.c and friends include kernel.c
-$(filter $(NATIVE)/obj/kernel_%.o,$(LIB_OBJ)): src/kernel.c
-
 $(NATIVE)/obj:
 	mkdir -p $@
 
