@@ -238,6 +238,7 @@ void MSDA_KFN(msda__forward_range)(const msda_plan *p, const msda_tensors *t, in
     sample_grid sg;
     sample_grid_init(&sg, p, MSDA_FORWARD_STRIP);
     uint16_t order[MSDA_ORDER_CHUNK];
+    fetch_ahead fa = {0.0f};
     /* The range's queries, batch by batch, in the walk's order (walks.h). The output's bits do not
      * depend on the order: each output element is one (query, head)'s sum. */
     const int64_t first = begin / H, last = (end - 1) / H;   /* global query blocks b * blocks + block */
@@ -248,7 +249,11 @@ void MSDA_KFN(msda__forward_range)(const msda_plan *p, const msda_tensors *t, in
         for (int64_t q0 = q_begin; q0 < q_end; q0 += MSDA_ORDER_CHUNK) {
             const int n = (int)(q_end - q0 < MSDA_ORDER_CHUNK ? q_end - q0 : MSDA_ORDER_CHUNK);
             sample_order(p, t, &sg, b, q0, n, order);
-            for (int i = 0; i < n; i++) forward_query_heads(p, t, &gc, &tp, b, q0 + order[i], blocks, begin, end);
+            for (int i = 0; i < n; i++) {
+                if (i + 1 < n) fetch_query(&fa, p, t, b, q0 + (order[i + 1] & MSDA_ORDER_INDEX), 0);
+                forward_query_heads(p, t, &gc, &tp, b, q0 + (order[i] & MSDA_ORDER_INDEX), blocks, begin, end);
+            }
         }
     }
+    __asm__ volatile("" : : "r"(fa.sink));
 }

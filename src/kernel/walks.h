@@ -51,22 +51,23 @@ static void sample_grid_init(sample_grid *sg, const msda_plan *p, int64_t strip)
 }
 
 /* A coordinate (not NaN) clamped into [0, 1], in units of 2^-16: exact, the same everywhere. */
-static inline int64_t unit_fixed(float c)
+static inline int32_t unit_fixed(float c)
 {
     const float u = c > 0.0f ? (c < 1.0f ? c : 1.0f) : 0.0f;
-    return (int64_t)(int32_t)(u * 65536.0f);
+    return (int32_t)(u * 65536.0f);
 }
 
 /* The cell of query q of batch b (see the top of this file); bands * cols when it has no live
- * point. */
-static inline int64_t query_cell(const msda_plan *p, const msda_tensors *t, const sample_grid *sg, int64_t b,
+ * point. int32 math: a mean is at most 2^16, times at most 8191 cells. */
+static inline int32_t query_cell(const msda_plan *p, const msda_tensors *t, const sample_grid *sg, int64_t b,
                                  int64_t q)
 {
     const int64_t NL = p->num_levels, P = p->num_points, points = P < 4 ? P : 4;
     const float *loc = t->sampling_locations + b * p->loc_stride_batch + q * p->loc_stride_query;
     const float *weights = t->attention_weights + (b * p->num_queries + q) * p->num_heads * NL * P;
+    const int32_t bands = (int32_t)sg->bands, cols = (int32_t)sg->cols;
     for (int64_t l = 0; l < NL; l++) {
-        int64_t sx = 0, sy = 0, n = 0;
+        int32_t sx = 0, sy = 0, n = 0;
         for (int64_t pt = 0; pt < points; pt++) {
             const float *xy = loc + l * p->loc_stride_level + pt * p->loc_stride_point;
             const float x = xy[0], y = xy[p->loc_stride_xy], w = weights[l * P + pt];
@@ -76,25 +77,108 @@ static inline int64_t query_cell(const msda_plan *p, const msda_tensors *t, cons
             n++;
         }
         if (n == 0) continue;
-        int64_t cx = sx * sg->cols / (n << 16), cy = sy * sg->bands / (n << 16);
-        cx = cx < sg->cols ? cx : sg->cols - 1;   /* a coordinate of exactly 1 */
-        cy = cy < sg->bands ? cy : sg->bands - 1;
-        return cy * sg->cols + cx;
+        if (n > 1) {   /* the mean, rounded down */
+            sx /= n;
+            sy /= n;
+        }
+        int32_t cx = (sx * cols) >> 16, cy = (sy * bands) >> 16;
+        cx = cx < cols ? cx : cols - 1;   /* a coordinate of exactly 1 */
+        cy = cy < bands ? cy : bands - 1;
+        return cy * cols + cx;
     }
-    return sg->bands * sg->cols;
+    return bands * cols;
 }
 
-/* order[0 .. n) = the queries q_begin + order[i] (n <= MSDA_ORDER_CHUNK) of batch b in walking
- * order: a stable counting sort by cell. */
+/* order[0 .. n) = the queries q_begin + (order[i] & MSDA_ORDER_INDEX) (n <= MSDA_ORDER_CHUNK) of batch
+ * b in walking order: a counting sort by cell, each key computed once. The keys go into order
+ * itself, then each query moves to its bucket's next slot along cycles of the permutation (the
+ * query found in a slot moves on next), a slot holding a placed query marked by the top bit.
+ * Within a cell the order is that of the cycles: not the index order, but a function of the
+ * keys alone. */
+#define MSDA_ORDER_INDEX 0x7FFFu
 static void sample_order(const msda_plan *p, const msda_tensors *t, const sample_grid *sg, int64_t b,
                          int64_t q_begin, int n, uint16_t *order)
 {
     uint16_t start[MSDA_ORDER_CELLS + 1];
     const int64_t cells = sg->bands * sg->cols + 1;
     memset(start, 0, (size_t)(cells + 1) * sizeof start[0]);
-    for (int i = 0; i < n; i++) start[query_cell(p, t, sg, b, q_begin + i) + 1]++;
+    for (int i = 0; i < n; i++) {
+        const int32_t cell = query_cell(p, t, sg, b, q_begin + i);
+        order[i] = (uint16_t)cell;
+        start[cell + 1]++;
+    }
     for (int64_t c = 0; c < cells; c++) start[c + 1] = (uint16_t)(start[c + 1] + start[c]);
-    for (int i = 0; i < n; i++) order[start[query_cell(p, t, sg, b, q_begin + i)]++] = (uint16_t)i;
+    for (int i = 0; i < n; i++) {
+        if (order[i] & 0x8000u) continue;   /* placed by an earlier cycle */
+        unsigned query = (unsigned)i, cell = order[i];
+        for (;;) {   /* slot i is free: the cycle ends when a query's slot is i */
+            const unsigned slot = start[cell]++;
+            if (slot == (unsigned)i) {
+                order[slot] = (uint16_t)(0x8000u | query);
+                break;
+            }
+            const unsigned next_cell = order[slot];   /* unplaced: a slot is handed out once */
+            order[slot] = (uint16_t)(0x8000u | query);
+            query = slot;
+            cell = next_cell;
+        }
+    }
+}
+
+/* Starts fetching the rows a query reads and writes in the per-query tensors (its locations and
+ * weights, and output or grad_output, grad_sampling_locations, grad_attention_weights), a
+ * query ahead of the walk: walked by place, consecutive queries' rows can be anywhere in those
+ * tensors, so the hardware prefetchers cannot guess them and each row's first touch would wait
+ * on memory (and a page walk). Every cache line, not just the first. WebAssembly has no
+ * prefetch: a load of each line instead (the sum only keeps the loads), which the CPU issues
+ * ahead of the work that follows. The bits are untouched either way. */
+#define MSDA_LINE 64
+
+typedef struct fetch_ahead {
+    float sink;
+} fetch_ahead;
+
+MSDA_INLINE void fetch_rows(fetch_ahead *fa, const void *row, int64_t bytes, int write)
+{
+    const char *r = (const char *)row;
+#if defined(__wasm__)
+    (void)write;
+    float s = 0.0f;
+    for (int64_t k = 0; k < bytes; k += MSDA_LINE) s += *(const float *)(const void *)(r + k);
+    fa->sink += s;
+#else
+    (void)fa;
+    if (write)
+        for (int64_t k = 0; k < bytes; k += MSDA_LINE) __builtin_prefetch(r + k, 1);
+    else
+        for (int64_t k = 0; k < bytes; k += MSDA_LINE) __builtin_prefetch(r + k, 0);
+#endif
+}
+
+/* The rows of query q of batch b in every tensor indexed by query (locations: BQHLP2's row; in
+ * B2QHLP its x and y rows). `outputs` names the per-query outputs of the pass. */
+MSDA_INLINE void fetch_query(fetch_ahead *fa, const msda_plan *p, const msda_tensors *t, int64_t b, int64_t q,
+                             int backward)
+{
+    const int64_t HNP = p->num_heads * p->num_levels * p->num_points, HC = p->num_heads * p->channels,
+                  bq = b * p->num_queries + q;
+    const int64_t loc = b * p->loc_stride_batch + q * p->loc_stride_query;
+    if (p->loc_stride_xy == 1) {
+        fetch_rows(fa, t->sampling_locations + loc, HNP * 8, 0);
+        if (backward) fetch_rows(fa, t->grad_sampling_locations + loc, HNP * 8, 1);
+    } else {
+        for (int xy = 0; xy < 2; xy++) {
+            fetch_rows(fa, t->sampling_locations + loc + xy * p->loc_stride_xy, HNP * 4, 0);
+            if (backward) fetch_rows(fa, t->grad_sampling_locations + loc + xy * p->loc_stride_xy, HNP * 4, 1);
+        }
+    }
+    fetch_rows(fa, t->attention_weights + bq * HNP, HNP * 4, 0);
+    if (backward) {
+        fetch_rows(fa, t->grad_output + bq * HC, HC * 4, 0);
+        fetch_rows(fa, t->grad_attention_weights + bq * HNP, HNP * 4, 1);
+    } else {
+        fetch_rows(fa, t->output + bq * HC, HC * 4, 1);
+    }
 }
 
 static int64_t query_blocks(const msda_plan *p)

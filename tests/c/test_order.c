@@ -319,8 +319,9 @@ static void test_many_queries(void)
     ref_backward(&tc.p, tc.grad_output, tc.value, tc.sampling_locations, tc.attention_weights, gv, gl, gw);
     const char *ctx = tu_case_describe(&tc);
     tu_compare_f("70001 queries: output matches the reference", ctx, one.output, out, tc.output_elements, TU_TOL_F32);
+    /* a pixel of the 3 x 5 level sums thousands of float terms: judged against the largest too */
     tu_compare_f("70001 queries: grad_value matches the reference", ctx, one.grad_value, gv, tc.value_elements,
-                 TU_TOL_F32);
+                 (tu_tol){1e-5, 1e-4, 1e-5});
     tu_compare_f("70001 queries: grad_attention_weights matches the reference", ctx, one.grad_attention_weights, gw,
                  tc.weights_elements, TU_TOL_F32);
     same_bits("70001 queries, 3 threads: output", &tc, three.output, one.output, tc.output_elements);
