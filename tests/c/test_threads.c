@@ -1,7 +1,7 @@
 /* Threads: forward and backward give the same bits for every thread count (1, 2, 3, 8 and more
  * than the pool's maximum) on cases whose batch x heads does not divide by the thread count;
- * the pool is reused, not re-spawned per call; concurrent callers, fork() and a failing
- * pthread_create are handled. */
+ * the pool is reused, not re-spawned per call; concurrent callers, fork(), a failing
+ * pthread_create and a worker that does not run during a call are handled. */
 #define _GNU_SOURCE
 #include "msda.h"
 #include "reference.h"
@@ -17,14 +17,42 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* pthread_create, interposed so a test can make the pool fail to start a worker. */
-static int fail_thread_create;
+/* pthread_create, interposed so a test can make the pool fail to start a worker, or start one
+ * that waits (as one the system has not scheduled yet) until the test lets it run. */
+static int fail_thread_create, hold_new_workers;
+static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hold_cond = PTHREAD_COND_INITIALIZER;
+static int held;   /* workers waiting; -1 once released */
+static void *(*held_start)(void *);
+
+static void held_timeout(int sig)
+{
+    (void)sig;
+    static const char msg[] = "FAIL: threads 2 with its worker held: the call still waits after 20 s\n";
+    if (write(2, msg, sizeof msg - 1) < 0) _exit(1);
+    _exit(1);
+}
+
+static void *held_worker(void *arg)
+{
+    pthread_mutex_lock(&hold_lock);
+    held++;
+    pthread_cond_broadcast(&hold_cond);
+    while (held >= 0) pthread_cond_wait(&hold_cond, &hold_lock);
+    pthread_mutex_unlock(&hold_lock);
+    return held_start(arg);
+}
+
 int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *), void *arg)
 {
     typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
     static create_fn real;
     if (fail_thread_create) return 11; /* EAGAIN */
     if (!real) real = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
+    if (hold_new_workers) {
+        held_start = start;
+        return real(thread, attr, held_worker, arg);
+    }
     return real(thread, attr, start, arg);
 }
 
@@ -210,6 +238,34 @@ int main(void)
         tu_case_fill(&cases[i], &rng, -0.1, 1.1);
         if (i == 1) tu_case_sprinkle_far(&cases[i], &rng, 0.05);
         if (i == 4) shuffle_encoder(&cases[i], &rng);
+    }
+
+    /* A worker that does not run during a call (here: held from its start; on a busy machine: not
+     * scheduled yet) does not hold the call up: the caller claims every part itself, with the
+     * same bits. Before any other call, so that this one starts the pool's first worker. A hang
+     * here is the failure: alarm turns it into one. */
+    {
+        outputs one, two;
+        outputs_alloc(&one, &cases[3]);
+        outputs_alloc(&two, &cases[3]);
+        msda_error err = {0};
+        run_both(&cases[3], 1, &one, &err);
+        hold_new_workers = 1;
+        signal(SIGALRM, held_timeout);
+        alarm(20);
+        tu_check(run_both(&cases[3], 2, &two, &err) == MSDA_OK, "held worker: threads 2 failed: %s", err.message);
+        hold_new_workers = 0;
+        pthread_mutex_lock(&hold_lock);
+        while (held < 1) pthread_cond_wait(&hold_cond, &hold_lock);   /* it was started */
+        alarm(0);
+        tu_check(held == 1, "held worker: %d workers were started and held, expected 1", held);
+        held = -1;
+        pthread_cond_broadcast(&hold_cond);
+        pthread_mutex_unlock(&hold_lock);
+        same_bits("threads 2 with its worker held: the caller ran every part, the bits of threads 1", &cases[3], &one,
+                  &two);
+        outputs_free(&one);
+        outputs_free(&two);
     }
 
     outputs base[CASES], got;
