@@ -13,10 +13,10 @@ ADDON_BASELINE := $(if $(filter x86_64,$(shell uname -m)),-march=x86-64 -mtune=g
 native: $(NATIVE)/msda.node $(PREBUILD_DIR)/ms-deform-attn.node
 
 # No node-gyp: one shared object from the addon and the library sources (see TOOLCHAIN.md).
-$(NATIVE)/msda.node: $(ADDON_SRC) $(LIB_SRC) $(LIB_HDR) bindings/c/problem_desc.h mk/js.mk
+$(NATIVE)/msda.node: $(ADDON_SRC) $(LIB_SRC) $(LIB_HDR) bindings/c/problem_desc.h mk/js.mk package.json
 	@test -f "$(NODE_INCLUDE)/node_api.h" || { echo "mk/js.mk: node_api.h not found in '$(NODE_INCLUDE)' (Debian's nodejs package ships it)" >&2; exit 1; }
 	@mkdir -p $(dir $@)
-	$(CC) -O3 $(ADDON_BASELINE) $(CSTD) $(CWARN) -DNAPI_VERSION=8 -fPIC -shared -pthread -I"$(NODE_INCLUDE)" -Isrc -Ibindings/c \
+	$(CC) -O3 $(ADDON_BASELINE) $(CSTD) $(CWARN) -DNAPI_VERSION=8 -DMSDA_VERSION='"$(MSDA_VERSION)"' -fPIC -shared -pthread -I"$(NODE_INCLUDE)" -Isrc -Ibindings/c \
 	  $(ADDON_SRC) $(LIB_SRC) -lm -o $@
 
 $(PREBUILD_DIR)/ms-deform-attn.node: $(NATIVE)/msda.node
