@@ -257,7 +257,8 @@ class WasmStore {
     return {
       status,
       code: this.backend.cString(e.msda_wasm_status_name(status)),
-      message: this.backend.cString(e.msda_wasm_error_message()),
+      // The threads' pool says which worker failed and how (threads.js).
+      message: this.backend.cString(e.msda_wasm_error_message()) + (this.backend.pool?.failure ? `: ${this.backend.pool.failure}` : ''),
     };
   }
 

@@ -1,11 +1,11 @@
 // One worker of a threaded wasm backend (bindings/wasm/threads.js), in Node (worker_threads) or a
 // browser (module Web Worker). It instantiates the threads module on the shared memory, sets its
 // own stack, says it is ready, then loops: wait until the calling thread hands it a call through
-// its mailbox, run its parts, hand the mailbox back, report. The protocol and why it is correct:
+// its mailbox, take it, run its parts, hand the mailbox back, wake the calling thread. The protocol and why it is correct:
 // the comment above Pool#run in bindings/wasm/threads.js.
 
 import {
-  FAILED, IDLE, JOB, MAILBOX_SLOTS, MAILBOXES, PARTS, PENDING, QUIT, RUN, STATE, THREADS, WORKER_PARTS,
+  DONE, FAILED, IDLE, JOB, MAILBOX_SLOTS, MAILBOXES, PARTS, QUIT, RUN, STATE, TAKEN, THREADS, WORKER_PARTS,
 } from '../wasm/control.js';
 
 // Test-only delays (threads.js, testDelays): point -> ms this worker sleeps there.
@@ -18,6 +18,12 @@ function sleeper(delays, index) {
     const d = at.get(point);
     if (d === undefined) return;
     const ms = d.ms[d.next++ % d.ms.length];
+    if (ms === 'exit') {
+      // The worker stops here, as a crashed or terminated one would.
+      if (typeof process !== 'undefined' && typeof process.exit === 'function') process.exit(1);
+      self.close();
+      throw new Error('ms-deform-attn: test worker stopped');
+    }
     if (ms > 0) Atomics.wait(cell, 0, 0, ms);
   };
 }
@@ -48,7 +54,8 @@ async function start({ module, memory, control: controlPtr, stackTop, index, del
     Atomics.wait(c, box + STATE, IDLE);
     const state = Atomics.load(c, box + STATE);
     if (state === QUIT) return;
-    if (state !== RUN) continue;
+    // Taken by compare-and-swap: the calling thread may take back a call no worker took.
+    if (state !== RUN || Atomics.compareExchange(c, box + STATE, RUN, TAKEN) !== RUN) continue;
     pause('wake');
     // The mailbox is this worker's until it stores IDLE: nobody writes it meanwhile.
     const job = c[box + JOB];
@@ -67,7 +74,8 @@ async function start({ module, memory, control: controlPtr, stackTop, index, del
     pause('ran');
     Atomics.store(c, box + STATE, IDLE);
     pause('idle');
-    if (Atomics.sub(c, PENDING, 1) === 1) Atomics.notify(c, PENDING);
+    Atomics.add(c, DONE, 1);
+    Atomics.notify(c, DONE);
   }
 }
 
