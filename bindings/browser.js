@@ -79,7 +79,7 @@ const platform = {
   },
 };
 
-export const { init, initNative } = createApi(platform);
+export const { init, initNative, initSync } = createApi(platform);
 
 // initWorker: the instance in a module Web Worker, started by the literal pattern bundlers
 // follow (they bundle remote-worker.js and what it imports), or from another origin (a CDN)

@@ -5,6 +5,7 @@
 //   const msda = await init();   // { backend: 'native' } for the addon
 
 import { Buffer } from 'node:buffer';
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -90,17 +91,29 @@ function outputArray(length) {
   return new Float32Array(bytes.buffer, bytes.byteOffset, length);
 }
 
+// initSync's: file: URLs only (http(s) needs fetch, which is asynchronous).
+function readFileSyncAt(url) {
+  const u = new URL(url);
+  if (u.protocol !== 'file:') throw new Error(`initSync: ${u.href} is not a file: URL; a module served over ${u.protocol.slice(0, -1)} needs await init()`);
+  try {
+    return readFileSync(u);
+  } catch (e) {
+    throw new Error(`ms-deform-attn: cannot read ${fileURLToPath(u)}: ${e.message} (init's wasmPaths says where the package's files are)`, { cause: e });
+  }
+}
+
 const platform = {
   outputArray,
   defaultUrl,
   resolveUrl,
   fetchFile,
+  readFileSync: readFileSyncAt,
   hardwareThreads: () => (typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length || 1),
   startThreadsWorker,
   loadNative: async (addonPath) => (await import('./native.js')).loadNative(addonPath),
 };
 
-export const { init, initNative } = createApi(platform);
+export const { init, initNative, initSync } = createApi(platform);
 
 // initWorker: the instance in a worker_threads Worker, ref'd only while a call is pending (so
 // an idle one never keeps the process alive) and gone with terminate().

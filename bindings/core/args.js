@@ -42,14 +42,15 @@ export const MAX_LEVELS = 2 ** 24;
 
 export const fmtShape = (s) => `[${Array.from(s).join(', ')}]`;
 
-// The named arguments, each read once (a getter or Proxy trap runs once per argument).
-export function readArgs(fn, args, allowed) {
+// The named arguments (or, for the tfjs op, options: `what`), each read once (a getter or Proxy
+// trap runs once per argument).
+export function readArgs(fn, args, allowed, what = 'argument') {
   if (args === null || typeof args !== 'object' || Array.isArray(args)) {
-    throw new TypeError(`${fn}: expected an object of named arguments, got ${describe(args)}`);
+    throw new TypeError(`${fn}: expected an object of named ${what}s, got ${describe(args)}`);
   }
   for (const key of Object.keys(args)) {
     if (!allowed.includes(key)) {
-      throw new TypeError(`${fn}: unknown argument '${key}', expected one of ${allowed.join(', ')}`);
+      throw new TypeError(`${fn}: unknown ${what} '${key}', expected one of ${allowed.join(', ')}`);
     }
   }
   const plain = {};
