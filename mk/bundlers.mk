@@ -29,3 +29,4 @@ test-bundlers: native wasm
 	node --test --test-concurrency=1 tests/bundlers/bundlers.test.js
 
 TEST_SUITES += test-bundlers
+TEST_BUILD  += $(DIST)/msda-worker.js
