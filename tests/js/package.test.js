@@ -56,6 +56,16 @@ test(`npm pack: tarball <= ${TARBALL_BUDGET} bytes, unpacked <= ${UNPACKED_BUDGE
     `README.md is ${readme} bytes, ${(100 * readme / packed.unpackedSize).toFixed(1)}% of the ${packed.unpackedSize} unpacked bytes (budget ${README_SHARE * 100}%)`);
 });
 
+// The README is the front page: what it is, install, quickstarts, the map of the tree and links;
+// everything else lives in docs/ (issue 21).
+const README_LINES = 250;
+test(`README.md is at most ${README_LINES} lines, and the map of the tree is in its first 100`, async () => {
+  const lines = (await readFile(join(root, 'README.md'), 'utf8')).split('\n');
+  assert.ok(lines.length - 1 <= README_LINES, `README.md has ${lines.length - 1} lines, at most ${README_LINES}`);
+  const map = lines.findIndex((l) => /^## The tree: what runs where$/.test(l));
+  assert.ok(map >= 0 && map < 100, `the map's heading is on line ${map + 1}`);
+});
+
 test('npm pack: file modes are 644, only the bin is executable', () => {
   const bin = Object.values(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).bin);
   for (const f of packed.files) {
