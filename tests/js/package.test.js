@@ -104,7 +104,7 @@ test('package.json: license file, keywords, sideEffects, engines', async () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// The links of the README and of every page under docs/ (and tests/README.md): on the registry
+// The links of the README, of every page under docs/ and of every other tracked .md: on the registry
 // page relative links resolve against the repository, and readers of node_modules see the
 // tarball; so every relative link and image must be a file the repository tracks (resolved
 // against the linking file's folder), images and docs must also be in the tarball, and every
@@ -179,12 +179,13 @@ function linkProblems(file, md, { tracked, inTarball, read, pkg }) {
   return problems;
 }
 
-// The README, every page under docs/, and tests/README.md.
+// Every markdown file the repository tracks: the README, the pages under docs/, and the
+// folders' own (tests/README.md, bindings/LAYOUT.md, …).
 function markdownFiles(tracked) {
-  return [...tracked].filter((f) => f === 'README.md' || /^docs\/[^/]+\.md$/.test(f) || f === 'tests/README.md').sort();
+  return [...tracked].filter((f) => f.endsWith('.md')).sort();
 }
 
-test('README and docs/: every relative link, image and #anchor resolves (images and docs in the tarball too)', async () => {
+test('README, docs/ and every tracked .md: every relative link, image and #anchor resolves (images and docs in the tarball too)', async () => {
   const { stdout } = await run('git', ['ls-files', '-z'], { cwd: root, maxBuffer: 1 << 24 });
   const tracked = new Set(stdout.split('\0').filter(Boolean));
   const inTarball = new Set(packed.files.map((f) => f.path));
