@@ -1,7 +1,7 @@
-# Bundlers (README "Bundlers"). The threads' worker script also goes beside the .wasm files in
+# Bundlers (docs/bundlers.md). The threads' worker script also goes beside the .wasm files in
 # dist/, so that one copy of dist/ plus init's wasmPaths serves bundlers that do not follow
 # workers (esbuild) and CDNs. test-bundlers builds tiny apps from the packed package with
-# esbuild, webpack and Vite, exactly as the README's recipes say, and runs them in Chromium.
+# esbuild, webpack and Vite, exactly as docs/bundlers.md's recipes say, and runs them in Chromium.
 
 wasm: $(DIST)/threads-worker.js
 package test-bundlers: $(DIST)/msda-worker.js
