@@ -15,7 +15,8 @@ CFLAGS  += $(CSTD) $(CWARN)
 
 LIB_SRC := $(wildcard src/*.c)
 LIB_SRC := $(filter-out src/cli.c src/addon.c,$(LIB_SRC))
-LIB_HDR := $(wildcard src/*.h)
+# src/kernel/*.h: the kernel headers each ISA's src/kernel_*.c includes
+LIB_HDR := $(wildcard src/*.h src/kernel/*.h)
 
 .PHONY: all native wasm test check test-build demo bench setup clean
 .DEFAULT_GOAL := all

@@ -24,7 +24,6 @@ $(ARM64)/tests/test_threads: ARM64_LINK :=
 $(ARM64)/obj/%.o: src/%.c $(LIB_HDR)
 	@mkdir -p $(dir $@)
 	$(ARM64_CC) $(ARM64_FLAGS) -c $< -o $@
-$(filter $(ARM64)/obj/kernel_%.o,$(ARM64_OBJ)): src/kernel.c
 
 $(ARM64)/libmsda.a: $(ARM64_OBJ)
 	rm -f $@

@@ -11,9 +11,6 @@ LIB_BASELINE := -fPIC $(if $(filter x86_64,$(shell uname -m)),-march=x86-64 -mtu
 $(NATIVE)/obj/%.o: src/%.c $(LIB_HDR) | $(NATIVE)/obj
 	$(CC) $(CFLAGS) $(LIB_BASELINE) -c $< -o $@
 
-# kernel_avx2.c and friends include kernel.c
-$(filter $(NATIVE)/obj/kernel_%.o,$(LIB_OBJ)): src/kernel.c
-
 $(NATIVE)/obj:
 	mkdir -p $@
 
