@@ -67,7 +67,6 @@ SAN_TESTS := $(patsubst tests/c/%.c,$(SAN)/tests/%,$(wildcard tests/c/test_*.c))
 $(SAN)/obj/%.o: src/%.c $(LIB_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CSTD) $(CWARN) $(SANFLAGS) -c $< -o $@
-$(filter $(SAN)/obj/kernel_%.o,$(SAN_OBJ)): src/kernel.c
 
 $(SAN)/libmsda.a: $(SAN_OBJ)
 	rm -f $@
