@@ -214,7 +214,7 @@ function readNpyFile(path, want) {
     if (e instanceof NpyError) throw bad(`${path}: ${e.message}`);
     throw e;
   }
-  if ((want === 'float' && a.dtype !== '<f4') || (want === 'int' && a.dtype === '<f4')) throw bad(dtypeHint(path, a.dtype, want));
+  if ((want === 'float' && a.dtype !== '<f4') || (want === 'int' && a.dtype !== '<i4' && a.dtype !== '<i8')) throw bad(dtypeHint(path, a.dtype, want));
   // Exact dimensions for messages; numbers for the checks (a dimension past 2^53 rounds to a
   // number >= 2^53, which still differs from every size a file can hold).
   a.exactShape = a.shape;

@@ -15,10 +15,11 @@ export type NpyData = Float32Array | Int32Array | BigInt64Array;
 export interface NpyArray {
   /** Format version major number: 1, 2 or 3. */
   version: 1 | 2 | 3;
-  dtype: NpyDtype;
+  /** Also '|b1' (NumPy's bool, e.g. a PyTorch padding mask), read but not written. */
+  dtype: NpyDtype | '|b1';
   shape: number[];
-  /** A fresh typed array: Float32Array for '<f4', Int32Array for '<i4', BigInt64Array for '<i8'. */
-  data: NpyData;
+  /** A fresh typed array: Float32Array for '<f4', Int32Array for '<i4', BigInt64Array for '<i8', Uint8Array of 0 and 1 for '|b1'. */
+  data: NpyData | Uint8Array;
   count: number;
 }
 

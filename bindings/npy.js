@@ -135,6 +135,7 @@ class Cursor {
 }
 
 function checkDtype(descr) {
+  if (descr === BOOL) return descr;
   if (descr in DTYPES) return descr;
   let what = 'unsupported dtype';
   if (descr[0] === '>') what = 'big-endian dtype';
@@ -216,7 +217,7 @@ export function parseNpy(input, { bigint = false } = {}) {
   const shapeText = formatShape(dims);
   let count = 1n;
   for (const d of dims) count *= d;
-  const { size, Array: TypedArray } = DTYPES[dtype];
+  const { size, Array: TypedArray } = DTYPES[dtype] ?? BOOL_TYPE;
   const dataBytes = count * BigInt(size);
   if (dataBytes > INT64_MAX) fail(`shape ${shapeText} of '${dtype}' has more elements than fit in 64-bit byte sizes`);
   const offset = prefix + headerLen, have = BigInt(len - offset);
@@ -225,7 +226,9 @@ export function parseNpy(input, { bigint = false } = {}) {
 
   const n = Number(count);
   let data;
-  if (LITTLE_ENDIAN_HOST) {
+  if (dtype === BOOL) {
+    data = boolData(bytes.subarray(offset, offset + n), shapeText);
+  } else if (LITTLE_ENDIAN_HOST) {
     data = new TypedArray(bytes.slice(offset, offset + n * size).buffer); // slice: a fresh, aligned copy
   } else {
     const view = new DataView(bytes.buffer, bytes.byteOffset + offset, n * size);
@@ -241,6 +244,17 @@ export function parseNpy(input, { bigint = false } = {}) {
     }
   }
   return { version: major, dtype, shape: bigint ? dims : dims.map(Number), data, count: n };
+}
+
+// '|b1' (NumPy's bool, as PyTorch's padding masks are saved): one byte per element, 0 or 1,
+// read into a Uint8Array. Any other byte is refused: NumPy itself never writes one.
+const BOOL = '|b1';
+const BOOL_TYPE = { size: 1, Array: Uint8Array };
+
+function boolData(bytes, shapeText) {
+  const bad = bytes.findIndex((b) => b > 1);
+  if (bad >= 0) fail(`'|b1' data of shape ${shapeText}: element ${bad} is the byte ${bytes[bad]}, expected 0 (False) or 1 (True)`);
+  return bytes.slice();
 }
 
 const dtypeOf = (data) => (data instanceof Float32Array ? '<f4' : data instanceof Int32Array ? '<i4'

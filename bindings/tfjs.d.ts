@@ -104,7 +104,7 @@ export class MSDeformAttn {
    */
   apply(query: Tensor | TensorLike, referencePoints: Tensor | TensorLike, inputFlatten: Tensor | TensorLike,
     inputSpatialShapes: SpatialShapesInput, inputLevelStartIndex?: IntegerList | Tensor | null,
-    inputPaddingMask?: Tensor | TensorLike | null): Tensor;
+    inputPaddingMask?: Tensor | TensorLike | { data: Uint8Array | Float32Array | Int32Array; shape: readonly number[] } | null): Tensor;
   /** Frees the variables. */
   dispose(): void;
 }

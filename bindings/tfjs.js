@@ -473,7 +473,10 @@ export class MSDeformAttn {
       // 1 where padded (PyTorch's masked_fill(input_padding_mask[..., None], 0)), as float32.
       let keep = null;
       if (inputPaddingMask !== undefined && inputPaddingMask !== null) {
-        const mask = inputPaddingMask instanceof tf.Tensor ? inputPaddingMask : tf.tensor(inputPaddingMask);
+        // A tf.Tensor, a nested array, or a { data, shape } tensor (parseNpy of a '|b1' mask).
+        const m = inputPaddingMask;
+        const mask = m instanceof tf.Tensor ? m : ArrayBuffer.isView(m?.data) && Array.isArray(m?.shape)
+          ? tf.tensor(m.data, m.shape, m.data instanceof Uint8Array ? 'bool' : undefined) : tf.tensor(m);
         checkShape(fn, 'inputPaddingMask', mask.shape, [N, Lin], ['N', 'Len_in'], 'N from query, Len_in from inputFlatten');
         keep = tf.reshape(tf.logicalNot(tf.cast(mask, 'bool')), [N * Lin, 1]);
       }
