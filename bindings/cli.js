@@ -241,6 +241,16 @@ function exists(path) {
   }
 }
 
+// The name is in its directory (lstat: a dangling symlink too).
+function listed(path) {
+  try {
+    lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Reads the case's files (grad_output.npy when withGrad); checks --in first. */
 export function loadCase(dir, withGrad) {
   let st;
@@ -553,7 +563,8 @@ async function crosscheck(o, print) {
     expected = {};
     for (const n of ['output', 'grad_value', 'grad_sampling_locations', 'grad_attention_weights']) {
       const p = joinPath(o.expect, `${n}.npy`);
-      if (exists(p)) expected[n] = readNpyFile(p, 'float');
+      // A name that is there but cannot be read (a dangling symlink) is an error, as under --in.
+      if (exists(p) || listed(p)) expected[n] = readNpyFile(p, 'float');
     }
     if (Object.keys(expected).length === 0) {
       throw bad(`--expect ${o.expect}: none of output.npy, grad_value.npy, grad_sampling_locations.npy, grad_attention_weights.npy is there`);
@@ -633,7 +644,10 @@ async function crosscheck(o, print) {
 
 // ---- main ------------------------------------------------------------------------------------------
 
-const STDIO = { out: (s) => process.stdout.write(s), err: (s) => process.stderr.write(s) };
+// A reader that went away (`msda crosscheck ... | head -1`): the rest of the output is dropped,
+// the command still finishes and exits with its own status, and nothing is said about it.
+let stdoutGone = false;
+const STDIO = { out: (s) => { if (!stdoutGone) process.stdout.write(s); }, err: (s) => process.stderr.write(s) };
 
 /**
  * Runs the command line on argv (without node and the script); returns the exit status.
@@ -676,4 +690,10 @@ const invokedAs = (() => {
     return '';
   }
 })();
-if (invokedAs === fileURLToPath(import.meta.url)) process.exitCode = await main(process.argv.slice(2));
+if (invokedAs === fileURLToPath(import.meta.url)) {
+  process.stdout.on('error', (e) => {
+    if (e.code !== 'EPIPE') throw e;
+    stdoutGone = true;
+  });
+  process.exitCode = await main(process.argv.slice(2));
+}
