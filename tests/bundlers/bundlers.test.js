@@ -263,3 +263,39 @@ compute().then((main) => ({ main, worker: main }), (e) => ({ error: String(e && 
   checkRun(bundled.result.main, true, 'esbuild page, wasmPaths on the CDN');
   checkRun(bundled.result.worker, true, 'esbuild worker, wasmPaths on the CDN');
 });
+
+// ms-deform-attn/tfjs bundled by the README's esbuild recipe, the package's files under /msda/
+// (issue 20: its old top-level await fetched ../dist/msda-simd.wasm at import, a 404 there).
+test('esbuild: ms-deform-attn/tfjs loads nothing at import; setMsda(await init({ wasmPaths })) or configure + ready() give Node\'s output', async () => {
+  const dir = path.join(work, 'tfjs');
+  await cp(path.join(work, 'base'), dir, { recursive: true, verbatimSymlinks: true });
+  // The user's own tfjs: this repository's copy and what its browser build needs (npm's offline
+  // cache may not hold it).
+  for (const dep of ['@tensorflow/tfjs-core', '@tensorflow/tfjs-backend-cpu', 'long', 'seedrandom']) {
+    await cp(path.join(ROOT, 'node_modules', dep), path.join(dir, 'node_modules', dep), { recursive: true, dereference: true });
+  }
+  await cp(path.join(ROOT, 'tests/bundlers/tfjs-app/index.js'), path.join(dir, 'src/tfjs.js'));
+  const env = { ...npmEnv, PATH: `${BIN}:${process.env.PATH}` };
+  const [esbuild, copy] = RECIPES.esbuild.steps;
+  const r = await run(esbuild[0], ['src/tfjs.js', ...esbuild[1].filter((a) => a.startsWith('--'))], { cwd: dir, env });
+  assert.equal((r.stdout + r.stderr).trim(), '', 'esbuild said nothing');
+  await run(copy[0], copy[1], { cwd: dir, env });
+  await writeFile(path.join(dir, 'public/index.html'),
+    '<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>tfjs</title><script type="module" src="/tfjs.js"></script>');
+  // Node's output of the same op (the repository's own tfjs.js, tfjs-backend-cpu).
+  const tf = await import('@tensorflow/tfjs-core');
+  await import('@tensorflow/tfjs-backend-cpu');
+  const { msDeformAttn } = await import('../../bindings/tfjs.js');
+  await tf.setBackend('cpu');
+  const out = msDeformAttn(tf.tensor(Float32Array.from({ length: 12 }, (_, i) => i / 7), [1, 6, 1, 2]),
+    tf.tensor([0.3, 0.6, 0.9, 0.1], [1, 2, 1, 1, 1, 2]), tf.tensor([0.5, 2], [1, 2, 1, 1, 1]), { spatialShapes: [[2, 3]] });
+  const expected = Array.from(out.dataSync());
+  const url = await serve(path.join(dir, 'public'), {});
+  for (const how of ['setMsda', 'configure']) {
+    const { result, problems } = await openApp(`${url}/?how=${how}`);
+    assert.equal(result.error, undefined, `${how}: ${result.error}`);
+    assert.deepEqual(problems, [], how);
+    assert.deepEqual(result.loadedAtImport, [], `${how}: nothing fetched at import`);
+    assert.deepEqual(result.output, expected, `${how}: Node's output`);
+  }
+});
