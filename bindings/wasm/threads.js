@@ -16,6 +16,7 @@
 import {
   DONE, FAILED, IDLE, JOB, MAILBOX_SLOTS, MAILBOXES, PARTS, QUIT, RUN, STATE, TAKEN, THREADS, WORKER_PARTS,
 } from './control.js';
+import { sleeper } from './delays.js';
 import { compileSource, describe, simdSupported, WasmBackend } from './loader.js';
 
 /** Most threads a wasm backend starts (the native pool's limit too). */
@@ -91,19 +92,6 @@ export function testDelays() {
     if (m === null) throw new Error(`ms-deform-attn: MSDA_TEST_THREAD_DELAYS: cannot parse '${item}', expected step[@thread]=ms[/ms...]`);
     return { point: m[1], worker: m[2] === undefined ? undefined : Number(m[2]), ms: m[3].split('/').map((x) => (x === 'exit' ? x : Number(x))) };
   });
-}
-
-function sleeper(delays, index) {
-  const at = new Map();
-  for (const { point, worker, ms } of delays) if (worker === undefined || worker === index) at.set(point, { ms, next: 0 });
-  if (at.size === 0) return () => {};
-  const cell = new Int32Array(new SharedArrayBuffer(4));
-  return (point) => {
-    const d = at.get(point);
-    if (d === undefined) return;
-    const ms = d.ms[d.next++ % d.ms.length];
-    if (ms > 0) Atomics.wait(cell, 0, 0, ms);
-  };
 }
 
 const now = () => (typeof performance !== 'undefined' ? performance.now() : Date.now());

@@ -7,27 +7,9 @@
 import {
   DONE, FAILED, IDLE, JOB, MAILBOX_SLOTS, MAILBOXES, PARTS, QUIT, RUN, STATE, TAKEN, THREADS, WORKER_PARTS,
 } from '../wasm/control.js';
+import { sleeper } from '../wasm/delays.js';
 
-// Test-only delays (threads.js, testDelays): point -> ms this worker sleeps there.
-function sleeper(delays, index) {
-  const at = new Map();
-  for (const { point, worker, ms } of delays || []) if (worker === undefined || worker === index) at.set(point, { ms, next: 0 });
-  if (at.size === 0) return () => {};
-  const cell = new Int32Array(new SharedArrayBuffer(4));
-  return (point) => {
-    const d = at.get(point);
-    if (d === undefined) return;
-    const ms = d.ms[d.next++ % d.ms.length];
-    if (ms === 'exit') {
-      // The worker stops here, as a crashed or terminated one would.
-      if (typeof process !== 'undefined' && typeof process.exit === 'function') process.exit(1);
-      self.close();
-      throw new Error('ms-deform-attn: test worker stopped');
-    }
-    if (ms > 0) Atomics.wait(cell, 0, 0, ms);
-  };
-}
-
+// Test-only delays (threads.js, testDelays).
 async function start({ module, memory, control: controlPtr, stackTop, index, delays }, post) {
   let instance;
   try {
@@ -80,8 +62,8 @@ async function start({ module, memory, control: controlPtr, stackTop, index, del
 }
 
 // In a browser this file is the worker (browser.js starts it by a URL bundlers see); in Node,
-// threads-worker-node.js imports start() and wires it to worker_threads. Nothing here imports
-// anything, so the file also works copied on its own (wasmPaths).
+// threads-worker-node.js imports start() and wires it to worker_threads. dist/threads-worker.js is
+// this file bundled with what it imports, so it also works copied on its own (wasmPaths).
 if (typeof WorkerGlobalScope !== 'undefined' && globalThis instanceof WorkerGlobalScope) {
   self.addEventListener('message', (e) => start(e.data, (m) => self.postMessage(m)), { once: true });
 }
