@@ -211,22 +211,46 @@ for (const name of Object.keys(RECIPES)) {
   }
 }
 
-test('vite (the dev server, as `npx vite` starts it): the app runs on the page and in its Web Worker with Node\'s bits', async () => {
-  const dir = built.vite.dir;
+// Starts `npx vite` (the dev server) in dir; resolves to its URL and the process.
+async function viteDev(dir) {
   const server = spawn(path.join(BIN, 'vite'), ['--host', '127.0.0.1', '--port', '0'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  let said = '';
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`vite did not start:\n${said}`)), 30000);
+    const read = (chunk) => {
+      said += chunk;
+      const m = /Local:\s+(http:\/\/127\.0\.0\.1:\d+\/)/.exec(said.replace(/\x1b\[[0-9;]*m/g, ''));
+      if (m) { clearTimeout(timer); resolve(m[1]); }
+    };
+    server.stdout.on('data', read);
+    server.stderr.on('data', read);
+    server.on('exit', (code) => reject(new Error(`vite exited (${code}):\n${said}`)));
+  }).catch((e) => { server.kill(); throw e; });
+  return { url, server };
+}
+
+test('vite dev server with docs/bundlers.md\'s server.headers snippet as vite.config.js: 2 threads on the page and in its worker, Node\'s bits', async () => {
+  const docs = await readFile(path.join(ROOT, 'docs/bundlers.md'), 'utf8');
+  const snippet = /<!-- VITE DEV HEADERS[^>]*-->\n```js\n([^`]*)```/.exec(docs);
+  assert.ok(snippet, 'docs/bundlers.md has the VITE DEV HEADERS block');
+  const dir = path.join(work, 'vite-isolated');
+  await cp(built.vite.dir, dir, { recursive: true, verbatimSymlinks: true });
+  await writeFile(path.join(dir, 'vite.config.js'), snippet[1]);
+  const { url, server } = await viteDev(dir);
   try {
-    let said = '';
-    const url = await new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`vite did not start:\n${said}`)), 30000);
-      const read = (chunk) => {
-        said += chunk;
-        const m = /Local:\s+(http:\/\/127\.0\.0\.1:\d+\/)/.exec(said.replace(/\x1b\[[0-9;]*m/g, ''));
-        if (m) { clearTimeout(timer); resolve(m[1]); }
-      };
-      server.stdout.on('data', read);
-      server.stderr.on('data', read);
-      server.on('exit', (code) => reject(new Error(`vite exited (${code}):\n${said}`)));
-    });
+    const { result, problems } = await openApp(url);
+    assert.equal(result.error, undefined, result.error);
+    assert.deepEqual(problems.filter((p) => !/\[vite\]/.test(p)), []);
+    checkRun(result.main, true, 'vite dev page, isolated');
+    checkRun(result.worker, true, 'vite dev worker, isolated');
+  } finally {
+    server.kill();
+  }
+});
+
+test('vite (the dev server, as `npx vite` starts it): the app runs on the page and in its Web Worker with Node\'s bits', async () => {
+  const { url, server } = await viteDev(built.vite.dir);
+  try {
     const { result, problems } = await openApp(url);
     assert.equal(result.error, undefined, result.error);
     assert.deepEqual(problems.filter((p) => !/\[vite\]/.test(p)), []);
