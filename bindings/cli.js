@@ -16,7 +16,7 @@ import {
 import { open } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { formatShape, npyHeader, NpyError, parseNpy, npyDataBytes } from './npy.js';
+import { formatShape, npyHeader, NpyError, parseNpy, parseNpyHeader, npyDataBytes } from './npy.js';
 
 const USAGE = `usage: msda forward    --in DIR --out DIR [options]
        msda backward   --in DIR --out DIR [options]
@@ -167,7 +167,7 @@ function dtypeHint(path, descr, want) {
 
 // As the native CLI reads: open without waiting (a FIFO), check what was opened (so nothing
 // swapped in after a check is read), and read the size it had then.
-function readFileAsNative(path) {
+function readFileAsNative(path, large) {
   let fd;
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
@@ -182,6 +182,7 @@ function readFileAsNative(path) {
       throw bad(`${path}: cannot stat: ${why(e)}`);
     }
     if (!st.isFile()) throw bad(`${path}: not a regular file`);
+    if (large !== undefined && st.size > PARTS.limit) return large(fd, st.size);
     let bytes;
     try {
       bytes = Buffer.allocUnsafe(st.size);
@@ -204,17 +205,80 @@ function readFileAsNative(path) {
   }
 }
 
+// A Node Buffer (a Uint8Array) holds at most 4 GiB: a larger file is read in parts, its preamble
+// and header first (parseNpyHeader: parseNpy's checks, against the file's size), then its data
+// straight into its typed array, so the same files get the same verdicts as from the native CLI.
+// MSDA_TEST_NPY_PARTS=limit,part (tests): files over `limit` bytes, read `part` bytes at a time.
+const PARTS = (() => {
+  const m = /^(\d+),(\d+)$/.exec(process.env.MSDA_TEST_NPY_PARTS ?? '');
+  return m ? { limit: Number(m[1]), part: Math.max(1, Number(m[2])) } : { limit: 2 ** 31, part: 2 ** 30 };
+})();
+
+const wrongDtype = (a, want) => (want === 'float' && a.dtype !== '<f4') || (want === 'int' && a.dtype === '<f4');
+
+function readNpyInParts(path, fd, size, want) {
+  const readAt = (buf, at) => {
+    let got = 0;
+    try {
+      while (got < buf.length) {
+        const n = readSync(fd, buf, got, Math.min(buf.length - got, PARTS.part), at + got);
+        if (n === 0) break; // shrank while reading: judge what is there
+        got += n;
+      }
+    } catch (e) {
+      throw new CliError(1, `${path}: read error: ${why(e)}`);
+    }
+    return got;
+  };
+  const pre = new Uint8Array(Math.min(size, 12));
+  let got = readAt(pre, 0);
+  let head = pre.subarray(0, got);
+  let judged = got < pre.length ? got : size;   // shrank while reading: judge what is there
+  if (judged === size && got === 12) {
+    const prefix = pre[6] === 1 ? 10 : 12;
+    const headerLen = pre[8] + pre[9] * 256 + (prefix === 12 ? pre[10] * 65536 + pre[11] * 2 ** 24 : 0);
+    if (prefix + headerLen <= size) {
+      let full;
+      try {
+        full = new Uint8Array(prefix + headerLen);
+      } catch {
+        throw new CliError(1, `${path}: out of memory reading ${size} bytes`);
+      }
+      got = readAt(full, 0);
+      head = full.subarray(0, got);
+      if (got < full.length) judged = got;
+    }
+  }
+  const a = parseNpyHeader(head, judged, { bigint: true, bool: false });
+  if (wrongDtype(a, want)) throw bad(dtypeHint(path, a.dtype, want));   // before reading gigabytes
+  if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1) throw new CliError(1, `${path}: a file this large is read on little-endian machines only`);
+  let data;
+  try {
+    data = new ({ '<f4': Float32Array, '<i4': Int32Array, '<i8': BigInt64Array })[a.dtype](a.count);
+  } catch {
+    throw new CliError(1, `${path}: out of memory reading ${size} bytes`);
+  }
+  const bytes = data.byteLength;
+  for (let done = 0; done < bytes;) {
+    const part = new Uint8Array(data.buffer, done, Math.min(bytes - done, 2 ** 30));
+    const n = readAt(part, a.dataOffset + done);
+    done += n;
+    if (n < part.length) parseNpyHeader(head, a.dataOffset + done, { bigint: true, bool: false });   // shrank: its verdict (truncated)
+  }
+  return { version: a.version, dtype: a.dtype, shape: a.shape, data, count: a.count };
+}
+
 function readNpyFile(path, want) {
-  const bytes = readFileAsNative(path);
   let a;
   try {
-    a = parseNpy(bytes, { bigint: true });
+    const read = readFileAsNative(path, (fd, size) => readNpyInParts(path, fd, size, want));
+    a = read instanceof Uint8Array ? parseNpy(read, { bigint: true, bool: false }) : read;
   } catch (e) {
     if (e instanceof NpyError && e.descr !== undefined) throw bad(dtypeHint(path, e.descr, want));
     if (e instanceof NpyError) throw bad(`${path}: ${e.message}`);
     throw e;
   }
-  if ((want === 'float' && a.dtype !== '<f4') || (want === 'int' && a.dtype !== '<i4' && a.dtype !== '<i8')) throw bad(dtypeHint(path, a.dtype, want));
+  if (wrongDtype(a, want)) throw bad(dtypeHint(path, a.dtype, want));
   // Exact dimensions for messages; numbers for the checks (a dimension past 2^53 rounds to a
   // number >= 2^53, which still differs from every size a file can hold).
   a.exactShape = a.shape;
