@@ -9,7 +9,7 @@ import { Session, newOptimizer, softmaxInto, logitsOf, setSoftmaxWeight, MIN_WEI
 import { $, SLOTS, slot, clamp01, createContext } from './page-state.js';
 import { levelImage, attachPositionCanvas } from './draw.js';
 import { SAMPLE_LEVEL, prepareSample, computeSample, drawSample, renderSample } from './step-sample.js';
-import { preparePointSamples, computePointSamples, renderSum } from './step-sum.js';
+import { preparePointSamples, computePointSamples, renderSum, buildPyramid as buildSumPyramid } from './step-sum.js';
 import { drawTargetCanvas, renderLoss } from './step-loss.js';
 import { buildLevels, buildPoints, drawLevel, renderLegends, renderPoints } from './step-gradients.js';
 import { freshState, step, reset, play, stop, drawCurve, renderStuck } from './step-descent.js';
@@ -170,6 +170,14 @@ function publish(ctx) {
       corners: sampleResult.corners.map((c) => ({ ...c })), output: sampleResult.output.slice(), level: SAMPLE_LEVEL,
       options: { alignCorners: ui.opts.alignCorners, paddingMode: ui.opts.paddingMode } },
     pointSamples: pointSamples && pointSamples.slice(),
+    rings: (ctx.drawn.rings || []).map((x) => ({ ...x })),
+    query: { t: ctx.query.t },
+    // Centre of a point on step 2's pyramid (CSS pixels).
+    sumPointOnScreen(level, point, head = ui.head) {
+      const i = slot(head, level, point);
+      const rect = ctx.sumViews[level].canvas.getBoundingClientRect();
+      return { x: rect.left + state.samplingLocations[2 * i] * rect.width, y: rect.top + state.samplingLocations[2 * i + 1] * rect.height };
+    },
     // Centre of a point on screen (CSS pixels), for driving the page with a mouse.
     pointOnScreen(level, point, head = ui.head) {
       const i = slot(head, level, point);
@@ -251,10 +259,11 @@ function bindControls(ctx) {
     const ro = new ResizeObserver(() => {
       if (!ctx.result) return;
       guarded(ctx, () => {
-        ctx.levelViews.forEach((_, l) => drawLevel(ctx, l)); drawSample(ctx); drawTargetCanvas(ctx); renderLegends(ctx);
+        ctx.levelViews.forEach((_, l) => drawLevel(ctx, l)); drawSample(ctx); drawTargetCanvas(ctx); renderLegends(ctx); renderSum(ctx);
       });
     });
     ctx.levelViews.forEach((v) => ro.observe(v.canvas));
+    ctx.sumViews.forEach((v) => ro.observe(v.canvas));
     ro.observe($('sample-canvas'));
     ro.observe($('target-canvas'));
   }
@@ -291,6 +300,7 @@ async function main() {
   ctx.images = LEVELS.map((_, l) => HEADS.map((__, hd) => levelImage(ctx.data, l, hd)));
   ctx.state = freshState(ctx);
   await prepareAll(ctx);
+  buildSumPyramid(ctx);
   buildLevels(ctx);
   buildPoints(ctx);
   bindControls(ctx);

@@ -1,16 +1,20 @@
 // Step 5, descent: Step / Play / Reset, the loss curve, and the note on a point left behind.
-import { NUM_POINTS, initialState } from './scene.js';
-import { descend, softmaxInto, logitsOf } from './model.js';
+import { NUM_POINTS } from './scene.js';
+import { descend, softmaxInto, MIN_WEIGHT } from './model.js';
+import { project, queryAt } from './query.js';
 import { $, NL, slot } from './page-state.js';
 import { cssVar } from './draw.js';
 import { formatLoss } from './format.js';
 
 const PLAY_MAX_STEPS = 400;
 
+// The start: the locations and weights the query's projections give (query.js), as the
+// module computes them; the target across the picture.
 export function freshState(ctx) {
-  const s = initialState();
-  s.logits = logitsOf(s.attentionWeights);
+  const q = project(queryAt(ctx.query.t));
+  const s = { samplingLocations: q.locations, attentionWeights: new Float32Array(q.weights.length), logits: q.logits, target: [0.72, 0.64] };
   if (ctx.ui.weightMode === 'softmax') softmaxInto(s.logits, s.attentionWeights);
+  else for (let i = 0; i < s.attentionWeights.length; i++) s.attentionWeights[i] = Math.max(MIN_WEIGHT, q.weights[i]);
   return s;
 }
 

@@ -53,11 +53,10 @@ test('same value tensor and loss at DPR 1, 1.5 and 2, desktop and phone, as Node
   assert.equal(runs[2].loss, runs[0].loss, 'same loss at DPR 1.5');
   assert.equal(runs[1].lossText, runs[0].lossText);
   // And it is the loss Node computes from the same data with the page's starting state.
-  const { evaluate } = await import('../../web/model.js');
-  const { initialState } = await import('../../web/scene.js');
-  const { softmaxInto, logitsOf } = await import('../../web/model.js');
-  const state = initialState();
-  softmaxInto(logitsOf(state.attentionWeights), state.attentionWeights);
+  const { evaluate, softmaxInto } = await import('../../web/model.js');
+  const { project, QUERY } = await import('../../web/query.js');
+  const q = project(QUERY);
+  const state = { samplingLocations: q.locations, attentionWeights: softmaxInto(q.logits, new Float32Array(36)), target: [0.72, 0.64] };
   const msda = await init();
   const opts = { alignCorners: false, paddingMode: 'zeros', valueLayout: 'BLNC', samplingLocationsLayout: 'BQHLP2' };
   assert.equal(evaluate(msda, data, state, opts).loss, runs[0].loss, 'Node gives the page\'s starting loss');
