@@ -45,7 +45,8 @@ export function createContext() {
     timings: { forward: [], backward: [] },
     sample: { sampler: null, point: [0.43, 0.6], result: null },       // step 1
     points: { sampler: null, samples: null },                          // step 2
-    query: { t: 0 },            // where the query sits along its slider (query.js)
+    query: { t: 0 },
+    pull: { level: 2, point: 0, view: null, last: null },   // step 4's point            // where the query sits along its slider (query.js)
     sumViews: [],               // step 2's pyramid
     levelViews: [],             // the playground's maps
     pointRows: [],              // the playground's weight rows
