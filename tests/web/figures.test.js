@@ -197,6 +197,43 @@ async function checkFigures(p, label) {
   assert.deepEqual(overlaps, [], label);
 }
 
+// A snippet of the page run as written, its imports pointed at this checkout, with `vars` in scope.
+async function runSnippet(id, vars, result) {
+  const code = (await page.textContent(`#${id}`))
+    .replace(/import \{ ([^}]+) \} from 'ms-deform-attn\/tfjs';/, (_, n) => `const { ${n} } = await import(${JSON.stringify(new URL('../../bindings/tfjs.js', import.meta.url).href)});`)
+    .replace(/import \{ ([^}]+) \} from 'ms-deform-attn';/, (_, n) => `const { ${n} } = await import(${JSON.stringify(new URL('../../bindings/index.js', import.meta.url).href)});`);
+  assert.doesNotMatch(code, /^import /m);
+  const AsyncFunction = (async () => {}).constructor;
+  return new AsyncFunction(...Object.keys(vars), `${code}\nreturn ${result};`)(...Object.values(vars));
+}
+
+test('the page\'s snippets run as written: the API call gives the page\'s output and gradients, the layer its output', async () => {
+  await page.click('#reset');
+  const s = await page.evaluate(() => {
+    const m = window.__msda;
+    const plain = (t) => ({ data: Array.from(t.data), shape: Array.from(t.shape) });
+    return { fwd: { value: plain(m.forwardArgs.value), samplingLocations: plain(m.forwardArgs.samplingLocations),
+      attentionWeights: plain(m.forwardArgs.attentionWeights), spatialShapes: m.forwardArgs.spatialShapes },
+    gradOutput: plain(m.backwardArgs.gradOutput), output: Array.from(m.output), gradW: Array.from(m.grads.gradAttentionWeights.data) };
+  });
+  const f32 = (t) => ({ data: new Float32Array(t.data), shape: t.shape });
+  const got = await runSnippet('use-snippet', { value: f32(s.fwd.value), spatialShapes: s.fwd.spatialShapes,
+    samplingLocations: f32(s.fwd.samplingLocations), attentionWeights: f32(s.fwd.attentionWeights), gradOutput: f32(s.gradOutput) },
+  '{ output, gradAttentionWeights }');
+  assert.deepEqual(Array.from(got.output.data), s.output, 'the snippet\'s forward is the page\'s');
+  assert.deepEqual(Array.from(got.gradAttentionWeights.data), s.gradW, 'and its backward');
+  const eye = new Float32Array(D_MODEL * D_MODEL);
+  for (let k = 0; k < D_MODEL; k++) eye[k * D_MODEL + k] = 1;
+  const zeros = { data: new Float32Array(D_MODEL), shape: [D_MODEL] };
+  const weights = { ...PROJECTIONS, 'value_proj.weight': { data: eye, shape: [D_MODEL, D_MODEL] }, 'value_proj.bias': zeros,
+    'output_proj.weight': { data: eye, shape: [D_MODEL, D_MODEL] }, 'output_proj.bias': zeros };
+  const data = buildPyramid(drawPicture());
+  const out = await runSnippet('layer-snippet', { weights, query: tf.tensor(QUERY, [1, 1, D_MODEL]),
+    referencePoints: tf.tensor(Array(NL).fill(REFERENCE).flat(), [1, 1, NL, 2]), inputFlatten: tf.tensor(data.value, [1, data.length, D_MODEL]) },
+  '(() => { const d = out.dataSync(); layer.dispose(); return d; })()');
+  for (let k = 0; k < out.length; k++) assert.ok(Math.abs(out[k] - s.output[k]) < 2e-5, `layer snippet, channel ${k}: ${out[k]} vs ${s.output[k]}`);
+});
+
 test('1280×800 and 390×844: maps aligned, nothing under the pinned bar, no overlap; the position channel explained in step 1', async () => {
   await page.evaluate(() => document.querySelectorAll('details').forEach((d) => { d.open = true; }));
   await checkFigures(page, '1280×800');
