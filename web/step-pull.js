@@ -4,7 +4,7 @@
 // bilinear shares); their sum beside the operator's −∂loss/∂location from backward.
 import { LEVELS, NUM_HEADS, CHANNELS, NUM_POINTS, bilinearCorners } from './scene.js';
 import { $, NL, CANVAS_W, CANVAS_H, POINT_COLOURS, slot, clamp01 } from './page-state.js';
-import { beginCanvas, arrow, arrowLength, label, arrowMoves } from './draw.js';
+import { beginCanvas, arrow, label, arrowMoves } from './draw.js';
 import { pointSample } from './step-sum.js';
 import { formatGrad, formatValue } from './format.js';
 
@@ -129,11 +129,15 @@ export function renderPull(ctx) {
     g.lineWidth = 3; g.strokeStyle = CORNER_COLOURS[k]; g.setLineDash(c.inside ? [] : [6, 4]);
     g.strokeRect(x0 + 1.5, y0 + 1.5, pw - 3, ph - 3); g.setLineDash([]);
   });
-  // Each corner's pull, then the sum, on one log scale of length (as the playground's arrows).
+  // Each corner's pull, then the sum, on one linear scale (the longest 100 units), so the four
+  // arrows add up, tip to tail, to the white one.
+  const longest = Math.max(...f.pulls.map((c) => Math.hypot(c.pull[0], c.pull[1])), Math.hypot(f.backward[0], f.backward[1]));
+  const scale = longest > 0 ? 100 / longest : 0;
+  f.arrowLengths = [];
   const draw = (vec, colour) => {
-    const m = Math.hypot(vec[0], vec[1]);
-    const len = arrowLength(m);
-    if (len >= 2) arrow(g, cx, cy, (vec[0] / m) * len, (vec[1] / m) * len, colour);
+    const len = Math.hypot(vec[0], vec[1]) * scale;
+    f.arrowLengths.push(len);
+    if (len >= 2) arrow(g, cx, cy, vec[0] * scale, vec[1] * scale, colour);
   };
   f.pulls.forEach((c, k) => draw(c.pull, CORNER_COLOURS[k]));
   draw(f.backward, '#ffffff');

@@ -106,8 +106,10 @@ test('msda demo --port 0 serves the installed page and its assets on 127.0.0.1, 
       page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(m.text()); });
       await page.goto(url);
       await page.waitForFunction(() => window.__msda && window.__msda.ready, null, { timeout: 20000 });
-      const s = await page.evaluate(() => ({ isolated: crossOriginIsolated, loss: window.__msda.loss, threads: window.__msda.threads }));
+      const s = await page.evaluate(() => ({ isolated: crossOriginIsolated, loss: window.__msda.loss, threads: window.__msda.threads,
+        cpus: navigator.hardwareConcurrency }));
       assert.equal(s.isolated, true, 'cross-origin isolated, so the threaded module can run');
+      if (s.cpus > 1) assert.ok(s.threads > 1, `threads run: ${s.threads} on ${s.cpus} CPUs`);
       assert.ok(s.loss > 0);
       assert.deepEqual(problems, []);
       // The API docs the page links to are served too.

@@ -92,6 +92,10 @@ test('step 4: one point\'s four corner pulls sum to the operator\'s −∂loss/�
     for (const k of [0, 1]) assert.ok(Math.abs(f.sum[k] - f.backward[k]) < 1e-4 * scale, `sum of pulls ${f.sum} vs backward ${f.backward}`);
     assert.equal(f.pulls.length, 4);
     assert.ok(Math.abs(f.pulls.reduce((a, c) => a + c.share, 0) - 1) < 1e-9, 'the shares sum to 1');
+    // Arrows on one linear scale: length / |vector| is the same for the four and the sum.
+    const ratios = [...f.pulls.map((c) => c.pull), f.backward].map((v, k) => f.arrowLengths[k] / Math.hypot(...v)).filter(Number.isFinite);
+    for (const r of ratios) assert.ok(Math.abs(r - ratios[0]) < 1e-9 * ratios[0], `arrow scales ${ratios}`);
+    assert.ok(Math.abs(Math.max(...f.arrowLengths) - 100) < 1e-9, 'the longest is 100 units');
     return f;
   };
   const a = check(await state());
