@@ -73,9 +73,12 @@ export async function demo(argv, io, { signals = ['SIGINT', 'SIGTERM'] } = {}) {
       (e.code === 'EADDRINUSE' ? ' (pass --port with another port, or --port 0 for a free one)' : '') + '\n');
     return 1;
   }
-  io.out(`ms-deform-attn demo: open ${url}  (Ctrl-C to stop)\n`);
+  // On every interface: the URL to open here is the loopback one (isolated, so threads run).
+  const wildcard = host === '0.0.0.0' || host === '::';
+  const shown = wildcard ? url.replace(/^http:\/\/[^/]+/, `http://127.0.0.1:${server.address().port}`) : url;
+  io.out(`ms-deform-attn demo: open ${shown}  (Ctrl-C to stop)\n`);
   if (!LOOPBACK.has(o.host)) {
-    io.err(`msda: serving to the network on ${o.host}; browsers isolate (and give threads to) only localhost or https pages\n`);
+    io.err(`msda: serving to the network on ${o.host}${wildcard ? ' (every interface)' : ''}; browsers isolate (and give threads to) only localhost or https pages\n`);
   }
   await new Promise((resolve) => {
     const stopNow = () => {

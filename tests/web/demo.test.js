@@ -140,6 +140,18 @@ test('npx ms-deform-attn demo works; bad flags exit 2 naming the flag; a busy po
     assert.equal(r.code, 2, args.join(' '));
     assert.match(r.stderr, re);
   }
+  // Another host only when asked, and then said on stderr; --port=N works too.
+  const wide = startDemo(['demo', '--host', '0.0.0.0', '--port=0']);
+  try {
+    const url = await wide.url;
+    assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/web\/$/, 'the URL to open here');
+    assert.equal((await fetch(url)).status, 200);
+    for (let k = 0; k < 100 && !wide.output().err.includes('\n'); k++) await new Promise((r) => setTimeout(r, 20));
+    assert.match(wide.output().err, /^msda: serving to the network on 0\.0\.0\.0 \(every interface\)/);
+  } finally {
+    wide.child.kill('SIGINT');
+  }
+  assert.equal((await wide.exited).code, 0);
   const first = startDemo(['demo', '--port', '0']);
   try {
     const port = new URL(await first.url).port;
