@@ -24,11 +24,9 @@ export function buildPull(ctx) {
   sel.value = `${ctx.pull.level},${ctx.pull.point}`;
   sel.addEventListener('change', () => {
     [ctx.pull.level, ctx.pull.point] = sel.value.split(',').map(Number);
-    ctx.pull.view = null;
     ctx.actions.guarded(() => { renderPull(ctx); ctx.actions.publish(); });
   });
   const canvas = $('pull-canvas');
-  let drag = null;
   const toPoint = (ev) => {
     const r = canvas.getBoundingClientRect(), v = ctx.pull.view;
     return [clamp01(v.x0 + ((ev.clientX - r.left) / r.width) * v.w), clamp01(v.y0 + ((ev.clientY - r.top) / r.height) * v.h)];
@@ -42,12 +40,12 @@ export function buildPull(ctx) {
   canvas.addEventListener('pointerdown', (ev) => {
     if (ev.button !== 0 || !ctx.pull.view) return;
     ctx.actions.stop();
-    drag = true;
+    ctx.pull.dragging = true;
     canvas.setPointerCapture(ev.pointerId);
     set(toPoint(ev));
   });
-  canvas.addEventListener('pointermove', (ev) => { if (drag) set(toPoint(ev)); });
-  const end = () => { drag = null; ctx.pull.view = null; ctx.actions.guarded(() => renderPull(ctx)); };
+  canvas.addEventListener('pointermove', (ev) => { if (ctx.pull.dragging) set(toPoint(ev)); });
+  const end = () => { ctx.pull.dragging = false; ctx.actions.guarded(() => renderPull(ctx)); };
   canvas.addEventListener('pointerup', end);
   canvas.addEventListener('pointercancel', end);
   canvas.addEventListener('keydown', (ev) => {
@@ -55,7 +53,6 @@ export function buildPull(ctx) {
     if (!move) return;
     ctx.actions.stop();
     const k = i();
-    ctx.pull.view = null;
     set([clamp01(ctx.state.samplingLocations[2 * k] + move[0] / 4), clamp01(ctx.state.samplingLocations[2 * k + 1] + move[1] / 4)]);
     ev.preventDefault();
     ev.stopPropagation();
@@ -102,12 +99,14 @@ export function renderPull(ctx) {
   const f = pullOf(ctx);
   ctx.pull.last = f;
   const [H, W] = LEVELS[f.level];
-  // The close-up: ZOOM_COLS × ZOOM_COLS·3/4 pixels around the point, kept while dragging.
-  if (!ctx.pull.view) {
+  // The close-up: ZOOM_COLS × ZOOM_COLS·3/4 pixels around the point; held still while it is
+  // dragged here, so the pointer and the point stay together.
+  if (!ctx.pull.dragging || !ctx.pull.view) {
     const w = ZOOM_COLS / W, h = (ZOOM_COLS * 0.75) / H;
     ctx.pull.view = { x0: f.location[0] - w / 2, y0: f.location[1] - h / 2, w, h };
   }
   const view = ctx.pull.view;
+  f.view = { ...view };
   const canvas = $('pull-canvas');
   const g = beginCanvas(canvas);
   const toX = (x) => ((x - view.x0) / view.w) * CANVAS_W, toY = (y) => ((y - view.y0) / view.h) * CANVAS_H;

@@ -65,7 +65,8 @@ export function buildPyramid(ctx) {
 }
 
 function attachSumLevel(ctx, l, canvas) {
-  let dragging = -1, selected = 0;
+  let dragging = -1;
+  const selected = () => ctx.sumSelected[l];
   const nearest = (ev) => {
     const r = canvas.getBoundingClientRect();
     const cx = ((ev.clientX - r.left) * CANVAS_W) / r.width, cy = ((ev.clientY - r.top) * CANVAS_H) / r.height;
@@ -75,6 +76,7 @@ function attachSumLevel(ctx, l, canvas) {
       const d = Math.hypot(ctx.state.samplingLocations[2 * i] * CANVAS_W - cx, ctx.state.samplingLocations[2 * i + 1] * CANVAS_H - cy);
       if (d < bestD) { bestD = d; best = p; }
     }
+    // 22 CSS pixels of reach (30 for a finger), and never less than a large ring.
     const reach = (ev.pointerType === 'touch' ? 30 : 22) * (CANVAS_W / r.width);
     return bestD <= Math.max(reach, 24) ? best : -1;
   };
@@ -89,7 +91,7 @@ function attachSumLevel(ctx, l, canvas) {
     const p = nearest(ev);
     if (p < 0) return;
     ctx.actions.stop();
-    dragging = p; selected = p;
+    dragging = p; ctx.sumSelected[l] = p;
     canvas.setPointerCapture(ev.pointerId);
   });
   canvas.addEventListener('pointermove', (ev) => {
@@ -102,15 +104,19 @@ function attachSumLevel(ctx, l, canvas) {
   canvas.addEventListener('pointercancel', end);
   canvas.addEventListener('keydown', (ev) => {
     const move = arrowMoves(ev);
-    if (ev.key >= '1' && ev.key <= String(NUM_POINTS)) selected = Number(ev.key) - 1;
-    else if (move) {
+    if (ev.key >= '1' && ev.key <= String(NUM_POINTS)) {
+      ctx.sumSelected[l] = Number(ev.key) - 1;
+      drawPyramid(ctx);
+    } else if (move) {
       ctx.actions.stop();
-      const i = slot(ctx.ui.head, l, selected);
-      moveTo(selected, ctx.state.samplingLocations[2 * i] + move[0], ctx.state.samplingLocations[2 * i + 1] + move[1]);
+      const i = slot(ctx.ui.head, l, selected());
+      moveTo(selected(), ctx.state.samplingLocations[2 * i] + move[0], ctx.state.samplingLocations[2 * i + 1] + move[1]);
     } else return;
     ev.preventDefault();
     ev.stopPropagation();
   });
+  canvas.addEventListener('focus', () => drawPyramid(ctx));
+  canvas.addEventListener('blur', () => drawPyramid(ctx));
 }
 
 function drawPyramid(ctx) {
@@ -130,6 +136,10 @@ function drawPyramid(ctx) {
       g.lineWidth = 6; g.strokeStyle = 'rgba(0,0,0,0.85)'; g.stroke();
       g.lineWidth = 3.5; g.strokeStyle = POINT_COLOURS[p]; g.stroke();
       g.beginPath(); g.arc(x, y, 2.5, 0, 2 * Math.PI); g.fillStyle = POINT_COLOURS[p]; g.fill();
+      if (ctx.sumSelected[l] === p && document.activeElement === canvas) {
+        g.beginPath(); g.arc(x, y, rad + 6, 0, 2 * Math.PI);
+        g.lineWidth = 2.5; g.strokeStyle = '#fff'; g.setLineDash([5, 4]); g.stroke(); g.setLineDash([]);
+      }
       const lx = Math.min(CANVAS_W - 10, Math.max(10, x + rad + 8)), ly = Math.min(CANVAS_H - 10, Math.max(10, y - rad));
       g.font = 'bold 20px sans-serif'; g.textAlign = 'center'; g.textBaseline = 'middle';
       g.lineWidth = 5; g.strokeStyle = '#000'; g.strokeText(String(p + 1), lx, ly);

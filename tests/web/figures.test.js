@@ -72,6 +72,14 @@ test('step 2: the pyramid shows the points where they sample, sized by weight; d
   const q = 1 * NP + 0;
   assert.deepEqual(t.pointSamples.slice(q * NH * C, (q + 1) * NH * C), Array.from(want), 'its reading is the operator\'s at the new place');
   assert.notDeepEqual(t.output, s.output, 'the output followed');
+  // Keys: 3 picks point 3, ArrowDown moves it by 0.01.
+  await page.focus('#sum-level-2');
+  await page.keyboard.press('3');
+  await page.keyboard.press('ArrowDown');
+  const k = await state();
+  const j = slot(0, 2, 2);
+  assert.ok(Math.abs(k.loc[2 * j + 1] - t.loc[2 * j + 1] - 0.01) < 1e-6, 'ArrowDown moved point 3 of level 2');
+  assert.equal(k.loc[2 * j], t.loc[2 * j]);
   // The weight slider beside the reading.
   await page.fill('#sw-2-3', '0.4');
   const u = await state();
@@ -111,7 +119,23 @@ test('step 4: one point\'s four corner pulls sum to the operator\'s −∂loss/�
   const c = check(await state());
   assert.ok(Math.abs(c.location[0] - b.location[0] - 0.0025) < 1e-6, `ArrowRight moved the point: ${b.location} -> ${c.location}`);
   assert.notDeepEqual(c.pulls.map((x) => x.pull), b.pulls.map((x) => x.pull), 'the pulls changed');
+  // Dragging in the close-up moves the point with the pointer (the view holds still meanwhile).
   await page.evaluate(() => document.getElementById('pull-canvas').scrollIntoView({ block: 'center' }));
+  const r = await page.evaluate(() => window.__msda.rectOf('pull-canvas'));
+  await page.mouse.move(r.x + r.width / 2, r.y + r.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(r.x + r.width * 0.75, r.y + r.height / 2, { steps: 3 });
+  const midState = await state();
+  const mid = midState.pull;
+  await page.mouse.up();
+  const want = c.view.x0 + 0.75 * c.view.w;
+  assert.ok(Math.abs(mid.location[0] - want) < 0.01 * c.view.w, `dragged to ${mid.location[0]}, pointer at ${want}`);
+  assert.deepEqual(mid.view, c.view, 'the close-up holds still while dragging');
+  check(midState);
+  // Descent moves the point; the close-up follows it.
+  await page.click('#step');
+  const d = check(await state());
+  assert.ok(Math.abs(d.view.x0 + d.view.w / 2 - d.location[0]) < 1e-9, 'the close-up is centred on the point again');
   await page.screenshot({ path: screenshotPath('figures-1280x800-step4.png') });
   await page.selectOption('#pull-point', '2,0');
   await page.click('#reset');
