@@ -1,7 +1,7 @@
 // msda demo: serves the interactive page (web/) from this package with web/serve.js, on
 // 127.0.0.1 unless another host is asked for, cross-origin isolated so the wasm threads run.
 // bindings/cli.js dispatches `msda demo ...` here; the server runs until SIGINT or SIGTERM.
-import { startServer } from '../web/serve.js';
+import { startServer, missingFiles } from '../web/serve.js';
 
 export const DEMO_USAGE = `usage: msda demo [--port N] [--host H]
 
@@ -64,6 +64,7 @@ export async function demo(argv, io, { signals = ['SIGINT', 'SIGTERM'] } = {}) {
     io.out(DEMO_USAGE);
     return 0;
   }
+  for (const f of missingFiles()) io.err(`msda: warning: ${f} is missing (in a clone: make wasm)\n`);
   const host = o.host.replace(/^\[(.*)\]$/, '$1');
   let server, url;
   try {

@@ -117,6 +117,11 @@ function serveFile(req, res, file, err, st) {
   stream.pipe(res);
 }
 
+// What the page needs that is not there (a clone before `make wasm`); the package has them all.
+export function missingFiles() {
+  return ['dist/msda-simd.wasm', 'dist/msda-scalar.wasm', 'bindings/index.js'].filter((f) => !fs.existsSync(path.join(ROOT, f)));
+}
+
 export function startServer({ port = 8080, host = '127.0.0.1' } = {}) {
   return new Promise((resolve, reject) => {
     const server = http.createServer(handle);
@@ -136,9 +141,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     console.error(`serve: PORT must be an integer 0..65535, got ${JSON.stringify(raw)}`);
     process.exit(2);
   }
-  for (const need of ['dist/msda-simd.wasm', 'dist/msda-scalar.wasm', 'bindings/index.js']) {
-    if (!fs.existsSync(path.join(ROOT, need))) console.warn(`serve: warning: ${need} is missing (run make wasm)`);
-  }
+  for (const need of missingFiles()) console.warn(`serve: warning: ${need} is missing (run make wasm)`);
   startServer({ port }).then(({ url }) => {
     console.log(`ms-deform-attn demo: open ${url}  (Ctrl-C to stop)`);
   }, (e) => {

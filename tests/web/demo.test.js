@@ -128,6 +128,7 @@ test('msda demo --port 0 serves the installed page and its assets on 127.0.0.1, 
   }
   const end = await demo.exited;
   assert.equal(end.code, 0, `Ctrl-C stops it with status 0 (${JSON.stringify(end)})`);
+  assert.equal(end.err, '', 'nothing missing from the installed package, no warnings');
 });
 
 test('npx ms-deform-attn demo works; bad flags exit 2 naming the flag; a busy port exits 1', async () => {
