@@ -3,6 +3,7 @@
 //
 //   msda forward|backward --in DIR --out DIR [options] [--backend wasm|wasm-scalar|native]
 //   msda crosscheck --in DIR [--expect DIR] [options]
+//   msda demo [--port N] [--host H]          (the interactive page: bindings/demo.js)
 //
 // Same arguments, files, messages and exit codes as the native CLI (CONTRACT.md): 0 done; 2 bad
 // arguments or input, with one line on stderr starting "msda:" naming the file or flag; 1 any
@@ -21,6 +22,7 @@ import { formatShape, npyHeader, NpyError, parseNpy, parseNpyHeader, npyDataByte
 const USAGE = `usage: msda forward    --in DIR --out DIR [options]
        msda backward   --in DIR --out DIR [options]
        msda crosscheck --in DIR [--expect DIR] [options]
+       msda demo       [--port N] [--host H]   serves the interactive page (msda demo --help)
 
 Multi-scale deformable attention on a case directory of NumPy .npy files.
 
@@ -719,6 +721,7 @@ const STDIO = { out: (s) => { if (!stdoutGone) process.stdout.write(s); }, err: 
  */
 export async function main(argv, io = STDIO) {
   try {
+    if (argv[0] === 'demo') return await (await import('./demo.js')).demo(argv.slice(1), io);
     const o = parseArgs(argv);
     if (o === null) {
       io.out(USAGE);
