@@ -3,6 +3,7 @@
 //
 //   msda forward|backward --in DIR --out DIR [options] [--backend wasm|wasm-scalar|native]
 //   msda crosscheck --in DIR [--expect DIR] [options]
+//   msda demo [--port N] [--host H]          (the interactive page: bindings/demo.js)
 //
 // Same arguments, files, messages and exit codes as the native CLI (CONTRACT.md): 0 done; 2 bad
 // arguments or input, with one line on stderr starting "msda:" naming the file or flag; 1 any
@@ -16,11 +17,12 @@ import {
 import { open } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { formatShape, npyHeader, NpyError, parseNpy, npyDataBytes } from './npy.js';
+import { formatShape, npyHeader, NpyError, parseNpy, parseNpyHeader, npyDataBytes } from './npy.js';
 
 const USAGE = `usage: msda forward    --in DIR --out DIR [options]
        msda backward   --in DIR --out DIR [options]
        msda crosscheck --in DIR [--expect DIR] [options]
+       msda demo       [--port N] [--host H]   serves the interactive page (msda demo --help)
 
 Multi-scale deformable attention on a case directory of NumPy .npy files.
 
@@ -47,7 +49,7 @@ output. With --expect DIR it compares --backend's results with the .npy outputs 
 directory instead (for example your own kernel's dumps: output.npy, grad_value.npy,
 grad_sampling_locations.npy, grad_attention_weights.npy, whichever are there). Elements agree
 when |got - ref| <= 1e-5 + 1e-4*|ref| (ref: native, or ours under --expect); against the
-float64 reference, + 1e-4*max|ref| (float32 rounding of pixel positions, README "Semantics").
+float64 reference, + 1e-4*max|ref| (float32 rounding of pixel positions, docs/guarantees.md "Semantics").
 
 Exit status: 0 done (crosscheck: everything agrees), 2 bad arguments or input (one line on
 stderr naming the file or flag), 1 any other failure (crosscheck: a disagreement).
@@ -55,7 +57,7 @@ stderr naming the file or flag), 1 any other failure (crosscheck: a disagreement
 
 export const TOLERANCE = Object.freeze({ abs: 1e-5, rel: 1e-4, scale: 0 });
 // Float32 kernels against the float64 reference: plus 1e-4 of the tensor's largest magnitude,
-// the bound README "Semantics" states for location gradients on large levels.
+// the bound docs/guarantees.md "Semantics" states for location gradients on large levels.
 export const REFERENCE_TOLERANCE = Object.freeze({ abs: 1e-5, rel: 1e-4, scale: 1e-4 });
 
 const VERSION = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version;
@@ -167,7 +169,7 @@ function dtypeHint(path, descr, want) {
 
 // As the native CLI reads: open without waiting (a FIFO), check what was opened (so nothing
 // swapped in after a check is read), and read the size it had then.
-function readFileAsNative(path) {
+function readFileAsNative(path, large) {
   let fd;
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
@@ -182,6 +184,7 @@ function readFileAsNative(path) {
       throw bad(`${path}: cannot stat: ${why(e)}`);
     }
     if (!st.isFile()) throw bad(`${path}: not a regular file`);
+    if (large !== undefined && st.size > PARTS.limit) return large(fd, st.size);
     let bytes;
     try {
       bytes = Buffer.allocUnsafe(st.size);
@@ -204,17 +207,80 @@ function readFileAsNative(path) {
   }
 }
 
+// A Node Buffer (a Uint8Array) holds at most 4 GiB: a larger file is read in parts, its preamble
+// and header first (parseNpyHeader: parseNpy's checks, against the file's size), then its data
+// straight into its typed array, so the same files get the same verdicts as from the native CLI.
+// MSDA_TEST_NPY_PARTS=limit,part (tests): files over `limit` bytes, read `part` bytes at a time.
+const PARTS = (() => {
+  const m = /^(\d+),(\d+)$/.exec(process.env.MSDA_TEST_NPY_PARTS ?? '');
+  return m ? { limit: Number(m[1]), part: Math.max(1, Number(m[2])) } : { limit: 2 ** 31, part: 2 ** 30 };
+})();
+
+const wrongDtype = (a, want) => (want === 'float' && a.dtype !== '<f4') || (want === 'int' && a.dtype === '<f4');
+
+function readNpyInParts(path, fd, size, want) {
+  const readAt = (buf, at) => {
+    let got = 0;
+    try {
+      while (got < buf.length) {
+        const n = readSync(fd, buf, got, Math.min(buf.length - got, PARTS.part), at + got);
+        if (n === 0) break; // shrank while reading: judge what is there
+        got += n;
+      }
+    } catch (e) {
+      throw new CliError(1, `${path}: read error: ${why(e)}`);
+    }
+    return got;
+  };
+  const pre = new Uint8Array(Math.min(size, 12));
+  let got = readAt(pre, 0);
+  let head = pre.subarray(0, got);
+  let judged = got < pre.length ? got : size;   // shrank while reading: judge what is there
+  if (judged === size && got === 12) {
+    const prefix = pre[6] === 1 ? 10 : 12;
+    const headerLen = pre[8] + pre[9] * 256 + (prefix === 12 ? pre[10] * 65536 + pre[11] * 2 ** 24 : 0);
+    if (prefix + headerLen <= size) {
+      let full;
+      try {
+        full = new Uint8Array(prefix + headerLen);
+      } catch {
+        throw new CliError(1, `${path}: out of memory reading ${size} bytes`);
+      }
+      got = readAt(full, 0);
+      head = full.subarray(0, got);
+      if (got < full.length) judged = got;
+    }
+  }
+  const a = parseNpyHeader(head, judged, { bigint: true, bool: false });
+  if (wrongDtype(a, want)) throw bad(dtypeHint(path, a.dtype, want));   // before reading gigabytes
+  if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1) throw new CliError(1, `${path}: a file this large is read on little-endian machines only`);
+  let data;
+  try {
+    data = new ({ '<f4': Float32Array, '<i4': Int32Array, '<i8': BigInt64Array })[a.dtype](a.count);
+  } catch {
+    throw new CliError(1, `${path}: out of memory reading ${size} bytes`);
+  }
+  const bytes = data.byteLength;
+  for (let done = 0; done < bytes;) {
+    const part = new Uint8Array(data.buffer, done, Math.min(bytes - done, 2 ** 30));
+    const n = readAt(part, a.dataOffset + done);
+    done += n;
+    if (n < part.length) parseNpyHeader(head, a.dataOffset + done, { bigint: true, bool: false });   // shrank: its verdict (truncated)
+  }
+  return { version: a.version, dtype: a.dtype, shape: a.shape, data, count: a.count };
+}
+
 function readNpyFile(path, want) {
-  const bytes = readFileAsNative(path);
   let a;
   try {
-    a = parseNpy(bytes, { bigint: true });
+    const read = readFileAsNative(path, (fd, size) => readNpyInParts(path, fd, size, want));
+    a = read instanceof Uint8Array ? parseNpy(read, { bigint: true, bool: false }) : read;
   } catch (e) {
     if (e instanceof NpyError && e.descr !== undefined) throw bad(dtypeHint(path, e.descr, want));
     if (e instanceof NpyError) throw bad(`${path}: ${e.message}`);
     throw e;
   }
-  if ((want === 'float' && a.dtype !== '<f4') || (want === 'int' && a.dtype === '<f4')) throw bad(dtypeHint(path, a.dtype, want));
+  if (wrongDtype(a, want)) throw bad(dtypeHint(path, a.dtype, want));
   // Exact dimensions for messages; numbers for the checks (a dimension past 2^53 rounds to a
   // number >= 2^53, which still differs from every size a file can hold).
   a.exactShape = a.shape;
@@ -235,6 +301,16 @@ const INPUTS = [
 function exists(path) {
   try {
     statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// The name is in its directory (lstat: a dangling symlink too).
+function listed(path) {
+  try {
+    lstatSync(path);
     return true;
   } catch {
     return false;
@@ -338,7 +414,7 @@ export function deriveProblem(o, f) {
 
 // ---- running and writing -------------------------------------------------------------------------
 
-// --threads N > 1 on the wasm backend loads the threaded module (README "Threads"); native and
+// --threads N > 1 on the wasm backend loads the threaded module (docs/threads.md); native and
 // the scalar module take threads per call.
 // A backend is named in a message only when the user named it (named: --backend was given).
 async function backendApi(backend, threads = 1, named = true) {
@@ -553,7 +629,8 @@ async function crosscheck(o, print) {
     expected = {};
     for (const n of ['output', 'grad_value', 'grad_sampling_locations', 'grad_attention_weights']) {
       const p = joinPath(o.expect, `${n}.npy`);
-      if (exists(p)) expected[n] = readNpyFile(p, 'float');
+      // A name that is there but cannot be read (a dangling symlink) is an error, as under --in.
+      if (exists(p) || listed(p)) expected[n] = readNpyFile(p, 'float');
     }
     if (Object.keys(expected).length === 0) {
       throw bad(`--expect ${o.expect}: none of output.npy, grad_value.npy, grad_sampling_locations.npy, grad_attention_weights.npy is there`);
@@ -633,7 +710,10 @@ async function crosscheck(o, print) {
 
 // ---- main ------------------------------------------------------------------------------------------
 
-const STDIO = { out: (s) => process.stdout.write(s), err: (s) => process.stderr.write(s) };
+// A reader that went away (`msda crosscheck ... | head -1`): the rest of the output is dropped,
+// the command still finishes and exits with its own status, and nothing is said about it.
+let stdoutGone = false;
+const STDIO = { out: (s) => { if (!stdoutGone) process.stdout.write(s); }, err: (s) => process.stderr.write(s) };
 
 /**
  * Runs the command line on argv (without node and the script); returns the exit status.
@@ -641,6 +721,7 @@ const STDIO = { out: (s) => process.stdout.write(s), err: (s) => process.stderr.
  */
 export async function main(argv, io = STDIO) {
   try {
+    if (argv[0] === 'demo') return await (await import('./demo.js')).demo(argv.slice(1), io);
     const o = parseArgs(argv);
     if (o === null) {
       io.out(USAGE);
@@ -676,4 +757,10 @@ const invokedAs = (() => {
     return '';
   }
 })();
-if (invokedAs === fileURLToPath(import.meta.url)) process.exitCode = await main(process.argv.slice(2));
+if (invokedAs === fileURLToPath(import.meta.url)) {
+  process.stdout.on('error', (e) => {
+    if (e.code !== 'EPIPE') throw e;
+    stdoutGone = true;
+  });
+  process.exitCode = await main(process.argv.slice(2));
+}

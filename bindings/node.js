@@ -5,17 +5,20 @@
 //   const msda = await init();   // { backend: 'native' } for the addon
 
 import { Buffer } from 'node:buffer';
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { createApi, resolveWasmPaths } from './core.js';
-import { fetchChecked } from './loader.js';
-import { createInitWorker } from './remote.js';
+import { createApi, remoteOptionsResolver } from './core/init.js';
+import { fetchChecked } from './wasm/loader.js';
+import { createInitWorker } from './workers/remote.js';
 
-export { DEFAULTS, Msda, Prepared, simdSupported } from './core.js';
-export { MsdaWorker } from './remote.js';
+export { DEFAULTS } from './core/args.js';
+export { Msda, Prepared } from './core/api.js';
+export { simdSupported } from './wasm/loader.js';
+export { MsdaWorker } from './workers/remote.js';
 
 function defaultUrl(file) {
   return new URL(`../dist/${file}`, import.meta.url);
@@ -39,9 +42,8 @@ async function fetchFile(url) {
 
 // Node workers inherit the process's flags, but refuse those of an inline script
 // (`node --input-type=module -e ...`): keep the rest.
-function workerExecArgv() {
+function inlineScriptFree(args) {
   const kept = [];
-  const args = process.execArgv;
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
     if (['-e', '--eval', '-p', '--print', '--input-type'].includes(a)) i++;
@@ -50,10 +52,34 @@ function workerExecArgv() {
   return kept;
 }
 
+// Worker also refuses V8 and per-process flags (--max-old-space-size, --expose-gc, --stack-size,
+// --title, ...) with ERR_WORKER_INVALID_EXEC_ARGV, thrown by its constructor before any thread
+// starts. Those flags hold for the whole process, the worker's isolate included, so nothing is
+// lost by dropping them: the flags it names are dropped and the worker started again (or, if it
+// still refuses, with none). The accepted list is remembered for the next workers.
+let acceptedExecArgv = null;
+
+function newWorker(url) {
+  const tries = acceptedExecArgv !== null ? [acceptedExecArgv] : [inlineScriptFree(process.execArgv)];
+  for (let attempt = 0; ; attempt++) {
+    const execArgv = tries[attempt];
+    try {
+      const worker = new Worker(url, { execArgv });
+      acceptedExecArgv = execArgv;
+      return worker;
+    } catch (e) {
+      if (e?.code !== 'ERR_WORKER_INVALID_EXEC_ARGV' || execArgv.length === 0) throw e;
+      const named = new Set(String(e.message).replace(/^[^:]*:\s*/, '').split(/,\s*/));
+      const rest = execArgv.filter((a) => !named.has(a));
+      tries.push(rest.length < execArgv.length && attempt === 0 ? rest : []);
+    }
+  }
+}
+
 // Unref'd: a process that used threads exits by itself when its own work is done. wasmPaths'
 // worker URL is for browsers; Node runs the package's own.
 function startThreadsWorker() {
-  const worker = new Worker(new URL('./threads-worker-node.js', import.meta.url), { execArgv: workerExecArgv() });
+  const worker = newWorker(new URL('./workers/threads-worker-node.js', import.meta.url));
   worker.unref();
   return worker;
 }
@@ -65,22 +91,34 @@ function outputArray(length) {
   return new Float32Array(bytes.buffer, bytes.byteOffset, length);
 }
 
+// initSync's: file: URLs only (http(s) needs fetch, which is asynchronous).
+function readFileSyncAt(url) {
+  const u = new URL(url);
+  if (u.protocol !== 'file:') throw new Error(`initSync: ${u.href} is not a file: URL; a module served over ${u.protocol.slice(0, -1)} needs await init()`);
+  try {
+    return readFileSync(u);
+  } catch (e) {
+    throw new Error(`ms-deform-attn: cannot read ${fileURLToPath(u)}: ${e.message} (init's wasmPaths says where the package's files are)`, { cause: e });
+  }
+}
+
 const platform = {
   outputArray,
   defaultUrl,
   resolveUrl,
   fetchFile,
+  readFileSync: readFileSyncAt,
   hardwareThreads: () => (typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length || 1),
   startThreadsWorker,
   loadNative: async (addonPath) => (await import('./native.js')).loadNative(addonPath),
 };
 
-export const { init, initNative } = createApi(platform);
+export const { init, initNative, initSync } = createApi(platform);
 
 // initWorker: the instance in a worker_threads Worker, ref'd only while a call is pending (so
 // an idle one never keeps the process alive) and gone with terminate().
 function spawnRemote() {
-  const worker = new Worker(new URL('./remote-worker-node.js', import.meta.url), { execArgv: workerExecArgv() });
+  const worker = newWorker(new URL('./workers/remote-worker-node.js', import.meta.url));
   return {
     post: (message, transfer) => worker.postMessage(message, transfer),
     onMessage: (fn) => worker.on('message', fn),
@@ -94,12 +132,7 @@ function spawnRemote() {
   };
 }
 
-// wasmPaths resolved here (paths against this process's working directory) for the worker.
-function resolveRemoteOptions(options) {
-  if (options.wasmPaths === undefined) return { options, urls: {} };
-  const urls = resolveWasmPaths('initWorker', options.wasmPaths, resolveUrl);
-  return { options: { ...options, wasmPaths: urls }, urls };
-}
+// wasmPaths resolved against this process's working directory, before the worker starts.
 
 /** The same API, asynchronous, in a worker_threads Worker (remote.js). */
-export const initWorker = createInitWorker(spawnRemote, resolveRemoteOptions);
+export const initWorker = createInitWorker(spawnRemote, remoteOptionsResolver(resolveUrl));

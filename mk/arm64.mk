@@ -47,3 +47,4 @@ test-arm64: $(ARM64_TESTS) $(ARM64)/msda $(ARM64)/isa_hashes $(ISA_DIR)/isa_hash
 	@ARM64_RUN='$(ARM64_RUN)' QEMU_LD_PREFIX='$(ARM64_SYSROOT)' tests/c/arm64.sh $(ARM64) $(ISA_DIR)/isa_hashes_simd.js $(ISA_DIR)/isa_hashes_scalar.js $(ARM64_TESTS)
 
 TEST_SUITES += test-arm64
+TEST_BUILD  += $(ARM64_TESTS) $(ARM64)/msda $(ARM64)/isa_hashes

@@ -9,17 +9,13 @@
 // AbortSignal rejects the call at once with a DOMException named AbortError; a call still queued
 // is dropped, one already running finishes in the worker and its result is discarded.
 
-import { DISPOSE, problemFromTensors } from './core.js';
-import { describe } from './loader.js';
+import { DISPOSE } from '../core/api.js';
+import { problemFromTensors } from '../core/problem.js';
+import { copyFloat32, typedArrayBuffer, typedArrayByteOffset, typedArrayLength } from '../core/typed.js';
+import { describe } from '../wasm/loader.js';
 
 export const ASYNC_DISPOSE = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose');
 
-const TYPED_ARRAY = Object.getPrototypeOf(Int8Array.prototype);
-const intrinsic = (key) => Object.getOwnPropertyDescriptor(TYPED_ARRAY, key).get;
-const BUFFER = intrinsic('buffer');
-const BYTE_OFFSET = intrinsic('byteOffset');
-const LENGTH = intrinsic('length');
-const slice = TYPED_ARRAY.slice;
 const ABORTED = typeof AbortSignal === 'undefined' ? null : Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted').get;
 
 const INPUTS = { forward: ['value', 'samplingLocations', 'attentionWeights'],
@@ -83,10 +79,12 @@ export function serve(port, init) {
 // Takes the inputs when the call is made: copies of their elements, or with transfer their
 // ArrayBuffers moved out, each once even when inputs share one (where each view sits is read
 // before anything moves). Buffers that cannot move (a SharedArrayBuffer, a WebAssembly memory)
-// are copied.
+// are copied. No caller code runs here: copies are made with the intrinsic constructor (never the
+// array's own constructor or Symbol.species), so nothing can terminate the worker, abort the
+// signal or keep a handle on what is sent once the call's last check has passed.
 function takeAll(arrays, transfer) {
-  if (!transfer) return arrays.map((data) => slice.call(data));
-  const where = arrays.map((data) => ({ buffer: BUFFER.call(data), offset: BYTE_OFFSET.call(data), length: LENGTH.call(data) }));
+  if (!transfer) return arrays.map(copyFloat32);
+  const where = arrays.map((data) => ({ buffer: typedArrayBuffer(data), offset: typedArrayByteOffset(data), length: typedArrayLength(data) }));
   const moved = new Map();
   for (const { buffer } of where) {
     if (moved.has(buffer)) continue;
@@ -103,7 +101,7 @@ function takeAll(arrays, transfer) {
   return arrays.map((data, i) => {
     const { buffer, offset, length } = where[i];
     const to = moved.get(buffer);
-    return to === null ? slice.call(data) : new Float32Array(to, offset, length);
+    return to === null ? copyFloat32(data) : new Float32Array(to, offset, length);
   });
 }
 
@@ -181,6 +179,10 @@ export class MsdaWorker {
     return new Promise((resolve, reject) => {
       job.resolve = resolve;
       job.reject = reject;
+      if (this._stopped !== null) {
+        reject(new Error(`ms-deform-attn: ${op} on a ${this._stopped}`));
+        return;
+      }
       if (job.signal !== undefined) {
         job.onAbort = () => {
           const queued = this._queue.indexOf(job);
@@ -213,12 +215,19 @@ export class MsdaWorker {
     this._running = job;
     this._port.ref();
     const buffers = new Set(INPUTS[job.op].map((name) => job.args[name].data.buffer));
-    this._port.request({ type: 'call', op: job.op, args: job.args }, [...buffers], (reply) => {
+    try {
+      this._port.request({ type: 'call', op: job.op, args: job.args }, [...buffers], (reply) => {
+        this._running = null;
+        if (reply.ran !== undefined) this._ran = reply.ran;
+        if (!job.discard) this._settle(job, reply.error ? null : reply.result, reply.error ? rebuildError(reply.error) : null);
+        this._pump();
+      });
+    } catch (e) {
+      // Not sent (postMessage threw): this call fails, the next one goes.
       this._running = null;
-      if (reply.ran !== undefined) this._ran = reply.ran;
-      if (!job.discard) this._settle(job, reply.error ? null : reply.result, reply.error ? rebuildError(reply.error) : null);
+      this._settle(job, null, new Error(`ms-deform-attn: ${job.op} could not be sent to the worker: ${e?.message ?? e}`, { cause: e }));
       this._pump();
-    });
+    }
   }
 
   // Refuses every call from now on, rejecting those still pending.
@@ -293,7 +302,12 @@ export function createInitWorker(spawn, resolveOptions) {
       request(message, transfer, done) {
         const id = next++;
         waiting.set(id, done);
-        raw.post({ ...message, id }, transfer);
+        try {
+          raw.post({ ...message, id }, transfer);
+        } catch (e) {
+          waiting.delete(id);
+          throw e;
+        }
       },
       ref: () => raw.ref(),
       unref: () => raw.unref(),

@@ -5,7 +5,7 @@
  *   backward(desc, gradOutput, value, samplingLocations, attentionWeights,
  *            gradValue, gradSamplingLocations, gradAttentionWeights)
  *
- * desc is the BigInt64Array problem description of bindings/wasm/problem_desc.h. Both return
+ * desc is the BigInt64Array problem description of bindings/c/problem_desc.h. Both return
  * null on success or { status, code, message } with the library's status and message. A wrong
  * argument type or a too-short array throws, so the library never reads or writes past an array. */
 #include <node_api.h>
@@ -14,6 +14,12 @@
 #include "problem_desc.h"
 
 #include <stdio.h>
+
+/* The package version (package.json's, from mk/js.mk): bindings/native.js accepts an addon only
+ * when it says the version of the JS that loads it. */
+#ifndef MSDA_VERSION
+#error "MSDA_VERSION must be defined (mk/js.mk passes package.json's version)"
+#endif
 
 #define MAX_ARGS 8
 
@@ -132,7 +138,10 @@ static napi_value backward(napi_env env, napi_callback_info info) { return run(e
 
 static napi_value init(napi_env env, napi_value exports)
 {
+    napi_value version;
+    napi_create_string_utf8(env, MSDA_VERSION, NAPI_AUTO_LENGTH, &version);
     napi_property_descriptor props[] = {
+        {"version", NULL, NULL, NULL, NULL, version, napi_enumerable, NULL},
         {"forward", NULL, forward, NULL, NULL, NULL, napi_default, NULL},
         {"backward", NULL, backward, NULL, NULL, NULL, napi_default, NULL},
         {"isa", NULL, isa, NULL, NULL, NULL, napi_default, NULL},
