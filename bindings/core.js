@@ -266,15 +266,19 @@ function readLevelStartIndex(fn, x, shapes) {
 // for a dimension still to be learnt). Returns a copy of the shape and the data array; the
 // data's length is checked by checkLength once every argument has been read. `kinds`: the data
 // types accepted (the float64 reference also takes Float64Array).
-function readTensor(fn, name, t, expected, labels, note, kinds = ['Float32Array']) {
-  const want = `{ data: Float32Array, shape: ${fmtShape(labels)} }`;
+// `gpu`: a backend's reader of GPU tensors ({ buffer, shape, byteOffset? }, bindings/webgpu/),
+// called with a tensor that has no data; it returns what it read, checked later by checkLength.
+function readTensor(fn, name, t, expected, labels, note, kinds = ['Float32Array'], gpu = undefined) {
+  const want = `{ data: Float32Array, shape: ${fmtShape(labels)} }${gpu ? ` or { buffer: GPUBuffer, shape: ${fmtShape(labels)}, byteOffset? }` : ''}`;
   if (t === null || typeof t !== 'object' || Array.isArray(t) || typedArrayKind(t) !== undefined || t instanceof DataView) {
     throw new TypeError(`${fn}: ${name} is ${t === undefined ? 'missing' : describe(t)}, expected ${want}`);
   }
-  const data = t.data;
+  let data = t.data;
+  const onGpu = gpu !== undefined && data === undefined;
+  if (onGpu) data = gpu.read(fn, name, t);
   const shapeValue = t.shape;
   const given = shapeValue !== undefined ? shapeValue : t.dims;
-  if (!kinds.includes(typedArrayKind(data))) {
+  if (!onGpu && !kinds.includes(typedArrayKind(data))) {
     const kind = typedArrayKind(data);
     throw new TypeError(`${fn}: ${name}.data is ${kind ?? describe(data)}, expected a ${kinds.join(' or ')}`);
   }
@@ -303,8 +307,12 @@ function readTensor(fn, name, t, expected, labels, note, kinds = ['Float32Array'
 
 // After every argument has been read (no caller code runs from here to the copy): the data's
 // real length against its shape.
-function checkLength(fn, { name, shape, data }) {
+function checkLength(fn, { name, shape, data }, gpu = undefined) {
   const count = shape.reduce((a, b) => a * b, 1);
+  if (gpu !== undefined && gpu.owns(data)) {
+    gpu.check(fn, name, data, count);
+    return;
+  }
   const length = typedArrayLength(data);
   if (count !== length) {
     throw new RangeError(`${fn}: ${name}.shape is ${fmtShape(shape)} (${count} elements) but ${name}.data has ${length} elements`);
@@ -354,7 +362,7 @@ function problemFromOptions(fn, given) {
 // Validates forward/backward arguments; returns the problem and the input tensors' data (read
 // once here, so what was checked is what gets copied). The reference (reference.js) validates
 // with this too, passing dataKinds to also take float64 tensors.
-export function problemFromTensors(fn, given, withGradOutput, dataKinds = undefined) {
+export function problemFromTensors(fn, given, withGradOutput, dataKinds = undefined, gpu = undefined) {
   const args = readArgs(fn, given, withGradOutput ? BACKWARD_KEYS : FORWARD_KEYS);
   const options = readOptions(fn, args);
   const shapes = readSpatialShapes(fn, args.spatialShapes);
@@ -364,7 +372,7 @@ export function problemFromTensors(fn, given, withGradOutput, dataKinds = undefi
   const lNote = `L = ${L} is the sum of H*W over spatialShapes`;
   const tensors = [];
   const value = readTensor(fn, 'value', args.value, blnc ? [null, L, null, null] : [null, null, L, null],
-    blnc ? ['B', 'L', 'N_h', 'C_h'] : ['B', 'N_h', 'L', 'C_h'], lNote, dataKinds);
+    blnc ? ['B', 'L', 'N_h', 'C_h'] : ['B', 'N_h', 'L', 'C_h'], lNote, dataKinds, gpu);
   tensors.push(value);
   const v = value.shape;
   const B = v[0], H = blnc ? v[2] : v[1], C = v[3];
@@ -372,22 +380,22 @@ export function problemFromTensors(fn, given, withGradOutput, dataKinds = undefi
   let Q, P;
   if (options.samplingLocationsLayout === 'BQHLP2') {
     const t = readTensor(fn, 'samplingLocations', args.samplingLocations, [B, null, H, NL, null, 2],
-      ['B', 'N_q', 'N_h', 'N_l', 'N_p', 2], note, dataKinds);
+      ['B', 'N_q', 'N_h', 'N_l', 'N_p', 2], note, dataKinds, gpu);
     Q = t.shape[1]; P = t.shape[4]; tensors.push(t);
   } else {
     const t = readTensor(fn, 'samplingLocations', args.samplingLocations, [B, 2, null, H, NL, null],
-      ['B', 2, 'N_q', 'N_h', 'N_l', 'N_p'], note, dataKinds);
+      ['B', 2, 'N_q', 'N_h', 'N_l', 'N_p'], note, dataKinds, gpu);
     Q = t.shape[2]; P = t.shape[5]; tensors.push(t);
   }
   tensors.push(readTensor(fn, 'attentionWeights', args.attentionWeights, [B, Q, H, NL, P], ['B', 'N_q', 'N_h', 'N_l', 'N_p'],
-    'B, N_q, N_h, N_l and N_p from value and samplingLocations', dataKinds));
+    'B, N_q, N_h, N_l and N_p from value and samplingLocations', dataKinds, gpu));
   if (withGradOutput) {
     tensors.push(readTensor(fn, 'gradOutput', args.gradOutput, [B, Q, H * C], ['B', 'N_q', 'N_h*C_h'],
-      'the shape of forward\'s output', dataKinds));
+      'the shape of forward\'s output', dataKinds, gpu));
   }
   const inputs = {};
   for (const t of tensors) {
-    checkLength(fn, t);
+    checkLength(fn, t, gpu);
     inputs[t.name] = t.data;
   }
   const problem = makeProblem({ batch: B, numQueries: Q, numHeads: H, channels: C, numPoints: P, shapes, starts,
@@ -807,7 +815,7 @@ export class Msda {
 // init: one backend per option set, shared by the instances init() gives out and freed when the
 // last of them is disposed (so one caller's dispose() never breaks another's instance).
 
-const INIT_KEYS = ['simd', 'wasmBinary', 'module', 'backend', 'addonPath', 'threads', 'wasmPaths'];
+const INIT_KEYS = ['simd', 'wasmBinary', 'module', 'backend', 'addonPath', 'threads', 'wasmPaths', 'gpu', 'device'];
 
 /** The `.code` of the Error thrown when the native addon cannot be used here (native.js). */
 export const NATIVE_UNAVAILABLE = 'MSDA_NATIVE_UNAVAILABLE';
@@ -909,8 +917,15 @@ export function createApi(platform) {
     if (simd !== 'auto' && simd !== true && simd !== false) {
       return Promise.reject(new TypeError(`init: simd is ${describe(simd)}, expected 'auto', true or false`));
     }
-    if (!['wasm', 'wasm-scalar', 'native', 'auto'].includes(backend)) {
-      return Promise.reject(new RangeError(`init: backend is ${describe(backend)}, expected 'wasm', 'wasm-scalar', 'native' or 'auto'`));
+    if (!['wasm', 'wasm-scalar', 'native', 'auto', 'webgpu'].includes(backend)) {
+      return Promise.reject(new RangeError(`init: backend is ${describe(backend)}, expected 'wasm', 'wasm-scalar', 'native', 'auto' or 'webgpu'`));
+    }
+    // The GPU only when asked for ('auto' never picks it): bindings/webgpu/, loaded on demand.
+    if (backend === 'webgpu') {
+      return import('./webgpu/backend.js').then((m) => m.initWebGPU({ gpu: options.gpu, device: options.device }));
+    }
+    if (options.gpu !== undefined || options.device !== undefined) {
+      return Promise.reject(new TypeError(`init: ${options.gpu !== undefined ? 'gpu' : 'device'} is an option of backend: 'webgpu', not '${backend}'`));
     }
     let threads, urls;
     try {
