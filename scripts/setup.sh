@@ -15,6 +15,9 @@ command -v clang    >/dev/null 2>&1 || need_apt+=(clang)
 [ "$(uname -m)" != x86_64 ] || command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 \
   || need_apt+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)   # make test-arm64
 command -v node     >/dev/null 2>&1 || need_apt+=(nodejs npm)
+# the Vulkan loader Dawn (the 'webgpu' package, make test-webgpu) opens; its driver here is the
+# SwiftShader one Debian's chromium ships
+ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1 ' || need_apt+=(libvulkan1)
 ls /usr/lib/llvm-14/lib/clang/14*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 \
   || need_apt+=(libclang-rt-14-dev)
 

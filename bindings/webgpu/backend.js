@@ -182,6 +182,8 @@ export async function initWebGPU({ gpu, device } = {}) {
     throw unavailable(`requestDevice() failed: ${e.message}`, e);
   }
   const b = await WebGPUBackend.create(dev, true, adapter.info);
+  // Dawn for Node frees its instance (and with it the device's threads) when `gpu` is collected.
+  b.gpu = gpu;
   return new MsdaWebGPU(b);
 }
 
@@ -253,7 +255,12 @@ class WebGPUBackend {
     return new Promise((resolve, reject) => {
       this.pending.add(reject);
       promise.then((v) => { this.pending.delete(reject); resolve(v); },
-        (e) => { this.pending.delete(reject); reject(this.lost ? this.lostError() : e); });
+        async (e) => {
+          this.pending.delete(reject);
+          // A mapAsync aborted by a lost device may reject before device.lost resolves.
+          if (!this.lost) await Promise.race([this.lostPromise, new Promise((r) => setTimeout(r, 100))]);
+          reject(this.lost ? this.lostError() : e);
+        });
     });
   }
 
@@ -411,6 +418,7 @@ export class MsdaWebGPU {
     const { problem, inputs } = problemFromTensors(fn, args, fn === 'backward', undefined, gpuReader);
     this._live(fn);
     const plan = fn === 'forward' ? planForward(b, problem) : planBackward(b, problem);
+    for (const [name, data] of Object.entries(inputs)) plan.buffers[`${name} (input)`] = data instanceof GpuTensor ? data.bytes : data.byteLength;
     checkPlan(fn, b, plan);
     return b.guard(run(b, fn, problem, inputs, plan, outputs));
   }
