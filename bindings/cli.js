@@ -47,7 +47,7 @@ output. With --expect DIR it compares --backend's results with the .npy outputs 
 directory instead (for example your own kernel's dumps: output.npy, grad_value.npy,
 grad_sampling_locations.npy, grad_attention_weights.npy, whichever are there). Elements agree
 when |got - ref| <= 1e-5 + 1e-4*|ref| (ref: native, or ours under --expect); against the
-float64 reference, + 1e-4*max|ref| (float32 rounding of pixel positions, README "Semantics").
+float64 reference, + 1e-4*max|ref| (float32 rounding of pixel positions, docs/guarantees.md "Semantics").
 
 Exit status: 0 done (crosscheck: everything agrees), 2 bad arguments or input (one line on
 stderr naming the file or flag), 1 any other failure (crosscheck: a disagreement).
@@ -55,7 +55,7 @@ stderr naming the file or flag), 1 any other failure (crosscheck: a disagreement
 
 export const TOLERANCE = Object.freeze({ abs: 1e-5, rel: 1e-4, scale: 0 });
 // Float32 kernels against the float64 reference: plus 1e-4 of the tensor's largest magnitude,
-// the bound README "Semantics" states for location gradients on large levels.
+// the bound docs/guarantees.md "Semantics" states for location gradients on large levels.
 export const REFERENCE_TOLERANCE = Object.freeze({ abs: 1e-5, rel: 1e-4, scale: 1e-4 });
 
 const VERSION = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version;
@@ -338,7 +338,7 @@ export function deriveProblem(o, f) {
 
 // ---- running and writing -------------------------------------------------------------------------
 
-// --threads N > 1 on the wasm backend loads the threaded module (README "Threads"); native and
+// --threads N > 1 on the wasm backend loads the threaded module (docs/threads.md); native and
 // the scalar module take threads per call.
 // A backend is named in a message only when the user named it (named: --backend was given).
 async function backendApi(backend, threads = 1, named = true) {

@@ -4,8 +4,9 @@
 // as the other backends); tensors may be CPU ({ data, shape }) or GPU ({ buffer, shape,
 // byteOffset? }) ones. What is computed: SEMANTICS.md; how and what differs: docs/webgpu.md.
 
-import { DISPOSE, problemFromTensors } from '../core.js';
-import { describe } from '../loader.js';
+import { DISPOSE } from '../core/api.js';
+import { problemFromTensors } from '../core/problem.js';
+import { describe } from '../wasm/loader.js';
 import { CANONICAL_NAN, FORWARD, GATHER, PLACE, PROBE, SAMPLES, SCAN, SCAN_ADD, SCAN_BLOCK, SORT, WORKGROUP } from './kernels.js';
 
 /** The `.code` of the Error init rejects with when no WebGPU adapter or device can be had. */
@@ -131,22 +132,11 @@ async function requestDevice(adapter) {
   return adapter.requestDevice({ requiredLimits, label: 'ms-deform-attn' });
 }
 
-async function nodeGpu() {
-  let mod;
-  try {
-    mod = await import('webgpu');
-  } catch (e) {
-    throw unavailable(`this runtime has no navigator.gpu and the optional dependency 'webgpu' (Dawn for Node) is not installed (${e.message}); npm install webgpu, or pass init({ backend: 'webgpu', gpu }) or { device }`, e);
-  }
-  try {
-    return mod.create([]);
-  } catch (e) {
-    throw unavailable(`the 'webgpu' package failed to start Dawn: ${e.message}`, e);
-  }
-}
-
-/** init({ backend: 'webgpu', gpu?, device? }): an instance on the caller's device, or on one of its own. */
-export async function initWebGPU({ gpu, device } = {}) {
+/**
+ * init({ backend: 'webgpu', gpu?, device? }): an instance on the caller's device, or on one of
+ * its own from `gpu`, navigator.gpu, or `defaultGpu()` (the entry's: Dawn in Node, node-gpu.js).
+ */
+export async function initWebGPU({ gpu, device, defaultGpu } = {}) {
   if (device !== undefined) {
     if (device === null || typeof device !== 'object' || typeof device.createComputePipeline !== 'function' || device.queue === undefined) {
       throw new TypeError(`init: device is ${describe(device)}, expected a GPUDevice`);
@@ -157,7 +147,7 @@ export async function initWebGPU({ gpu, device } = {}) {
   if (gpu === undefined) {
     gpu = typeof navigator !== 'undefined' && navigator.gpu ? navigator.gpu : undefined;
     if (gpu === undefined) {
-      if (typeof process === 'object' && process.versions?.node) gpu = await nodeGpu();
+      if (defaultGpu !== undefined) gpu = await defaultGpu(unavailable);
       else throw unavailable('navigator.gpu is missing (WebGPU needs a browser with it enabled and a secure context: https or http://127.0.0.1)');
     }
   } else if (gpu === null || typeof gpu !== 'object' || typeof gpu.requestAdapter !== 'function') {
@@ -170,7 +160,7 @@ export async function initWebGPU({ gpu, device } = {}) {
     throw unavailable(`requestAdapter() failed: ${e.message}`, e);
   }
   if (!adapter) {
-    const hint = typeof process === 'object' && process.versions?.node
+    const hint = defaultGpu !== undefined
       ? ' (Dawn found no Vulkan driver: install your GPU\'s Vulkan driver and libvulkan1, or point VK_ICD_FILENAMES at an ICD such as /usr/lib/chromium/vk_swiftshader_icd.json for a CPU emulation)'
       : ' (the browser offers no WebGPU adapter here: check chrome://gpu, or its --enable-unsafe-webgpu flag)';
     throw unavailable(`requestAdapter() returned no adapter${hint}`);
