@@ -10,8 +10,9 @@
 // copies its inputs into that module's memory once and its outputs into tensors once, as the
 // core API does: inputs are read where tfjs keeps them (tfjs-backend-cpu's own arrays through
 // dataSync(), tfjs-backend-wasm's heap through a view); outputs become tensors through
-// tf.tensor(data, shape, 'float32'). GPU backends (webgl, webgpu) work too, by reading the data
-// back to the CPU.
+// tf.tensor(data, shape, 'float32'). tfjs-backend-webgl works too, by reading the data back to the
+// CPU; on tfjs-backend-webgpu the op runs the WebGPU kernels on tfjs's device, no CPU copy
+// (bindings/webgpu/tfjs.js).
 
 import * as tf from '@tensorflow/tfjs-core';
 import { parseNpy } from './npy.js';
@@ -19,6 +20,8 @@ import { parseNpy } from './npy.js';
 // entry (bundlers never see the Node one).
 import { DEFAULTS, init, Msda } from 'ms-deform-attn';
 import { describe } from './wasm/loader.js';
+import { MsdaWebGPU } from './webgpu/backend.js';
+import { isTfjsWebGPU, runOnTfjsWebGPU } from './webgpu/tfjs.js';
 
 // Ready at import: the module is instantiated once, here.
 let msda = await init();
@@ -30,7 +33,7 @@ export function getMsda() {
 
 /** Makes the op call another instance from init() (e.g. `{ threads: 'auto' }`, or the native addon). */
 export function setMsda(instance) {
-  if (!(instance instanceof Msda)) throw new TypeError(`setMsda: instance is ${describe(instance)}, expected what init() resolves to`);
+  if (!(instance instanceof Msda || instance instanceof MsdaWebGPU)) throw new TypeError(`setMsda: instance is ${describe(instance)}, expected what init() resolves to`);
   msda = instance;
 }
 
@@ -206,6 +209,8 @@ function onTfjsWasm(b = tf.backend()) {
 function run(mode, o, dims, inputs, outputs) {
   const options = { spatialShapes: o.spatialShapes, levelStartIndex: o.levelStartIndex, valueLayout: o.valueLayout,
     samplingLocationsLayout: o.samplingLocationsLayout, alignCorners: o.alignCorners, paddingMode: o.paddingMode };
+  // tfjs-backend-webgpu: on its device, GPU buffers in and out (bindings/webgpu/tfjs.js).
+  if (msda.backend === 'webgpu' || isTfjsWebGPU(tf.backend())) return runOnTfjsWebGPU(tf, msda, mode, options, inputs, outputs);
   const streams = mode === 'forward' && msda.backend !== 'native' && msda.threads === 1;
   if (!onTfjsWasm() || streams) {
     const args = { ...options };

@@ -19,6 +19,8 @@ const MAP_READ = 0x1, COPY_SRC = 0x4, COPY_DST = 0x8, UNIFORM = 0x40, STORAGE = 
 const MAP_MODE_READ = 0x1;
 const OUTPUT_USAGE = STORAGE | COPY_SRC | COPY_DST;
 
+const KERNELS = { forward: FORWARD, samples: SAMPLES, scan: SCAN, scanAdd: SCAN_ADD, place: PLACE, sort: SORT, gather: GATHER, probe: PROBE };
+
 const FLOAT_SIDE = 1024;   // src/kernel.c MSDA_FLOAT_SIDE
 const INT32_MAX = 2 ** 31 - 1;
 const BACKWARD_STRIP = 8;  // src/kernel.c MSDA_BACKWARD_STRIP
@@ -187,6 +189,20 @@ class WebGPUBackend {
     return b;
   }
 
+  // Without awaiting (for synchronous callers such as a tfjs kernel): pipelines made with
+  // createComputePipeline (compiled in the background; a compile error surfaces in the first
+  // call's error scope), the probe's answer filled in when it comes.
+  static createSync(device, info) {
+    const b = new WebGPUBackend(device, false, info);
+    b.pipelines = {};
+    for (const [k, code] of Object.entries(KERNELS)) {
+      b.pipelines[k] = device.createComputePipeline({ label: `msda ${k}`, layout: 'auto', compute: { module: device.createShaderModule({ code, label: `msda ${k}` }), entryPoint: 'main' } });
+    }
+    b.numerics = null;
+    b.probe().then((n) => { b.numerics = n; }, () => {});
+    return b;
+  }
+
   constructor(device, owned, info) {
     this.device = device;
     this.owned = owned;
@@ -230,7 +246,7 @@ class WebGPUBackend {
       return d.createComputePipelineAsync({ label, layout: 'auto', compute: { module, entryPoint: 'main' } });
     };
     const t0 = performance.now();
-    const names = { forward: FORWARD, samples: SAMPLES, scan: SCAN, scanAdd: SCAN_ADD, place: PLACE, sort: SORT, gather: GATHER, probe: PROBE };
+    const names = KERNELS;
     const pipelines = await this.guard(Promise.all(Object.entries(names).map(([k, code]) => make(code, `msda ${k}`))));
     this.pipelines = Object.fromEntries(Object.keys(names).map((k, i) => [k, pipelines[i]]));
     const err = await d.popErrorScope();
@@ -265,7 +281,12 @@ class WebGPUBackend {
     pass.setBindGroup(0, this.device.createBindGroup({ layout: this.pipelines.probe.getBindGroupLayout(0), entries: [{ binding: 0, resource: { buffer: buf } }] }));
     pass.dispatchWorkgroups(1);
     pass.end();
-    const [out] = await this.readBack(enc, [{ buffer: buf, offset: 0, bytes: io.byteLength }]);
+    const staging = this.buffer(io.byteLength, MAP_READ | COPY_DST, 'msda probe readback');
+    enc.copyBufferToBuffer(buf, 0, staging, 0, io.byteLength);
+    this.device.queue.submit([enc.finish()]);
+    await this.guard(staging.mapAsync(MAP_MODE_READ));
+    const out = new Float32Array(staging.getMappedRange().slice(0));
+    staging.destroy();
     buf.destroy();
     return {
       fusedMultiplyAdd: out[4] !== 0,
@@ -275,25 +296,6 @@ class WebGPUBackend {
 
   buffer(size, usage, label) {
     return this.device.createBuffer({ size: Math.max(4, Math.ceil(size / 4) * 4), usage, label });
-  }
-
-  // Copies the given ranges into one mappable buffer after the encoder's work; resolves with
-  // one Float32Array each.
-  async readBack(encoder, ranges) {
-    let total = 0;
-    const at = ranges.map((r) => { const o = total; total += r.bytes; return o; });
-    const staging = this.buffer(total, MAP_READ | COPY_DST, 'msda readback');
-    ranges.forEach((r, i) => encoder.copyBufferToBuffer(r.buffer, r.offset, staging, at[i], r.bytes));
-    this.device.queue.submit([encoder.finish()]);
-    try {
-      await this.guard(staging.mapAsync(MAP_MODE_READ));
-      const all = staging.getMappedRange();
-      const out = ranges.map((r, i) => new Float32Array(all.slice(at[i], at[i] + r.bytes)));
-      staging.unmap();
-      return out;
-    } finally {
-      staging.destroy();
-    }
   }
 
   uniform(n, perRow) {
@@ -365,18 +367,26 @@ const product = (shape) => shape.reduce((a, b) => a * b, 1);
 export class MsdaWebGPU {
   constructor(backend) {
     this._b = backend;
+    this._backendKept = backend;
     this.backend = 'webgpu';
     this.device = backend.device;
     /** The adapter's vendor, architecture, device and description where the runtime says. */
     this.adapterInfo = backend.info;
-    /** { fusedMultiplyAdd, flushesSubnormals }: what the startup probe saw this device do. */
-    this.numerics = backend.numerics;
+
     /** The limits this instance plans its calls against. */
     this.limits = backend.limits;
     this.threads = 1;
   }
 
+  /** { fusedMultiplyAdd, flushesSubnormals }: what the startup probe saw this device do (null until it answers on an instance made without awaiting). */
+  get numerics() { return this._backendKept.numerics; }
+
   get disposed() { return this._b === null; }
+
+  /** An instance on `device` made without awaiting (its kernels compile in the background): for synchronous callers. */
+  static onDeviceSync(device) {
+    return new MsdaWebGPU(WebGPUBackend.createSync(device, device.adapterInfo));
+  }
 
   /** Frees what this instance holds; destroys the device only when init() created it. */
   dispose() {
@@ -402,15 +412,33 @@ export class MsdaWebGPU {
     return this._call('backward', args, options);
   }
 
+  /**
+   * The forward without waiting: encoded and submitted now, the output a GPU tensor
+   * { buffer, shape } (the caller's to destroy) usable at once by later GPU work on this device
+   * (the queue keeps the order). For code that must not await, e.g. a tfjs kernel.
+   */
+  dispatchForward(args) {
+    return this._prepare('dispatchForward', 'forward', args, dispatchNow);
+  }
+
+  /** The backward without waiting, as dispatchForward: { gradValue, gradSamplingLocations, gradAttentionWeights } on the GPU. */
+  dispatchBackward(args) {
+    return this._prepare('dispatchBackward', 'backward', args, dispatchNow);
+  }
+
   async _call(fn, args, options) {
-    const b = this._live(fn);
     const outputs = readCallOptions(fn, options);
-    const { problem, inputs } = problemFromTensors(fn, args, fn === 'backward', undefined, gpuReader);
+    return this._prepare(fn, fn, args, (b, kind, problem, inputs, plan) => run(b, kind, problem, inputs, plan, outputs));
+  }
+
+  _prepare(fn, kind, args, go) {
+    const b = this._live(fn);
+    const { problem, inputs } = problemFromTensors(fn, args, kind === 'backward', undefined, gpuReader);
     this._live(fn);
-    const plan = fn === 'forward' ? planForward(b, problem) : planBackward(b, problem);
+    const plan = kind === 'forward' ? planForward(b, problem) : planBackward(b, problem);
     for (const [name, data] of Object.entries(inputs)) plan.buffers[`${name} (input)`] = data instanceof GpuTensor ? data.bytes : data.byteLength;
     checkPlan(fn, b, plan);
-    return b.guard(run(b, fn, problem, inputs, plan, outputs));
+    return go(b, kind, problem, inputs, plan);
   }
 }
 
@@ -483,14 +511,17 @@ function bindInput(b, name, data, temps, encoder) {
   return { buffer: buf, size: data.byteLength };
 }
 
-async function run(b, fn, problem, inputs, plan, outputs) {
+// Encodes and submits one call, synchronously, inside its own error scopes (pushed and popped
+// here, so that calls in flight together never pop each other's): the result buffers, a staging
+// copy of them when `readBack`, and a Promise of what the scopes caught. Scratch buffers are
+// destroyed at once (the submitted work keeps them).
+function submitCall(b, fn, problem, inputs, plan, readBack) {
   const d = b.device;
   const temps = [];
   const made = [];
   d.pushErrorScope('out-of-memory');
   d.pushErrorScope('validation');
-  let result;
-  let failed = false;
+  let results, staging = null, at = null;
   try {
     const encoder = d.createCommandEncoder({ label: `msda ${fn}` });
     const bind = {};
@@ -500,7 +531,6 @@ async function run(b, fn, problem, inputs, plan, outputs) {
       made.push(buf);
       return buf;
     };
-    let results;
     if (fn === 'forward') {
       const md = metaBuffer(b, metaOf(problem), temps);
       const output = out('output', plan.buffers.output);
@@ -510,31 +540,65 @@ async function run(b, fn, problem, inputs, plan, outputs) {
     } else {
       results = encodeBackward(b, encoder, problem, plan, bind, out, temps);
     }
-    const names = Object.keys(results);
-    if (outputs === 'gpu') {
-      d.queue.submit([encoder.finish()]);
-      result = {};
-      for (const name of names) result[name] = { buffer: results[name], shape: problem.shapes[name].slice() };
-    } else {
-      const arrays = await b.readBack(encoder, names.map((name) => ({ buffer: results[name], offset: 0, bytes: plan.buffers[name] })));
-      result = {};
-      names.forEach((name, i) => { result[name] = { data: arrays[i], shape: problem.shapes[name].slice() }; });
-      for (const buf of made) buf.destroy();
+    if (readBack) {
+      const names = Object.keys(results);
+      let total = 0;
+      at = names.map((name) => { const o = total; total += plan.buffers[name]; return o; });
+      staging = b.buffer(total, MAP_READ | COPY_DST, 'msda readback');
+      names.forEach((name, i) => encoder.copyBufferToBuffer(results[name], 0, staging, at[i], plan.buffers[name]));
     }
+    d.queue.submit([encoder.finish()]);
   } catch (e) {
-    failed = true;
+    for (const buf of made) buf.destroy();
+    staging?.destroy();
     throw e;
   } finally {
-    const validation = await d.popErrorScope();
-    const oom = await d.popErrorScope();
     for (const t of temps) t.destroy();
-    const err = validation ?? oom;
-    if (err && !failed) {
-      for (const buf of made) buf.destroy();
-      // eslint-disable-next-line no-unsafe-finally
-      throw new Error(`${fn}: WebGPU ${oom && !validation ? 'ran out of memory' : 'refused the call'}: ${err.message}`);
-    }
   }
+  const validation = d.popErrorScope();
+  const oom = d.popErrorScope();
+  const scopes = Promise.all([validation, oom]).then(([v, o]) => {
+    const err = v ?? o;
+    return err ? new Error(`${fn}: WebGPU ${o && !v ? 'ran out of memory' : 'refused the call'}: ${err.message}`) : null;
+  }, () => null);
+  return { results, made, staging, at, scopes };
+}
+
+async function run(b, fn, problem, inputs, plan, outputs) {
+  const call = submitCall(b, fn, problem, inputs, plan, outputs === 'cpu');
+  const names = Object.keys(call.results);
+  const shapes = (name) => problem.shapes[name].slice();
+  let result = {};
+  try {
+    const err = await b.guard(call.scopes);
+    if (err) throw err;
+    if (outputs === 'gpu') {
+      for (const name of names) result[name] = { buffer: call.results[name], shape: shapes(name) };
+    } else {
+      await b.guard(call.staging.mapAsync(MAP_MODE_READ));
+      const all = call.staging.getMappedRange();
+      names.forEach((name, i) => {
+        result[name] = { data: new Float32Array(all.slice(call.at[i], call.at[i] + plan.buffers[name])), shape: shapes(name) };
+      });
+      call.staging.unmap();
+    }
+  } catch (e) {
+    result = null;
+    throw e;
+  } finally {
+    call.staging?.destroy();
+    if (outputs === 'cpu' || result === null) for (const buf of call.made) buf.destroy();
+  }
+  return fn === 'forward' ? result.output : result;
+}
+
+// The synchronous form (dispatchForward / dispatchBackward): submitted, results on the GPU at
+// once; an error the device reports later goes to the console, as WebGPU's own do.
+function dispatchNow(b, fn, problem, inputs, plan) {
+  const call = submitCall(b, fn, problem, inputs, plan, false);
+  call.scopes.then((err) => { if (err) console.error(`ms-deform-attn: ${err.message}`); });
+  const result = {};
+  for (const [name, buffer] of Object.entries(call.results)) result[name] = { buffer, shape: problem.shapes[name].slice() };
   return fn === 'forward' ? result.output : result;
 }
 
