@@ -1,0 +1,35 @@
+// A tiny ONNX model written byte by byte (protobuf wire format), so that the tests need no model
+// file: one elementwise node over float32 tensors of a fixed shape, opset 17.
+
+const utf8 = new TextEncoder();
+
+function varint(n) {
+  const out = [];
+  let v = BigInt(n);
+  do {
+    let byte = Number(v & 0x7fn);
+    v >>= 7n;
+    if (v > 0n) byte |= 0x80;
+    out.push(byte);
+  } while (v > 0n);
+  return out;
+}
+
+// Field `field` of wire type 0 (varint) or 2 (length-delimited bytes / string / message).
+const int = (field, n) => [...varint((field << 3) | 0), ...varint(n)];
+const bytes = (field, b) => [...varint((field << 3) | 2), ...varint(b.length), ...b];
+const str = (field, s) => bytes(field, [...utf8.encode(s)]);
+
+// ValueInfoProto { name = 1, type = 2: TypeProto { tensor_type = 1: { elem_type = 1 (FLOAT), shape = 2 { dim = 1 { dim_value = 1 } } } } }
+function valueInfo(name, dims) {
+  const shape = dims.flatMap((d) => bytes(1, int(1, d)));
+  return [...str(1, name), ...bytes(2, bytes(1, [...int(1, 1), ...bytes(2, shape)]))];
+}
+
+/** ModelProto bytes of y = op(x, x) (op e.g. 'Add', 'Mul'), or y = op(x) for one-input ops ('Identity', 'Neg'). */
+export function elementwiseModel(op, dims, { inputs = 2 } = {}) {
+  const node = [...str(1, 'x'), ...(inputs === 2 ? str(1, 'x') : []), ...str(2, 'y'), ...str(3, 'n0'), ...str(4, op)];
+  const graph = [...bytes(1, node), ...str(2, 'g'), ...bytes(11, valueInfo('x', dims)), ...bytes(12, valueInfo('y', dims))];
+  const model = [...int(1, 8), ...str(2, 'ms-deform-attn tests'), ...bytes(7, graph), ...bytes(8, [...str(1, ''), ...int(2, 17)])];
+  return new Uint8Array(model);
+}
