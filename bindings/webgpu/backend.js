@@ -326,7 +326,11 @@ class WebGPUBackend {
       entries: [...Object.entries(entries).map(([binding, r]) => ({ binding: Number(binding), resource: r })),
         { binding: 15, resource: { buffer: u } }],
     });
-    const pass = encoder.beginComputePass({ label: `msda ${name}` });
+    // Benchmarks' GPU time: timestamps around every pass while a profile is set (bench-webgpu).
+    const prof = this.profile;
+    const timestampWrites = prof && prof.next + 2 <= prof.capacity
+      ? { querySet: prof.querySet, beginningOfPassWriteIndex: prof.next++, endOfPassWriteIndex: prof.next++ } : undefined;
+    const pass = encoder.beginComputePass(timestampWrites ? { label: `msda ${name}`, timestampWrites } : { label: `msda ${name}` });
     pass.setPipeline(p);
     pass.setBindGroup(0, bg);
     pass.dispatchWorkgroups(x, y);
@@ -382,6 +386,15 @@ export class MsdaWebGPU {
   get numerics() { return this._backendKept.numerics; }
 
   get disposed() { return this._b === null; }
+
+  /** For benchmarks: timestamps of every pass into querySet (a 'timestamp' GPUQuerySet of
+   *  `capacity` entries) from index 0 on, until profile(null); returns how many were written. */
+  profile(querySet, capacity = 0) {
+    const b = this._live('profile');
+    const written = b.profile ? b.profile.next : 0;
+    b.profile = querySet ? { querySet, capacity, next: 0 } : null;
+    return written;
+  }
 
   /** An instance on `device` made without awaiting (its kernels compile in the background): for synchronous callers. */
   static onDeviceSync(device) {

@@ -33,3 +33,32 @@ export function elementwiseModel(op, dims, { inputs = 2 } = {}) {
   const model = [...int(1, 8), ...str(2, 'ms-deform-attn tests'), ...bytes(7, graph), ...bytes(8, [...str(1, ''), ...int(2, 17)])];
   return new Uint8Array(model);
 }
+
+// AttributeProto { name = 1, i = 3, s = 4, type = 20 (INT 2, STRING 3) }
+function attribute(name, v) {
+  return typeof v === 'string'
+    ? [...str(1, name), ...str(4, v), ...int(20, 3)]
+    : [...str(1, name), ...int(3, v), ...int(20, 2)];
+}
+
+// TensorProto { dims = 1, data_type = 2 (INT64 7), name = 8, raw_data = 9 } of int64 values
+function int64Tensor(name, values) {
+  const raw = new Uint8Array(new BigInt64Array(values.map(BigInt)).buffer);
+  return [...int(1, values.length), ...int(2, 7), ...str(8, name), ...bytes(9, [...raw])];
+}
+
+/**
+ * ModelProto bytes of a graph: `inputs` / `outputs` [name, dims] pairs (float32), `nodes`
+ * { op, inputs, outputs, attrs }, `int64s` { name: [values] } as initializers.
+ */
+export function graphModel({ inputs, outputs, nodes, int64s = {}, opset = 17 }) {
+  const graph = [
+    ...nodes.flatMap((n, i) => bytes(1, [...n.inputs.flatMap((x) => str(1, x)), ...n.outputs.flatMap((x) => str(2, x)),
+      ...str(3, `n${i}`), ...str(4, n.op), ...Object.entries(n.attrs ?? {}).flatMap(([k, v]) => bytes(5, attribute(k, v)))])),
+    ...str(2, 'g'),
+    ...Object.entries(int64s).flatMap(([name, values]) => bytes(5, int64Tensor(name, values))),
+    ...inputs.flatMap(([name, dims]) => bytes(11, valueInfo(name, dims))),
+    ...outputs.flatMap(([name, dims]) => bytes(12, valueInfo(name, dims))),
+  ];
+  return new Uint8Array([...int(1, 8), ...str(2, 'ms-deform-attn tests'), ...bytes(7, graph), ...bytes(8, [...str(1, ''), ...int(2, opset)])]);
+}
