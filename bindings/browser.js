@@ -77,6 +77,7 @@ const platform = {
     err.code = NATIVE_UNAVAILABLE;
     return Promise.reject(err);
   },
+  initWebGPU: async (options) => (await import('./webgpu/backend.js')).initWebGPU(options),
 };
 
 export const { init, initNative, initSync } = createApi(platform);

@@ -111,6 +111,10 @@ const platform = {
   hardwareThreads: () => (typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length || 1),
   startThreadsWorker,
   loadNative: async (addonPath) => (await import('./native.js')).loadNative(addonPath),
+  initWebGPU: async (options) => {
+    const [{ initWebGPU }, { nodeGpu }] = await Promise.all([import('./webgpu/backend.js'), import('./webgpu/node-gpu.js')]);
+    return initWebGPU({ ...options, defaultGpu: nodeGpu });
+  },
 };
 
 export const { init, initNative, initSync } = createApi(platform);

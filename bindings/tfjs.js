@@ -10,8 +10,9 @@
 // copies its inputs into that module's memory once and its outputs into tensors once, as the
 // core API does: inputs are read where tfjs keeps them (tfjs-backend-cpu's own arrays through
 // dataSync(), tfjs-backend-wasm's heap through a view); outputs become tensors through
-// tf.tensor(data, shape, 'float32'). GPU backends (webgl, webgpu) work too, by reading the data
-// back to the CPU.
+// tf.tensor(data, shape, 'float32'). tfjs-backend-webgl works too, by reading the data back to the
+// CPU; on tfjs-backend-webgpu the op runs the WebGPU kernels on tfjs's device, no CPU copy
+// (bindings/webgpu/tfjs.js).
 //
 // Nothing is fetched at import. In Node the first op makes its instance (the wasm module, one
 // thread); in browsers call `await ready()` first (after configure({ wasmPaths }) where the .wasm
@@ -26,6 +27,8 @@ import { fmtShape as fmt, positiveInteger, readArgs, readLevelStartIndex, readOp
   readSpatialShapes } from './core/args.js';
 import { typedArrayKind, typedArrayLength } from './core/typed.js';
 import { describe } from './wasm/loader.js';
+import { MsdaWebGPU } from './webgpu/backend.js';
+import { isTfjsWebGPU, runOnTfjsWebGPU } from './webgpu/tfjs.js';
 
 // The instance the op calls. Nothing is fetched or instantiated at import (a bundle's page has
 // not said where the .wasm files are yet): setMsda() gives one, or ready() makes it from init()
@@ -60,7 +63,7 @@ export function getMsda() {
 
 /** Makes the op call another instance from init() (e.g. `{ threads: 'auto' }`, or the native addon). */
 export function setMsda(instance) {
-  if (!(instance instanceof Msda)) throw new TypeError(`setMsda: instance is ${describe(instance)}, expected what init() resolves to`);
+  if (!(instance instanceof Msda || instance instanceof MsdaWebGPU)) throw new TypeError(`setMsda: instance is ${describe(instance)}, expected what init() resolves to`);
   making = null;
   adopt(instance, false);
 }
@@ -205,15 +208,18 @@ function run(mode, o, dims, inputs, outputs) {
   const options = { spatialShapes: o.spatialShapes, levelStartIndex: o.levelStartIndex, valueLayout: o.valueLayout,
     samplingLocationsLayout: o.samplingLocationsLayout, alignCorners: o.alignCorners, paddingMode: o.paddingMode };
   const fn = mode === 'forward' ? 'msDeformAttn' : 'msDeformAttnBackward';
-  const msda = current(fn);
-  const streams = mode === 'forward' && msda.backend !== 'native' && msda.threads === 1;
+  // tfjs-backend-webgpu: on its device, GPU buffers in and out (bindings/webgpu/tfjs.js); it needs
+  // no wasm instance, so none is made for it.
+  if (msda?.backend === 'webgpu' || isTfjsWebGPU(tf.backend())) return runOnTfjsWebGPU(tf, msda, mode, options, inputs, outputs);
+  const instance = current(fn);
+  const streams = mode === 'forward' && instance.backend !== 'native' && instance.threads === 1;
   if (!onTfjsWasm() || streams) {
     const args = { ...options };
     for (const [name, t] of Object.entries(inputs)) args[name] = { data: hostData(fn, name, t), shape: t.shape };
-    const result = mode === 'forward' ? { output: msda.forward(args) } : msda.backward(args);
+    const result = mode === 'forward' ? { output: instance.forward(args) } : instance.backward(args);
     return outputs.map((name) => tf.tensor(result[name].data, result[name].shape, 'float32'));
   }
-  const p = msda.prepare({ batch: dims.B, numQueries: dims.Q, numHeads: dims.H, channels: dims.C, numPoints: dims.P,
+  const p = instance.prepare({ batch: dims.B, numQueries: dims.Q, numHeads: dims.H, channels: dims.C, numPoints: dims.P,
     ...options }, { mode });
   try {
     for (const [name, t] of Object.entries(inputs)) p[name].set(hostData(fn, name, t));
@@ -234,7 +240,7 @@ const forwardCore = (o, dims, value, samplingLocations, attentionWeights) =>
 export function msDeformAttn(value, samplingLocations, attentionWeights, options) {
   const fn = 'msDeformAttn';
   const o = readOptions(fn, options);
-  current(fn);
+  if (!isTfjsWebGPU(tf.backend())) current(fn);   // the error for a missing instance, before tfjs runs anything
   return tf.tidy(() => {
     const v = asTensor(fn, 'value', value);
     const l = asTensor(fn, 'samplingLocations', samplingLocations);
@@ -269,7 +275,7 @@ function backward(o, dims, dy, value, samplingLocations, attentionWeights) {
 export function msDeformAttnBackward(dy, value, samplingLocations, attentionWeights, options) {
   const fn = 'msDeformAttnBackward';
   const o = readOptions(fn, options);
-  current(fn);
+  if (!isTfjsWebGPU(tf.backend())) current(fn);   // the error for a missing instance, before tfjs runs anything
   return tf.tidy(() => {
     const v = asTensor(fn, 'value', value);
     const l = asTensor(fn, 'samplingLocations', samplingLocations);

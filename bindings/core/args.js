@@ -210,15 +210,19 @@ export function readLevelStartIndex(fn, x, shapes) {
 // for a dimension still to be learnt). Returns a copy of the shape and the data array; the
 // data's length is checked by checkLength once every argument has been read. `kinds`: the data
 // types accepted (the float64 reference also takes Float64Array).
-export function readTensor(fn, name, t, expected, labels, note, kinds = ['Float32Array']) {
-  const want = `{ data: Float32Array, shape: ${fmtShape(labels)} }`;
+// `gpu`: a backend's reader of GPU tensors ({ buffer, shape, byteOffset? }, bindings/webgpu/),
+// called for a tensor without data; what it returns is checked by checkLength.
+export function readTensor(fn, name, t, expected, labels, note, kinds = ['Float32Array'], gpu = undefined) {
+  const want = `{ data: Float32Array, shape: ${fmtShape(labels)} }${gpu ? ` or { buffer: GPUBuffer, shape: ${fmtShape(labels)}, byteOffset? }` : ''}`;
   if (t === null || typeof t !== 'object' || Array.isArray(t) || typedArrayKind(t) !== undefined || t instanceof DataView) {
     throw new TypeError(`${fn}: ${name} is ${t === undefined ? 'missing' : describe(t)}, expected ${want}`);
   }
-  const data = t.data;
+  let data = t.data;
+  const onGpu = gpu !== undefined && data === undefined;
+  if (onGpu) data = gpu.read(fn, name, t);
   const shapeValue = t.shape;
   const given = shapeValue !== undefined ? shapeValue : t.dims;
-  if (!kinds.includes(typedArrayKind(data))) {
+  if (!onGpu && !kinds.includes(typedArrayKind(data))) {
     const kind = typedArrayKind(data);
     throw new TypeError(`${fn}: ${name}.data is ${kind ?? describe(data)}, expected a ${kinds.join(' or ')}`);
   }
@@ -247,8 +251,12 @@ export function readTensor(fn, name, t, expected, labels, note, kinds = ['Float3
 
 // After every argument has been read (no caller code runs from here to the copy): the data's
 // real length against its shape.
-export function checkLength(fn, { name, shape, data }) {
+export function checkLength(fn, { name, shape, data }, gpu = undefined) {
   const count = shape.reduce((a, b) => a * b, 1);
+  if (gpu !== undefined && gpu.owns(data)) {
+    gpu.check(fn, name, data, count);
+    return;
+  }
   const length = typedArrayLength(data);
   if (count !== length) {
     throw new RangeError(`${fn}: ${name}.shape is ${fmtShape(shape)} (${count} elements) but ${name}.data has ${length} elements`);
