@@ -16,6 +16,7 @@ import {
 import { open } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { widenHalf } from './half.js';
 import { formatShape, npyHeader, NpyError, parseNpy, npyDataBytes } from './npy.js';
 
 const USAGE = `usage: msda forward    --in DIR --out DIR [options]
@@ -27,7 +28,8 @@ Multi-scale deformable attention on a case directory of NumPy .npy files.
   --in DIR        reads value.npy (<f4), spatial_shapes.npy (<i8|<i4, (N_l, 2)),
                   level_start_index.npy (<i8|<i4, (N_l,)), sampling_locations.npy (<f4),
                   attention_weights.npy (<f4, (B, N_q, N_h, N_l, N_p)) and, for backward,
-                  grad_output.npy (<f4, (B, N_q, N_h*C_h))
+                  grad_output.npy (<f4, (B, N_q, N_h*C_h)); float inputs may also be <f2
+                  (float16) or 'bfloat16', widened exactly to float32
   --out DIR       writes output.npy (forward) or grad_value.npy, grad_sampling_locations.npy,
                   grad_attention_weights.npy (backward); created if missing
   --value-layout BLNC|BNLC                   value is (B, L, N_h, C_h) or (B, N_h, L, C_h); default BLNC
@@ -159,8 +161,11 @@ export function parseArgs(argv) {
 // What to do about a file of the wrong dtype, in NumPy's words (the native CLI prints the same).
 function dtypeHint(path, descr, want) {
   const name = path.slice(path.lastIndexOf('/') + 1);
+  if (want === 'float' && (descr === '<V2' || descr === '|V2')) {
+    return `${path}: dtype '${descr}': a 2-byte void, which is how np.save writes ml_dtypes' bfloat16, but its bits cannot be told from any other 2-byte record: save bfloat16 as float32, which is exact: tensor.astype(np.float32)`;
+  }
   const bigEndian = descr.startsWith('>');
-  const what = want === 'float' ? 'float32' : 'int64 or int32';
+  const what = want === 'float' ? 'float32 or float16' : 'int64 or int32';
   const fix = want === 'float' ? (bigEndian ? "'<f4'" : 'np.float32') : (bigEndian ? "'<i8'" : 'np.int64');
   return `${path}: dtype '${descr}'${bigEndian ? ' (big-endian)' : ''}: ${name} must be ${bigEndian ? 'little-endian ' : ''}${what}: save tensor.astype(${fix})`;
 }
@@ -214,7 +219,9 @@ function readNpyFile(path, want) {
     if (e instanceof NpyError) throw bad(`${path}: ${e.message}`);
     throw e;
   }
-  if ((want === 'float' && a.dtype !== '<f4') || (want === 'int' && a.dtype === '<f4')) throw bad(dtypeHint(path, a.dtype, want));
+  const isFloat = ['<f4', '<f2', 'bfloat16'].includes(a.dtype);
+  if ((want === 'float') !== isFloat) throw bad(dtypeHint(path, a.dtype, want));
+  if (a.dtype === '<f2' || a.dtype === 'bfloat16') a.data = widenHalf(a.data, a.dtype === '<f2' ? 'float16' : 'bfloat16');
   // Exact dimensions for messages; numbers for the checks (a dimension past 2^53 rounds to a
   // number >= 2^53, which still differs from every size a file can hold).
   a.exactShape = a.shape;

@@ -33,7 +33,8 @@ static const char USAGE[] =
     "  --in DIR        reads value.npy (<f4), spatial_shapes.npy (<i8|<i4, (N_l, 2)),\n"
     "                  level_start_index.npy (<i8|<i4, (N_l,)), sampling_locations.npy (<f4),\n"
     "                  attention_weights.npy (<f4, (B, N_q, N_h, N_l, N_p)) and, for backward,\n"
-    "                  grad_output.npy (<f4, (B, N_q, N_h*C_h))\n"
+    "                  grad_output.npy (<f4, (B, N_q, N_h*C_h)); float inputs may also be <f2\n"
+    "                  (float16) or 'bfloat16', widened exactly to float32\n"
     "  --out DIR       writes output.npy (forward) or grad_value.npy, grad_sampling_locations.npy,\n"
     "                  grad_attention_weights.npy (backward); created if missing\n"
     "  --value-layout BLNC|BNLC                   value is (B, L, N_h, C_h) or (B, N_h, L, C_h); default BLNC\n"
@@ -229,9 +230,13 @@ static void case_free(case_data *c)
 static int dtype_hint(const char *path, const char *name, const char *descr, int want_int)
 {
     const int big_endian = descr[0] == '>';
+    if (!want_int && (!strcmp(descr, "<V2") || !strcmp(descr, "|V2")))
+        return report(EXIT_BAD_INPUT, "%s: dtype '%s': a 2-byte void, which is how np.save writes ml_dtypes' bfloat16, "
+                      "but its bits cannot be told from any other 2-byte record: save bfloat16 as float32, which is "
+                      "exact: tensor.astype(np.float32)", path, descr);
     return report(EXIT_BAD_INPUT, "%s: dtype '%s'%s: %s must be %s%s: save tensor.astype(%s)", path, descr,
                   big_endian ? " (big-endian)" : "", name, big_endian ? "little-endian " : "",
-                  want_int ? "int64 or int32" : "float32",
+                  want_int ? "int64 or int32" : "float32 or float16",
                   want_int ? (big_endian ? "'<i8'" : "np.int64") : (big_endian ? "'<f4'" : "np.float32"));
 }
 

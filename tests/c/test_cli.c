@@ -240,6 +240,68 @@ static void test_against_reference(void)
     }
 }
 
+/* Half-precision inputs ('<f2', 'bfloat16'): the outputs are those of the float32 values the
+ * bits stand for (the reference on the widened values), forward and backward. */
+static void test_half_inputs(void)
+{
+    for (int kind = 0; kind < 2; kind++) {
+        const npy_dtype dt = kind ? NPY_BF16 : NPY_F2;
+        tu_case tc;
+        tu_case_random(&tc, 4242 + (uint64_t)kind, 3);
+        const msda_problem *p = &tc.p;
+        float *arrays[4] = {tc.value, tc.sampling_locations, tc.attention_weights, tc.grad_output};
+        const int64_t counts[4] = {tc.value_elements, tc.locations_elements, tc.weights_elements, tc.output_elements};
+        char in[512], out[512];
+        snprintf(in, sizeof in, "%s/half%d", root, kind);
+        snprintf(out, sizeof out, "%s/half%d/out", root, kind);
+        write_case(in, &tc, 0);
+        int64_t vs[4], ls[6], ws[5];
+        value_shape(p, vs);
+        locations_shape(p, ls);
+        weights_shape(p, ws);
+        const int64_t go[3] = {p->batch, p->num_queries, p->num_heads * p->channels};
+        const char *names[4] = {"value.npy", "sampling_locations.npy", "attention_weights.npy", "grad_output.npy"};
+        const int nd[4] = {4, 6, 5, 3};
+        const int64_t *shapes[4] = {vs, ls, ws, go};
+        for (int a = 0; a < 4; a++) {
+            uint16_t *bits = malloc((size_t)counts[a] * 2);
+            for (int64_t i = 0; i < counts[a]; i++) {
+                uint32_t u;
+                memcpy(&u, &arrays[a][i], 4);
+                bits[i] = kind ? (uint16_t)(u >> 16) : npy_f32_to_f16(u); /* bfloat16: truncated, still exact bits */
+                u = kind ? npy_bf16_to_f32(bits[i]) : npy_f16_to_f32(bits[i]);
+                memcpy(&arrays[a][i], &u, 4); /* the reference sees what the file holds */
+            }
+            save_or_die(path_in(in, names[a]), dt, nd[a], shapes[a], bits);
+            free(bits);
+        }
+        const char *ctx = kind ? "bfloat16 inputs" : "float16 inputs";
+        char *args[] = {"backward", "--in", in, "--out", out, "--value-layout", "BNLC", "--sampling-locations-layout",
+                        "B2QHLP", NULL};
+        tu_check(p->value_layout == MSDA_VALUE_BNLC && p->locations_layout == MSDA_LOCATIONS_B2QHLP, "combo 3 layouts");
+        result r;
+        run_argv(&r, args);
+        if (tu_check(r.status == 0 && r.err[0] == '\0', "%s: backward exit %d, stderr \"%s\"", ctx, r.status, r.err)) {
+            double *gv = tu_doubles(tc.value_elements), *gl = tu_doubles(tc.locations_elements),
+                   *gw = tu_doubles(tc.weights_elements);
+            ref_backward(p, tc.grad_output, tc.value, tc.sampling_locations, tc.attention_weights, gv, gl, gw);
+            check_output(out, "grad_value.npy", 4, vs, gv, tc.value_elements, ctx);
+            check_output(out, "grad_sampling_locations.npy", 6, ls, gl, tc.locations_elements, ctx);
+            check_output(out, "grad_attention_weights.npy", 5, ws, gw, tc.weights_elements, ctx);
+            free(gv); free(gl); free(gw);
+        }
+        args[0] = "forward";
+        run_argv(&r, args);
+        if (tu_check(r.status == 0 && r.err[0] == '\0', "%s: forward exit %d, stderr \"%s\"", ctx, r.status, r.err)) {
+            double *ref = tu_doubles(tc.output_elements);
+            ref_forward(p, tc.value, tc.sampling_locations, tc.attention_weights, ref);
+            check_output(out, "output.npy", 3, go, ref, tc.output_elements, ctx);
+            free(ref);
+        }
+        tu_case_free(&tc);
+    }
+}
+
 /* ---- refusals ---------------------------------------------------------------------------- */
 
 static tu_case good;           /* a small valid case written afresh before each refusal test */
@@ -437,11 +499,14 @@ static void test_malformed_files(void)
         {"unsupported version", "attention_weights.npy", "NUMPY\x01", "NUMPY\x04", 0,
          "attention_weights.npy: unsupported .npy format version 4.0"},
         {"big-endian", "sampling_locations.npy", "'<f4'", "'>f4'", 0,
-         "sampling_locations.npy: dtype '>f4' (big-endian): sampling_locations.npy must be little-endian float32: save tensor.astype('<f4')"},
+         "sampling_locations.npy: dtype '>f4' (big-endian): sampling_locations.npy must be little-endian float32 or float16: save tensor.astype('<f4')"},
         {"big-endian ints", "spatial_shapes.npy", "'<i8'", "'>i8'", 0,
          "spatial_shapes.npy: dtype '>i8' (big-endian): spatial_shapes.npy must be little-endian int64 or int32: save tensor.astype('<i8')"},
         {"Fortran order", "value.npy", "False", "True ", 0, "value.npy: Fortran-order"},
-        {"other dtype", "value.npy", "'<f4'", "'<f8'", 0, "value.npy: dtype '<f8': value.npy must be float32: save tensor.astype(np.float32)"},
+        {"other dtype", "value.npy", "'<f4'", "'<f8'", 0, "value.npy: dtype '<f8': value.npy must be float32 or float16: save tensor.astype(np.float32)"},
+        {"2-byte void (np.save of ml_dtypes.bfloat16)", "value.npy", "'<f4'", "'<V2'", 0,
+         "value.npy: dtype '<V2': a 2-byte void, which is how np.save writes ml_dtypes' bfloat16, but its bits cannot be "
+         "told from any other 2-byte record: save bfloat16 as float32, which is exact: tensor.astype(np.float32)"},
         {"other int dtype", "level_start_index.npy", "'<i8'", "'<u8'", 0,
          "level_start_index.npy: dtype '<u8': level_start_index.npy must be int64 or int32: save tensor.astype(np.int64)"},
         {"header not a dict", "attention_weights.npy", "{'descr'", "['descr'", 0, "attention_weights.npy: header: expected '{'"},
@@ -488,7 +553,7 @@ static void test_inconsistent_case(void)
     int64_t *ints = calloc((size_t)good.value_elements, sizeof(int64_t));
     save_or_die(path_in(good_dir, "value.npy"), NPY_I8, 4, vs, ints);
     run_case(&r, "forward");
-    expect_refusal("value.npy as <i8", &r, "value.npy: dtype '<i8': value.npy must be float32: save tensor.astype(np.float32)");
+    expect_refusal("value.npy as <i8", &r, "value.npy: dtype '<i8': value.npy must be float32 or float16: save tensor.astype(np.float32)");
     free(ints);
     fresh_case();
     const int64_t ss[2] = {p->num_levels, 2};
@@ -594,6 +659,7 @@ int main(void)
         return 1;
     }
     test_against_reference();
+    test_half_inputs();
 
     static const int64_t shapes[4] = {3, 4, 2, 2};
     tu_case_init(&good, 5, 2, 3, 2, 3, 2, 2, shapes, 0);

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { main } from '../../bindings/cli.js';
 import { parseNpy, serializeNpy } from '../../bindings/npy.js';
+import { narrowToHalf, widenHalf } from '../../bindings/half.js';
 import { assertClose, OPTION_COMBOS, randomCase } from './helpers.js';
 
 const NATIVE_CLI = fileURLToPath(new URL('../../build/native/msda', import.meta.url));
@@ -169,6 +170,38 @@ test('forward and backward on wasm, wasm-scalar and native agree with the native
   }
 });
 
+test("'<f2' and 'bfloat16' inputs: both CLIs compute on the float32 values the bits stand for, same bytes", async () => {
+  for (const dtype of ['float16', 'bfloat16']) {
+    const options = OPTION_COMBOS[6];
+    const c = randomCase(900, options);
+    const halfDir = `${root}/half-${dtype}`, wideDir = `${root}/wide-${dtype}`;
+    writeCase(halfDir, c);
+    writeCase(wideDir, c);
+    for (const [name, t] of [['value', c.args.value], ['sampling_locations', c.args.samplingLocations],
+      ['attention_weights', c.args.attentionWeights], ['grad_output', c.gradOutput]]) {
+      const bits = narrowToHalf(t.data, dtype);
+      writeFileSync(`${halfDir}/${name}.npy`, serializeNpy({ data: bits, shape: t.shape, dtype: dtype === 'float16' ? '<f2' : 'bfloat16' }));
+      writeFileSync(`${wideDir}/${name}.npy`, serializeNpy({ data: widenHalf(bits, dtype), shape: t.shape }));
+    }
+    const flags = flagsOf(options);
+    for (const op of ['forward', 'backward']) {
+      assert.equal(native([op, '--in', wideDir, '--out', `${wideDir}/out`, ...flags]).status, 0);
+      const n = native([op, '--in', halfDir, '--out', `${halfDir}/native`, ...flags]);
+      assert.equal(n.status, 0, n.err);
+      const j = await js([op, '--in', halfDir, '--out', `${halfDir}/js`, '--backend', 'native', ...flags]);
+      assert.equal(j.status, 0, j.err);
+      const w = await js([op, '--in', halfDir, '--out', `${halfDir}/wasm`, ...flags]);
+      assert.equal(w.status, 0, w.err);
+      for (const name of op === 'forward' ? ['output'] : OUTPUTS.slice(1)) {
+        const want = readFileSync(`${wideDir}/out/${name}.npy`);
+        assert.deepEqual(readFileSync(`${halfDir}/native/${name}.npy`), want, `${dtype} ${name}: native CLI`);
+        assert.deepEqual(readFileSync(`${halfDir}/js/${name}.npy`), want, `${dtype} ${name}: JS CLI on native`);
+        assertClose(load(`${halfDir}/wasm/${name}.npy`).data, parseNpy(want).data, `${dtype} ${name}: JS CLI on wasm`);
+      }
+    }
+  }
+});
+
 // Each entry edits a fresh copy of a valid case (or the arguments) and must be refused by both
 // CLIs with the same line.
 const GOOD = randomCase(42, OPTION_COMBOS[0]);
@@ -211,14 +244,14 @@ const REFUSALS = [
   ['wrong magic', edit('value.npy', 'NUMPY', 'NUMPX'), [], 'value.npy: not a .npy file'],
   ['unsupported version', edit('attention_weights.npy', 'NUMPY\x01', 'NUMPY\x04'), [], 'unsupported .npy format version 4.0'],
   ['big-endian', edit('sampling_locations.npy', "'<f4'", "'>f4'"), [],
-    "sampling_locations.npy: dtype '>f4' (big-endian): sampling_locations.npy must be little-endian float32: save tensor.astype('<f4')"],
+    "sampling_locations.npy: dtype '>f4' (big-endian): sampling_locations.npy must be little-endian float32 or float16: save tensor.astype('<f4')"],
   ['big-endian ints', edit('spatial_shapes.npy', "'<i8'", "'>i8'"), [],
     "spatial_shapes.npy: dtype '>i8' (big-endian): spatial_shapes.npy must be little-endian int64 or int32: save tensor.astype('<i8')"],
   ['Fortran order', edit('value.npy', 'False', 'True '), [], 'Fortran-order'],
   ['float64 value (the common NumPy slip)', edit('value.npy', "'<f4'", "'<f8'"), [],
-    "value.npy: dtype '<f8': value.npy must be float32: save tensor.astype(np.float32)"],
-  ['float16 weights', edit('attention_weights.npy', "'<f4'", "'<f2'"), [],
-    "attention_weights.npy: dtype '<f2': attention_weights.npy must be float32: save tensor.astype(np.float32)"],
+    "value.npy: dtype '<f8': value.npy must be float32 or float16: save tensor.astype(np.float32)"],
+  ['2-byte void weights (np.save of ml_dtypes.bfloat16)', edit('attention_weights.npy', "'<f4'", "'<V2'"), [],
+    "attention_weights.npy: dtype '<V2': a 2-byte void, which is how np.save writes ml_dtypes' bfloat16, but its bits cannot be told from any other 2-byte record: save bfloat16 as float32, which is exact: tensor.astype(np.float32)"],
   ['uint64 level starts', edit('level_start_index.npy', "'<i8'", "'<u8'"), [],
     "level_start_index.npy: dtype '<u8': level_start_index.npy must be int64 or int32: save tensor.astype(np.int64)"],
   ['header not a dict', edit('attention_weights.npy', "{'descr'", "['descr'"), [], "header: expected '{'"],
@@ -246,7 +279,7 @@ const REFUSALS = [
   // missing files, wrong dtypes and shapes
   ['missing file', (dir) => unlinkSync(`${dir}/attention_weights.npy`), [], 'attention_weights.npy: cannot open: No such file or directory'],
   ['value as <i8', replace('value.npy', { data: new BigInt64Array(S.value.data.length), shape: S.value.shape }), [],
-    "value.npy: dtype '<i8': value.npy must be float32: save tensor.astype(np.float32)"],
+    "value.npy: dtype '<i8': value.npy must be float32 or float16: save tensor.astype(np.float32)"],
   ['spatial_shapes as <f4', replace('spatial_shapes.npy', { data: new Float32Array(2 * S.spatialShapes.length), shape: [S.spatialShapes.length, 2] }), [],
     "spatial_shapes.npy: dtype '<f4': spatial_shapes.npy must be int64 or int32: save tensor.astype(np.int64)"],
   ['locations in the other layout', null, ['--sampling-locations-layout', 'B2QHLP'], 'per --sampling-locations-layout B2QHLP'],
