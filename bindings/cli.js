@@ -16,7 +16,8 @@ import {
 import { open } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { widenHalf } from './half.js';
+import { BOUND_RULE, compareWithBounds, coordinates, formatCoordinates, OUTPUT_NAMES as CHECKED_OUTPUTS, referenceWithBounds, UNIT_ROUNDOFF } from './crosscheck.js';
+import { narrowToHalf, widenHalf } from './half.js';
 import { formatShape, npyHeader, NpyError, parseNpy, npyDataBytes } from './npy.js';
 
 const USAGE = `usage: msda forward    --in DIR --out DIR [options]
@@ -45,11 +46,21 @@ Multi-scale deformable attention on a case directory of NumPy .npy files.
 crosscheck runs forward, and backward when DIR has grad_output.npy, on --backend (default wasm)
 and on native where the native addon loads, else on the float64 reference (always for
 --backend native), says which, and prints the largest absolute and relative difference per
-output. With --expect DIR it compares --backend's results with the .npy outputs in that
-directory instead (for example your own kernel's dumps: output.npy, grad_value.npy,
-grad_sampling_locations.npy, grad_attention_weights.npy, whichever are there). Elements agree
-when |got - ref| <= 1e-5 + 1e-4*|ref| (ref: native, or ours under --expect); against the
+output: elements agree when |got - ref| <= 1e-5 + 1e-4*|ref| (ref: native); against the
 float64 reference, + 1e-4*max|ref| (float32 rounding of pixel positions, README "Semantics").
+
+crosscheck --expect DIR compares your kernel's dumps in DIR (output.npy, grad_value.npy,
+grad_sampling_locations.npy, grad_attention_weights.npy, whichever are there; <f4, <f2 or
+'bfloat16') with the float64 reference, each element against its own bound:
+  --dtype float32|float16|bfloat16   the precision your kernel stores tensors in (default: the
+                                     files' own when all are <f2 or all 'bfloat16', else float32);
+                                     |yours - ours| <= 4*u*M + 2*(n+4)*2^-24*M + P, u the dtype's
+                                     unit roundoff, M the sum of |contributions| to the element,
+                                     n their count, P its change when pixel positions move by
+                                     float32 rounding (docs/cli-kernel-authors.md)
+  --rtol R --atol A                  instead: |yours - ours| <= A + R*|ours|
+  --top K                            list the K worst elements of each output (default 5)
+  --json                             one JSON document on stdout instead of the text
 
 Exit status: 0 done (crosscheck: everything agrees), 2 bad arguments or input (one line on
 stderr naming the file or flag), 1 any other failure (crosscheck: a disagreement).
@@ -85,12 +96,15 @@ const joinPath = (dir, name) => (dir.endsWith('/') ? dir + name : `${dir}/${name
 // ---- arguments ---------------------------------------------------------------------------------
 
 const VALUE_FLAGS = ['--in', '--out', '--value-layout', '--sampling-locations-layout', '--padding-mode', '--threads',
-  '--backend', '--expect'];
+  '--backend', '--expect', '--dtype', '--rtol', '--atol', '--top'];
+const CROSSCHECK_FLAGS = ['--expect', '--dtype', '--rtol', '--atol', '--top', '--json'];
+const EXPECT_FLAGS = ['--dtype', '--rtol', '--atol', '--top', '--json'];
 const CHOICES = {
   '--value-layout': ['BLNC', 'BNLC'],
   '--sampling-locations-layout': ['BQHLP2', 'B2QHLP'],
   '--padding-mode': ['zeros', 'border'],
   '--backend': ['wasm', 'wasm-scalar', 'native'],
+  '--dtype': ['float32', 'float16', 'bfloat16'],
 };
 const orList = (xs) => (xs.length === 2 ? `${xs[0]} or ${xs[1]}` : `${xs.slice(0, -1).join(', ')} or ${xs[xs.length - 1]}`);
 
@@ -106,6 +120,7 @@ export function parseArgs(argv) {
   const o = {
     command, in: null, out: null, expect: null, valueLayout: 'BLNC', samplingLocationsLayout: 'BQHLP2',
     alignCorners: false, paddingMode: 'zeros', threads: 1, backend: 'wasm', backendNamed: false,
+    dtype: null, rtol: null, atol: null, top: 5, json: false,
   };
   const seen = new Set();
   for (let i = 1; i < argv.length; i++) {
@@ -116,7 +131,7 @@ export function parseArgs(argv) {
     const eq = arg.indexOf('=');
     const name = eq >= 0 ? arg.slice(0, eq) : arg;
     const takesValue = VALUE_FLAGS.includes(name);
-    if (!takesValue && name !== '--align-corners') {
+    if (!takesValue && name !== '--align-corners' && name !== '--json') {
       throw bad(`unknown option '${name.length >= 64 ? `${name.slice(0, 40)}...` : name}' (see msda --help)`);
     }
     let value = null;
@@ -130,7 +145,7 @@ export function parseArgs(argv) {
     if (command === 'crosscheck' && name === '--out') {
       throw bad('--out is not used by crosscheck (it writes nothing); --expect DIR compares with outputs in DIR');
     }
-    if (command !== 'crosscheck' && name === '--expect') throw bad('--expect is only for msda crosscheck');
+    if (command !== 'crosscheck' && CROSSCHECK_FLAGS.includes(name)) throw bad(`${name} is only for msda crosscheck`);
     if (name === '--in' || name === '--out' || name === '--expect') {
       if (value === '') throw bad(`${name}: empty path, expected a directory`);
       o[name.slice(2)] = value;
@@ -138,7 +153,20 @@ export function parseArgs(argv) {
       if (!CHOICES[name].includes(value)) throw bad(`${name}: '${value}', expected ${orList(CHOICES[name])}`);
       const key = { '--value-layout': 'valueLayout', '--sampling-locations-layout': 'samplingLocationsLayout',
         '--padding-mode': 'paddingMode', '--backend': 'backend' }[name];
-      o[key] = value;
+      if (name === '--dtype') o.dtype = value;
+      else o[key] = value;
+    } else if (name === '--rtol' || name === '--atol') {
+      // a plain non-negative decimal number (Number() alone would take '', '0x10', 'Infinity')
+      if (!/^(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(value) || !Number.isFinite(Number(value))) {
+        throw bad(`${name}: '${value}', expected a number >= 0 such as 1e-3`);
+      }
+      o[name.slice(2)] = Number(value);
+    } else if (name === '--top') {
+      if (!/^\d+$/.test(value) || Number(value) > 1000) throw bad(`--top: '${value}', expected an integer from 0 to 1000`);
+      o.top = Number(value);
+    } else if (name === '--json') {
+      if (eq >= 0) throw bad(`--json takes no value, got '${arg.slice(eq + 1)}'`);
+      o.json = true;
     } else if (name === '--threads') {
       if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 4096) {
         throw bad(`--threads: '${value}', expected an integer from 1 to 4096`);
@@ -153,6 +181,16 @@ export function parseArgs(argv) {
   if (o.in === null) throw bad('missing --in DIR (see msda --help)');
   if (o.out === null && command !== 'crosscheck') throw bad('missing --out DIR (see msda --help)');
   o.backendNamed = seen.has('--backend');
+  if (command === 'crosscheck' && o.expect === null) {
+    const given = EXPECT_FLAGS.find((f) => seen.has(f));
+    if (given) throw bad(`${given} needs --expect DIR (it sets how your outputs are compared with ours)`);
+  }
+  if (o.expect !== null && o.backendNamed) {
+    throw bad('--backend is not used with --expect: your outputs are compared with the float64 reference');
+  }
+  if (o.dtype !== null && (o.rtol !== null || o.atol !== null)) {
+    throw bad(`--dtype and ${o.rtol !== null ? '--rtol' : '--atol'} both set the tolerance: give one of them`);
+  }
   return o;
 }
 
@@ -546,6 +584,95 @@ export function compareArrays(got, ref, tol = TOLERANCE) {
 
 const fmt = (x) => (x === 0 ? '0' : x.toExponential(2));
 
+// Numbers as short as tell two apart: 6 significant digits, more where both would print alike.
+function pair(a, b) {
+  for (let digits = 6; digits < 17; digits++) {
+    const x = String(Number(a.toPrecision(digits))), y = String(Number(b.toPrecision(digits)));
+    if (x !== y || digits === 16) return [x, y];
+  }
+  return [String(a), String(b)];
+}
+const jsonNumber = (x) => (Number.isFinite(x) ? x : String(x));
+
+// Which inputs hold values the dtype cannot: then the user's kernel did not read these very
+// inputs, and the comparison would measure the rounding of its inputs, not the kernel.
+function notRepresentable(files, dtype) {
+  if (dtype === 'float32') return [];
+  const notes = [];
+  for (const key of ['value', 'samplingLocations', 'attentionWeights', 'gradOutput']) {
+    const f = files[key];
+    if (!f) continue;
+    const bits = narrowToHalf(f.data, dtype), back = widenHalf(bits, dtype);
+    const i = f.data.findIndex((x, k) => !Object.is(x, back[k]) && !(Number.isNaN(x) && Number.isNaN(back[k])));
+    if (i >= 0) notes.push(`${f.path} holds values that ${dtype} cannot (element ${i}: ${f.data[i]})`);
+  }
+  return notes;
+}
+
+// --expect: the user's files against the float64 reference with per-element bounds.
+async function crosscheckExpected(o, print, expected) {
+  const wantForward = 'output' in expected;
+  const wantBackward = Object.keys(expected).some((n) => n !== 'output');
+  const files = loadCase(o.in, wantBackward);
+  const args = deriveProblem(o, files);
+  const names = CHECKED_OUTPUTS.filter((n) => n in expected);
+  const ref = referenceWithBounds(args, { forward: wantForward, backward: wantBackward });
+  for (const n of names) {
+    const e = expected[n], want = n === 'output' ? [args.value.shape[0], args.attentionWeights.shape[1],
+      (o.valueLayout === 'BLNC' ? args.value.shape[2] : args.value.shape[1]) * args.value.shape[3]]
+      : n === 'grad_value' ? args.value.shape : n === 'grad_sampling_locations' ? args.samplingLocations.shape
+        : args.attentionWeights.shape;
+    if (!sameShape(e.shape, want)) {
+      throw bad(`${e.path}: shape ${formatShape(e.exactShape)}, expected ${formatShape(want)} (the shape of ${n})`);
+    }
+  }
+  // The dtype: as given, else the files' own when they are all half precision of one kind.
+  let dtype = o.dtype, dtypeFrom = '--dtype';
+  if (dtype === null && o.rtol === null && o.atol === null) {
+    const kinds = new Set(names.map((n) => expected[n].dtype));
+    dtype = kinds.size === 1 && kinds.has('<f2') ? 'float16' : kinds.size === 1 && kinds.has('bfloat16') ? 'bfloat16' : 'float32';
+    dtypeFrom = dtype === 'float32' ? 'the default' : 'the dtype of the files';
+  }
+  const tol = dtype === null ? { rtol: o.rtol ?? 0, atol: o.atol ?? 0 } : { dtype };
+  const rule = dtype === null ? `|yours - ours| <= ${tol.atol} + ${tol.rtol}*|ours|` : `${BOUND_RULE}, u = 2^${Math.log2(UNIT_ROUNDOFF[dtype])}`;
+  const results = names.map((n) => [n, compareWithBounds(n, expected[n].data, ref[n], args, tol, o.top)]);
+  const notes = dtype ? notRepresentable(files, dtype) : [];
+  const failures = results.filter(([, r]) => r.disagree).map(([n, r]) => `${n} (${r.disagree} of ${r.count} elements)`);
+  if (o.json) {
+    const doc = {
+      in: o.in, expect: o.expect, yours: `the files in ${o.expect}`, ours: 'the float64 reference of SEMANTICS.md',
+      tolerance: dtype === null ? { rtol: tol.rtol, atol: tol.atol, rule } : { dtype, from: dtypeFrom, unitRoundoff: UNIT_ROUNDOFF[dtype], rule },
+      agree: failures.length === 0, notes,
+      outputs: Object.fromEntries(results.map(([n, r]) => [n, {
+        file: expected[n].path, dtype: expected[n].dtype, count: r.count, disagree: r.disagree,
+        maxAbsDiff: jsonNumber(r.maxAbsDiff), maxRatioToBound: jsonNumber(r.maxRatio), perLevel: r.perLevel,
+        worst: r.worst.map((w) => ({
+          coordinates: w.coordinates, index: w.index, yours: jsonNumber(w.yours), ours: jsonNumber(w.ours),
+          diff: jsonNumber(w.diff), bound: jsonNumber(w.bound),
+        })),
+      }])),
+    };
+    print(JSON.stringify(doc, null, 2));
+  } else {
+    print(`crosscheck ${o.in}: yours = the files in ${o.expect}, ours = the float64 reference of SEMANTICS.md`);
+    print(dtype === null ? `  tolerance (--rtol/--atol): ${rule}, per element`
+      : `  tolerance for ${dtype} (${dtypeFrom}): ${rule}, per element`);
+    for (const note of notes) print(`  note: ${note}; if your kernel read them rounded to ${dtype}, save the rounded inputs`);
+    for (const [n, r] of results) {
+      const maxText = `max |yours - ours| ${fmt(r.maxAbsDiff)}${r.maxAbsDiff ? ` = ${fmt(r.maxRatio)} x its bound` : ''}`;
+      const levels = r.perLevel ? ` (per level: ${r.perLevel.map((c, l) => `l=${l}: ${c}`).join(', ')})` : '';
+      print(r.disagree ? `  ${n.padEnd(24)} DISAGREE  ${r.disagree} of ${r.count} elements beyond their bound${levels}; ${maxText}`
+        : `  ${n.padEnd(24)} ok        ${r.count} elements; ${maxText}`);
+      for (const w of r.worst) {
+        const [y, u] = pair(w.yours, w.ours);
+        print(`    ${formatCoordinates(n, w.coordinates)}: yours ${y}, ours ${u}, |diff| ${fmt(w.diff)} > bound ${fmt(w.bound)}`);
+      }
+    }
+    if (!failures.length) print(`crosscheck: all ${results.length} outputs agree`);
+  }
+  if (failures.length) throw new CliError(1, `crosscheck: ${failures.join(', ')} beyond tolerance`);
+}
+
 async function crosscheck(o, print) {
   const gradPath = joinPath(o.in, 'grad_output.npy');
   let expected = null;
@@ -565,9 +692,10 @@ async function crosscheck(o, print) {
     if (Object.keys(expected).length === 0) {
       throw bad(`--expect ${o.expect}: none of output.npy, grad_value.npy, grad_sampling_locations.npy, grad_attention_weights.npy is there`);
     }
+    return crosscheckExpected(o, print, expected);
   }
-  const wantForward = expected === null || 'output' in expected;
-  const wantBackward = expected === null ? exists(gradPath) : Object.keys(expected).some((n) => n !== 'output');
+  const wantForward = true;
+  const wantBackward = exists(gradPath);
   const files = loadCase(o.in, wantBackward);
   const args = deriveProblem(o, files);
 
@@ -578,9 +706,9 @@ async function crosscheck(o, print) {
   if (wantForward) mine = { ...mine, ...compute(tested, 'forward', args, named) };
   if (wantBackward) mine = { ...mine, ...compute(tested, 'backward', args, named) };
 
-  let pairs; // [name, got, ref]
+  let pairs, refName; // [name, got, ref]
   let tolerance = TOLERANCE;
-  if (expected === null) {
+  {
     // Native where the addon loads (and is not what is tested), else the float64 reference.
     let native = null, whyNot = '';
     if (tested.backend !== 'native') {
@@ -597,6 +725,7 @@ async function crosscheck(o, print) {
       if (wantForward) ref = { ...ref, ...compute(native, 'forward', args, true) };
       if (wantBackward) ref = { ...ref, ...compute(native, 'backward', args, true) };
       print(`crosscheck ${o.in}: ${testedName} against native`);
+      refName = 'native';
     } else {
       const { referenceBackward, referenceForward } = await import('./reference.js');
       const { gradOutput, threads, ...forwardArgs } = args;
@@ -607,20 +736,12 @@ async function crosscheck(o, print) {
           grad_attention_weights: g.gradAttentionWeights });
       }
       tolerance = REFERENCE_TOLERANCE;
+      refName = 'reference';
       print(`crosscheck ${o.in}: ${testedName} against the float64 reference${whyNot ? ` (${whyNot})` : ''}`);
     }
     pairs = Object.keys(mine).map((n) => [n, mine[n].data, ref[n].data]);
-  } else {
-    pairs = Object.keys(expected).map((n) => {
-      const e = expected[n];
-      if (!sameShape(e.shape, mine[n].shape)) {
-        throw bad(`${e.path}: shape ${formatShape(e.exactShape)}, expected ${formatShape(mine[n].shape)} (the shape of ${n})`);
-      }
-      return [n, e.data, mine[n].data];
-    });
-    print(`crosscheck ${o.in}: the files in ${o.expect} against ${testedName}`);
   }
-  if (!wantBackward && expected === null) print(`  backward skipped: no ${gradPath}`);
+  if (!wantBackward) print(`  backward skipped: no ${gradPath}`);
   print(tolerance.scale
     ? '  pass when |got - ref| <= 1e-5 + 1e-4*|ref| + 1e-4*max|ref| for every element (max rel diff: over ref != 0)'
     : '  pass when |got - ref| <= 1e-5 + 1e-4*|ref| for every element (max rel diff: over ref != 0)');
@@ -629,7 +750,8 @@ async function crosscheck(o, print) {
     const c = compareArrays(got, ref, tolerance);
     let verdict = 'ok';
     if (c.bad) {
-      verdict = `DISAGREE: ${c.bad} of ${c.count} elements, worst [${c.worst}] ${got[c.worst]} vs ${ref[c.worst]}`;
+      const [g, r] = pair(got[c.worst], ref[c.worst]);
+      verdict = `DISAGREE: ${c.bad} of ${c.count} elements, worst ${formatCoordinates(name, coordinates(name, c.worst, args))}: ${testedName} ${g}, ${refName} ${r}`;
       failures.push(`${name} (${c.bad} of ${c.count} elements)`);
     }
     print(`  ${name.padEnd(24)} max abs diff ${fmt(c.maxAbs).padEnd(9)} max rel diff ${fmt(c.maxRel).padEnd(9)} ${verdict}`);
