@@ -5,12 +5,14 @@
 //   import { init } from 'ms-deform-attn';
 //   const msda = await init();   // { wasmPaths } when the .wasm files are served elsewhere
 
-import { createApi, NATIVE_UNAVAILABLE, resolveWasmPaths } from './core.js';
-import { fetchChecked } from './loader.js';
-import { createInitWorker } from './remote.js';
+import { createApi, NATIVE_UNAVAILABLE, remoteOptionsResolver } from './core/init.js';
+import { fetchChecked } from './wasm/loader.js';
+import { createInitWorker } from './workers/remote.js';
 
-export { DEFAULTS, Msda, Prepared, simdSupported } from './core.js';
-export { MsdaWorker } from './remote.js';
+export { DEFAULTS } from './core/args.js';
+export { Msda, Prepared } from './core/api.js';
+export { simdSupported } from './wasm/loader.js';
+export { MsdaWorker } from './workers/remote.js';
 
 // One literal `new URL(..., import.meta.url)` per file: webpack and Vite find these, emit the
 // files and rewrite the URLs. (esbuild leaves them relative to the bundle: wasmPaths.)
@@ -57,10 +59,10 @@ const isSecurityError = (e) => e !== null && typeof e === 'object' && e.name ===
 function startThreadsWorker(url) {
   if (url !== undefined) return workerAt(url);
   try {
-    return new Worker(new URL('./threads-worker.js', import.meta.url), { type: 'module' });
+    return new Worker(new URL('./workers/threads-worker.js', import.meta.url), { type: 'module' });
   } catch (e) {
     if (!isSecurityError(e)) throw e;
-    return workerAt(new URL('threads-worker.js', here).href);
+    return workerAt(new URL('workers/threads-worker.js', here).href);
   }
 }
 
@@ -84,10 +86,10 @@ export const { init, initNative } = createApi(platform);
 // through a blob: module; with wasmPaths, dist/msda-worker.js (the same, bundled on its own).
 function startRemoteWorker() {
   try {
-    return new Worker(new URL('./remote-worker.js', import.meta.url), { type: 'module' });
+    return new Worker(new URL('./workers/remote-worker.js', import.meta.url), { type: 'module' });
   } catch (e) {
     if (!isSecurityError(e)) throw e;
-    return workerAt(new URL('remote-worker.js', here).href);
+    return workerAt(new URL('workers/remote-worker.js', here).href);
   }
 }
 
@@ -109,12 +111,7 @@ function spawnRemote(urls) {
   };
 }
 
-// wasmPaths resolved against this page (or worker), so relative URLs mean the same in the worker.
-function resolveRemoteOptions(options) {
-  if (options.wasmPaths === undefined) return { options, urls: {} };
-  const urls = resolveWasmPaths('initWorker', options.wasmPaths, resolveUrl);
-  return { options: { ...options, wasmPaths: urls }, urls };
-}
+// wasmPaths resolved against this page (or worker), so relative URLs mean the same in the worker, before the worker starts.
 
 /** The same API, asynchronous, in a module Web Worker (remote.js). */
-export const initWorker = createInitWorker(spawnRemote, resolveRemoteOptions);
+export const initWorker = createInitWorker(spawnRemote, remoteOptionsResolver(resolveUrl));

@@ -11,11 +11,11 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { NATIVE_UNAVAILABLE } from './core/init.js';
 
 export { initNative } from './node.js';
-
 /** The `.code` of the Error thrown when the native addon cannot be used here. */
-export const NATIVE_UNAVAILABLE = 'MSDA_NATIVE_UNAVAILABLE';
+export { NATIVE_UNAVAILABLE };
 
 // Paths are joined at run time (not `new URL('…', import.meta.url)`) so bundlers do not try to
 // pull a .node file into a bundle.

@@ -10,12 +10,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { createApi, resolveWasmPaths } from './core.js';
-import { fetchChecked } from './loader.js';
-import { createInitWorker } from './remote.js';
+import { createApi, remoteOptionsResolver } from './core/init.js';
+import { fetchChecked } from './wasm/loader.js';
+import { createInitWorker } from './workers/remote.js';
 
-export { DEFAULTS, Msda, Prepared, simdSupported } from './core.js';
-export { MsdaWorker } from './remote.js';
+export { DEFAULTS } from './core/args.js';
+export { Msda, Prepared } from './core/api.js';
+export { simdSupported } from './wasm/loader.js';
+export { MsdaWorker } from './workers/remote.js';
 
 function defaultUrl(file) {
   return new URL(`../dist/${file}`, import.meta.url);
@@ -53,7 +55,7 @@ function workerExecArgv() {
 // Unref'd: a process that used threads exits by itself when its own work is done. wasmPaths'
 // worker URL is for browsers; Node runs the package's own.
 function startThreadsWorker() {
-  const worker = new Worker(new URL('./threads-worker-node.js', import.meta.url), { execArgv: workerExecArgv() });
+  const worker = new Worker(new URL('./workers/threads-worker-node.js', import.meta.url), { execArgv: workerExecArgv() });
   worker.unref();
   return worker;
 }
@@ -80,7 +82,7 @@ export const { init, initNative } = createApi(platform);
 // initWorker: the instance in a worker_threads Worker, ref'd only while a call is pending (so
 // an idle one never keeps the process alive) and gone with terminate().
 function spawnRemote() {
-  const worker = new Worker(new URL('./remote-worker-node.js', import.meta.url), { execArgv: workerExecArgv() });
+  const worker = new Worker(new URL('./workers/remote-worker-node.js', import.meta.url), { execArgv: workerExecArgv() });
   return {
     post: (message, transfer) => worker.postMessage(message, transfer),
     onMessage: (fn) => worker.on('message', fn),
@@ -94,12 +96,7 @@ function spawnRemote() {
   };
 }
 
-// wasmPaths resolved here (paths against this process's working directory) for the worker.
-function resolveRemoteOptions(options) {
-  if (options.wasmPaths === undefined) return { options, urls: {} };
-  const urls = resolveWasmPaths('initWorker', options.wasmPaths, resolveUrl);
-  return { options: { ...options, wasmPaths: urls }, urls };
-}
+// wasmPaths resolved against this process's working directory, before the worker starts.
 
 /** The same API, asynchronous, in a worker_threads Worker (remote.js). */
-export const initWorker = createInitWorker(spawnRemote, resolveRemoteOptions);
+export const initWorker = createInitWorker(spawnRemote, remoteOptionsResolver(resolveUrl));

@@ -4,7 +4,7 @@
 // named referenceForward/referenceBackward), with float32 or float64 tensors; returns Float64Array
 // tensors.
 
-import { problemFromTensors } from './core.js';
+import { problemFromTensors } from './core/problem.js';
 
 const DATA_KINDS = ['Float32Array', 'Float64Array'];
 

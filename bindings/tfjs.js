@@ -18,7 +18,7 @@ import { parseNpy } from './npy.js';
 // Through the package's own name, so that package.json's conditions pick the browser or the Node
 // entry (bundlers never see the Node one).
 import { DEFAULTS, init, Msda } from 'ms-deform-attn';
-import { describe } from './loader.js';
+import { describe } from './wasm/loader.js';
 
 // Ready at import: the module is instantiated once, here.
 let msda = await init();

@@ -6,15 +6,20 @@
 wasm: $(DIST)/threads-worker.js
 package test-bundlers: $(DIST)/msda-worker.js
 
-$(DIST)/threads-worker.js: bindings/threads-worker.js | $(DIST)
-	install -m 644 $< $@
+# Both worker files are bundled by the esbuild the tests use (an npm dev dependency; make setup
+# installs it): the package ships them ready to serve.
+ESBUILD := node_modules/.bin/esbuild
+
+# The threads' worker and its control-block slots (bindings/wasm/control.js) in one file.
+$(DIST)/threads-worker.js: bindings/workers/threads-worker.js bindings/wasm/control.js mk/bundlers.mk | $(DIST)
+	@test -x $(ESBUILD) || { echo "mk/bundlers.mk: $(ESBUILD) missing (make setup installs the npm dev dependencies)" >&2; exit 1; }
+	$(ESBUILD) $< --bundle --platform=neutral --format=esm --log-level=warning --outfile=$@
+	chmod 644 $@
 
 # initWorker's browser worker in one file (what remote-worker.js imports, no Node code), for
-# the same copy of dist/; built for the package (npm pack's prepack) by the esbuild the tests
-# use (an npm dev dependency), so `make wasm` itself needs no npm package.
-ESBUILD := node_modules/.bin/esbuild
-$(DIST)/msda-worker.js: bindings/remote-worker.js bindings/remote.js bindings/browser.js bindings/core.js \
-                        bindings/loader.js bindings/threads.js mk/bundlers.mk | $(DIST)
+# the same copy of dist/.
+$(DIST)/msda-worker.js: bindings/workers/remote-worker.js bindings/workers/remote.js bindings/browser.js $(wildcard bindings/core/*.js) \
+                        bindings/wasm/loader.js bindings/wasm/threads.js bindings/wasm/control.js mk/bundlers.mk | $(DIST)
 	@test -x $(ESBUILD) || { echo "mk/bundlers.mk: $(ESBUILD) missing (make setup installs the npm dev dependencies)" >&2; exit 1; }
 	$(ESBUILD) $< --bundle --platform=browser --format=esm --log-level=warning --outfile=$@
 	chmod 644 $@

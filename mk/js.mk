@@ -1,7 +1,7 @@
 # The Node addon build/native/msda.node (part of `make native`) and the JS test suite.
 
 NODE_INCLUDE = $(shell node -p "require('path').join(process.execPath,'../../include/node')" 2>/dev/null)
-ADDON_SRC := bindings/native/addon.c
+ADDON_SRC := bindings/c/addon.c
 
 # The addon ships in the package as a prebuild (prebuildify's layout, picked at run time by
 # bindings/native.js from process.platform and process.arch): N-API only, so one binary serves
@@ -13,10 +13,10 @@ ADDON_BASELINE := $(if $(filter x86_64,$(shell uname -m)),-march=x86-64 -mtune=g
 native: $(NATIVE)/msda.node $(PREBUILD_DIR)/ms-deform-attn.node
 
 # No node-gyp: one shared object from the addon and the library sources (see TOOLCHAIN.md).
-$(NATIVE)/msda.node: $(ADDON_SRC) $(LIB_SRC) $(LIB_HDR) bindings/wasm/problem_desc.h mk/js.mk
+$(NATIVE)/msda.node: $(ADDON_SRC) $(LIB_SRC) $(LIB_HDR) bindings/c/problem_desc.h mk/js.mk
 	@test -f "$(NODE_INCLUDE)/node_api.h" || { echo "mk/js.mk: node_api.h not found in '$(NODE_INCLUDE)' (Debian's nodejs package ships it)" >&2; exit 1; }
 	@mkdir -p $(dir $@)
-	$(CC) -O3 $(ADDON_BASELINE) $(CSTD) $(CWARN) -DNAPI_VERSION=8 -fPIC -shared -pthread -I"$(NODE_INCLUDE)" -Isrc -Ibindings/wasm \
+	$(CC) -O3 $(ADDON_BASELINE) $(CSTD) $(CWARN) -DNAPI_VERSION=8 -fPIC -shared -pthread -I"$(NODE_INCLUDE)" -Isrc -Ibindings/c \
 	  $(ADDON_SRC) $(LIB_SRC) -lm -o $@
 
 $(PREBUILD_DIR)/ms-deform-attn.node: $(NATIVE)/msda.node

@@ -45,7 +45,7 @@ void msda__job_run_part(const msda_job *job, int part, int parts)
 #if defined(__EMSCRIPTEN__) && defined(MSDA_WASM_THREADS)
 
 /* The wasm threads module (dist/msda-simd-threads.wasm, on a shared memory): JS hands the parts
- * to its workers (bindings/threads.js), each of which calls msda_wasm_run_part on its own
+ * to its workers (bindings/wasm/threads.js), each of which calls msda_wasm_run_part on its own
  * instance, runs part 0 itself the same way, and returns when every part is done; nonzero when
  * a worker failed. */
 __attribute__((import_module("env"), import_name("msda_wasm_run_parallel")))

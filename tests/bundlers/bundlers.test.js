@@ -161,7 +161,7 @@ function checkRun(r, isolated, where) {
 
 test('the installed package starts its threads worker by the literal pattern bundlers follow', async () => {
   const source = await readFile(path.join(built.esbuild.dir, 'node_modules/ms-deform-attn/bindings/browser.js'), 'utf8');
-  assert.ok(source.includes("new Worker(new URL('./threads-worker.js', import.meta.url), { type: 'module' })"));
+  assert.ok(source.includes("new Worker(new URL('./workers/threads-worker.js', import.meta.url), { type: 'module' })"));
   const pkg = JSON.parse(await readFile(path.join(built.esbuild.dir, 'node_modules/ms-deform-attn/package.json'), 'utf8'));
   assert.deepEqual(Object.keys(pkg.exports['.']), ['types', 'browser', 'node', 'default']);
   const resolved = createRequire(path.join(built.esbuild.dir, 'x.js')).resolve('ms-deform-attn/dist/msda-simd.wasm');

@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { init } from '../../bindings/index.js';
-import { FORWARD_WINDOW, forwardWindows, largestWindow } from '../../bindings/core.js';
+import { FORWARD_WINDOW, forwardWindows, largestWindow } from '../../bindings/core/stream.js';
 import { OPTION_COMBOS, rng, shapesFor } from './helpers.js';
 
 const bits = (a) => new Uint32Array(a.buffer, a.byteOffset, a.length);

@@ -9,7 +9,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { init, initNative } from '../../bindings/index.js';
-import { resolveThreads } from '../../bindings/threads.js';
+import { resolveThreads } from '../../bindings/wasm/threads.js';
 import { referenceForward } from '../../bindings/reference.js';
 import { assertClose, rng } from './helpers.js';
 
@@ -281,7 +281,7 @@ test('wasm threads protocol: delays injected at every step, one worker or all, m
 });
 
 test('MSDA_TEST_THREAD_DELAYS is parsed strictly', async () => {
-  const { testDelays } = await import('../../bindings/threads.js');
+  const { testDelays } = await import('../../bindings/wasm/threads.js');
   const saved = process.env.MSDA_TEST_THREAD_DELAYS;
   try {
     process.env.MSDA_TEST_THREAD_DELAYS = 'wake@2=15/0,publish=1';

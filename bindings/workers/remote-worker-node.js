@@ -1,6 +1,6 @@
 // The worker behind initWorker() in Node (node.js starts it).
 import { parentPort } from 'node:worker_threads';
-import { init } from './node.js';
+import { init } from '../node.js';
 import { serve } from './remote.js';
 
 serve({

@@ -15,7 +15,22 @@
 #include <limits.h>
 #include <string.h>
 
-#define MSDA_DESC_HEADER 12
+/* The slots of the header; bindings/core/problem.js's DESC names the same (a test compares). */
+enum {
+    MSDA_DESC_BATCH = 0,
+    MSDA_DESC_NUM_QUERIES = 1,
+    MSDA_DESC_NUM_HEADS = 2,
+    MSDA_DESC_CHANNELS = 3,
+    MSDA_DESC_NUM_LEVELS = 4,
+    MSDA_DESC_NUM_POINTS = 5,
+    MSDA_DESC_VALUE_LENGTH = 6,
+    MSDA_DESC_VALUE_LAYOUT = 7,
+    MSDA_DESC_LOCATIONS_LAYOUT = 8,
+    MSDA_DESC_ALIGN_CORNERS = 9,
+    MSDA_DESC_PADDING = 10,
+    MSDA_DESC_THREADS = 11,
+    MSDA_DESC_HEADER = 12
+};
 
 static inline msda_status msda_desc_fail(msda_error *err, msda_status status, const char *message)
 {
@@ -32,24 +47,27 @@ static inline msda_status msda_problem_from_desc(const int64_t *desc, int64_t co
     if (!desc || count < MSDA_DESC_HEADER)
         return msda_desc_fail(err, MSDA_ERR_INVALID_SIZE,
                               "problem description is shorter than its 12-entry header");
-    const int64_t levels = desc[4];
+    const int64_t levels = desc[MSDA_DESC_NUM_LEVELS];
     if (levels < 1 || levels > (count - MSDA_DESC_HEADER) / 3 || count != MSDA_DESC_HEADER + 3 * levels)
         return msda_desc_fail(err, MSDA_ERR_SHAPE_MISMATCH,
                               "problem description length does not match num_levels "
                               "(expected 12 + 3 * num_levels entries)");
-    p->batch = desc[0];
-    p->num_queries = desc[1];
-    p->num_heads = desc[2];
-    p->channels = desc[3];
-    p->num_levels = desc[4];
-    p->num_points = desc[5];
-    p->value_length = desc[6];
+    p->batch = desc[MSDA_DESC_BATCH];
+    p->num_queries = desc[MSDA_DESC_NUM_QUERIES];
+    p->num_heads = desc[MSDA_DESC_NUM_HEADS];
+    p->channels = desc[MSDA_DESC_CHANNELS];
+    p->num_levels = desc[MSDA_DESC_NUM_LEVELS];
+    p->num_points = desc[MSDA_DESC_NUM_POINTS];
+    p->value_length = desc[MSDA_DESC_VALUE_LENGTH];
     /* Out-of-range enums become a value the library rejects with its own named error. */
-    p->value_layout = (msda_value_layout)(desc[7] == 0 || desc[7] == 1 ? desc[7] : 99);
-    p->locations_layout = (msda_locations_layout)(desc[8] == 0 || desc[8] == 1 ? desc[8] : 99);
-    p->align_corners = desc[9] == 0 || desc[9] == 1 ? (int)desc[9] : 99;
-    p->padding = (msda_padding)(desc[10] == 0 || desc[10] == 1 ? desc[10] : 99);
-    p->threads = desc[11] >= 1 && desc[11] <= INT_MAX ? (int)desc[11] : 0;
+    const int64_t value_layout = desc[MSDA_DESC_VALUE_LAYOUT], locations_layout = desc[MSDA_DESC_LOCATIONS_LAYOUT];
+    const int64_t align_corners = desc[MSDA_DESC_ALIGN_CORNERS], padding = desc[MSDA_DESC_PADDING];
+    const int64_t threads = desc[MSDA_DESC_THREADS];
+    p->value_layout = (msda_value_layout)(value_layout == 0 || value_layout == 1 ? value_layout : 99);
+    p->locations_layout = (msda_locations_layout)(locations_layout == 0 || locations_layout == 1 ? locations_layout : 99);
+    p->align_corners = align_corners == 0 || align_corners == 1 ? (int)align_corners : 99;
+    p->padding = (msda_padding)(padding == 0 || padding == 1 ? padding : 99);
+    p->threads = threads >= 1 && threads <= INT_MAX ? (int)threads : 0;
     p->spatial_shapes = desc + MSDA_DESC_HEADER;
     p->level_start_index = desc + MSDA_DESC_HEADER + 2 * levels;
     return MSDA_OK;

@@ -1,5 +1,5 @@
 // The worker behind initWorker() in browsers (browser.js starts it by a URL bundlers see).
-import { init } from './browser.js';
+import { init } from '../browser.js';
 import { serve } from './remote.js';
 
 serve({

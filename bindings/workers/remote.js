@@ -9,17 +9,14 @@
 // AbortSignal rejects the call at once with a DOMException named AbortError; a call still queued
 // is dropped, one already running finishes in the worker and its result is discarded.
 
-import { DISPOSE, problemFromTensors } from './core.js';
-import { describe } from './loader.js';
+import { DISPOSE } from '../core/api.js';
+import { problemFromTensors } from '../core/problem.js';
+import { typedArrayBuffer, typedArrayByteOffset, typedArrayLength } from '../core/typed.js';
+import { describe } from '../wasm/loader.js';
 
 export const ASYNC_DISPOSE = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose');
 
-const TYPED_ARRAY = Object.getPrototypeOf(Int8Array.prototype);
-const intrinsic = (key) => Object.getOwnPropertyDescriptor(TYPED_ARRAY, key).get;
-const BUFFER = intrinsic('buffer');
-const BYTE_OFFSET = intrinsic('byteOffset');
-const LENGTH = intrinsic('length');
-const slice = TYPED_ARRAY.slice;
+const slice = Object.getPrototypeOf(Int8Array.prototype).slice;
 const ABORTED = typeof AbortSignal === 'undefined' ? null : Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted').get;
 
 const INPUTS = { forward: ['value', 'samplingLocations', 'attentionWeights'],
@@ -86,7 +83,7 @@ export function serve(port, init) {
 // are copied.
 function takeAll(arrays, transfer) {
   if (!transfer) return arrays.map((data) => slice.call(data));
-  const where = arrays.map((data) => ({ buffer: BUFFER.call(data), offset: BYTE_OFFSET.call(data), length: LENGTH.call(data) }));
+  const where = arrays.map((data) => ({ buffer: typedArrayBuffer(data), offset: typedArrayByteOffset(data), length: typedArrayLength(data) }));
   const moved = new Map();
   for (const { buffer } of where) {
     if (moved.has(buffer)) continue;

@@ -1,18 +1,12 @@
-// One worker of a threaded wasm backend (bindings/threads.js), in Node (worker_threads) or a
+// One worker of a threaded wasm backend (bindings/wasm/threads.js), in Node (worker_threads) or a
 // browser (module Web Worker). It instantiates the threads module on the shared memory, sets its
 // own stack, says it is ready, then loops: wait until the calling thread hands it a call through
 // its mailbox, run its parts, hand the mailbox back, report. The protocol and why it is correct:
-// the comment above Pool#run in bindings/threads.js.
+// the comment above Pool#run in bindings/wasm/threads.js.
 
-// Control block: the same slots as bindings/threads.js.
-const PENDING = 0;
-const FAILED = 1;
-const WORKER_PARTS = 2;
-const THREADS = 3;
-const MAILBOXES = 16;
-const MAILBOX_SLOTS = 4;
-const STATE = 0, JOB = 1, PARTS = 2;
-const IDLE = 0, RUN = 1, QUIT = 2;
+import {
+  FAILED, IDLE, JOB, MAILBOX_SLOTS, MAILBOXES, PARTS, PENDING, QUIT, RUN, STATE, THREADS, WORKER_PARTS,
+} from '../wasm/control.js';
 
 // Test-only delays (threads.js, testDelays): point -> ms this worker sleeps there.
 function sleeper(delays, index) {

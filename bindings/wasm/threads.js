@@ -13,6 +13,9 @@
 // used threads exits by itself when its own work is done. The entry (browser.js, node.js) says
 // how a worker is started and where the threads module is; nothing here is environment specific.
 
+import {
+  FAILED, IDLE, JOB, MAILBOX_SLOTS, MAILBOXES, PARTS, PENDING, QUIT, RUN, STATE, THREADS, WORKER_PARTS,
+} from './control.js';
 import { compileSource, describe, simdSupported, WasmBackend } from './loader.js';
 
 /** Most threads a wasm backend starts (the native pool's limit too). */
@@ -24,16 +27,6 @@ const MAXIMUM_PAGES = 65536;
 const WORKER_STACK_BYTES = 256 * 1024;
 const START_TIMEOUT_MS = 60000;
 
-// The control block, Int32 slots in the shared memory (bindings/threads-worker.js has the same).
-const PENDING = 0;      // workers still running a part of this call
-const FAILED = 1;       // set when a part threw (a trap)
-const WORKER_PARTS = 2; // parts the workers have run, for tests and diagnostics
-const THREADS = 3;      // threads of the pool (this thread + workers)
-// Then one mailbox per worker (index 1..threads-1): its state and the call handed to it.
-const MAILBOXES = 16;
-const MAILBOX_SLOTS = 4;
-const STATE = 0, JOB = 1, PARTS = 2;
-const IDLE = 0, RUN = 1, QUIT = 2;
 const CONTROL_BYTES = 4 * (MAILBOXES + MAILBOX_SLOTS * MAX_THREADS);
 
 const isNode = typeof process !== 'undefined' && process.versions != null && process.versions.node != null;

@@ -5,7 +5,7 @@
  *   backward(desc, gradOutput, value, samplingLocations, attentionWeights,
  *            gradValue, gradSamplingLocations, gradAttentionWeights)
  *
- * desc is the BigInt64Array problem description of bindings/wasm/problem_desc.h. Both return
+ * desc is the BigInt64Array problem description of bindings/c/problem_desc.h. Both return
  * null on success or { status, code, message } with the library's status and message. A wrong
  * argument type or a too-short array throws, so the library never reads or writes past an array. */
 #include <node_api.h>

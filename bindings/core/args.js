@@ -1,0 +1,257 @@
+// Reading arguments: every public call's named arguments, options, spatial shapes, level starts
+// and tensors are read and checked here, once, with errors that name the argument, the expected
+// and the actual value. The JS API, the float64 reference, initWorker and the tfjs adapter all
+// validate through these functions.
+// Part of bindings/core/: environment-neutral code (no fetch, fs, workers or addon here).
+
+import { describe } from '../wasm/loader.js';
+import { copyItems, listLength, typedArrayKind, typedArrayLength } from './typed.js';
+
+export const VALUE_LAYOUTS = ['BLNC', 'BNLC'];
+export const LOCATION_LAYOUTS = ['BQHLP2', 'B2QHLP'];
+export const PADDING_MODES = ['zeros', 'border'];
+
+/** Defaults of the reference API. */
+export const DEFAULTS = Object.freeze({
+  valueLayout: 'BLNC',
+  samplingLocationsLayout: 'BQHLP2',
+  alignCorners: false,
+  paddingMode: 'zeros',
+});
+
+// threads: how many threads the native library (or a threads-enabled wasm module) may use;
+// results are bit-for-bit the same for any count. The single-threaded modules run on one.
+export const OPTION_KEYS = [...Object.keys(DEFAULTS), 'threads'];
+export const PROBLEM_KEYS = ['batch', 'numQueries', 'numHeads', 'channels', 'numPoints', 'spatialShapes', 'levelStartIndex',
+  ...OPTION_KEYS];
+export const FORWARD_KEYS = ['value', 'spatialShapes', 'levelStartIndex', 'samplingLocations', 'attentionWeights',
+  ...OPTION_KEYS];
+export const BACKWARD_KEYS = ['gradOutput', ...FORWARD_KEYS];
+
+// ---------------------------------------------------------------------------------------------
+// Reading arguments. Caller code (getters, Proxies, a resizable buffer shrunk by a getter on a
+// later argument) runs only while arguments are read: each is read once, into plain values or
+// copies, and everything is checked on those. Tensor data stays the caller's typed array; its
+// kind and length come from the TypedArray intrinsics (not from properties a caller can
+// redefine), and its length is taken only after every argument has been read.
+
+/** The most levels spatialShapes may have: far past any model, and every list built from them stays small. */
+export const MAX_LEVELS = 2 ** 24;
+
+// Validation helpers: TypeError for the wrong kind of thing, RangeError for wrong sizes/values.
+
+export const fmtShape = (s) => `[${Array.from(s).join(', ')}]`;
+
+// The named arguments, each read once (a getter or Proxy trap runs once per argument).
+export function readArgs(fn, args, allowed) {
+  if (args === null || typeof args !== 'object' || Array.isArray(args)) {
+    throw new TypeError(`${fn}: expected an object of named arguments, got ${describe(args)}`);
+  }
+  for (const key of Object.keys(args)) {
+    if (!allowed.includes(key)) {
+      throw new TypeError(`${fn}: unknown argument '${key}', expected one of ${allowed.join(', ')}`);
+    }
+  }
+  const plain = {};
+  for (const key of allowed) plain[key] = args[key];
+  return plain;
+}
+
+export function positiveInteger(fn, name, x) {
+  if (typeof x !== 'number' || !Number.isInteger(x)) {
+    throw new TypeError(`${fn}: ${name} is ${describe(x)}, expected a positive integer`);
+  }
+  if (x < 1 || !Number.isSafeInteger(x)) throw new RangeError(`${fn}: ${name} is ${x}, expected an integer >= 1`);
+  return x;
+}
+
+export function readOptions(fn, args) {
+  const o = { ...DEFAULTS };
+  for (const [key, allowed] of [['valueLayout', VALUE_LAYOUTS], ['samplingLocationsLayout', LOCATION_LAYOUTS],
+    ['paddingMode', PADDING_MODES]]) {
+    const v = args[key];
+    if (v === undefined) continue;
+    if (typeof v !== 'string') {
+      throw new TypeError(`${fn}: ${key} is ${describe(v)}, expected one of ${allowed.map((a) => `'${a}'`).join(', ')}`);
+    }
+    if (!allowed.includes(v)) {
+      throw new RangeError(`${fn}: ${key} is '${v}', expected one of ${allowed.map((a) => `'${a}'`).join(', ')}`);
+    }
+    o[key] = v;
+  }
+  if (args.alignCorners !== undefined) {
+    if (typeof args.alignCorners !== 'boolean') {
+      throw new TypeError(`${fn}: alignCorners is ${describe(args.alignCorners)}, expected true or false`);
+    }
+    o.alignCorners = args.alignCorners;
+  }
+  // undefined: the backend's own count, init's `threads` (see Prepared).
+  o.threads = args.threads === undefined ? undefined : positiveInteger(fn, 'threads', args.threads);
+  if (o.threads > 2 ** 31 - 1) throw new RangeError(`${fn}: threads is ${o.threads}, expected at most ${2 ** 31 - 1}`);
+  return o;
+}
+
+export const isTensorObject = (x) => x !== null && typeof x === 'object' && !Array.isArray(x) && typedArrayKind(x) === undefined
+  && !(x instanceof DataView) && 'data' in x;
+
+// A { data, shape } tensor of integers, read once: { items, shape } (shape null when not given).
+// `tooMany(n)`: the RangeError for data of n entries, thrown before they are copied (or null).
+export function readIntegerTensor(fn, name, x, want, tooMany) {
+  const data = x.data;
+  const shapeValue = x.shape;
+  const n = listLength(data);
+  if (n !== null && tooMany(n)) throw tooMany(n);
+  const dims = shapeValue === undefined ? null : listLength(shapeValue);
+  if (dims > 16) throw new RangeError(`${fn}: ${name}.shape has ${dims} dimensions, expected ${fmtShape(want(n))}`);
+  return { data, items: n === null ? null : copyItems(data, n), shape: dims === null ? null : copyItems(shapeValue, dims), shapeValue };
+}
+
+// Integer items (numbers or BigInts, read once already) checked and turned into numbers.
+export function integers(fn, name, items) {
+  return items.map((v, i) => {
+    const n = typeof v === 'bigint' ? Number(v) : v;
+    if (typeof n !== 'number' || !Number.isInteger(n)) {
+      throw new TypeError(`${fn}: ${name}[${i}] is ${describe(v)}, expected an integer`);
+    }
+    // A BigInt no number holds would be checked (and named) as its rounded neighbour.
+    if (typeof v === 'bigint' && !Number.isSafeInteger(n)) {
+      throw new RangeError(`${fn}: ${name}[${i}] is ${v}, expected an integer within ±(2^53 - 1)`);
+    }
+    return n;
+  });
+}
+
+// A tensor-given integer list: its data an Array or typed array, its shape (when given) `want`.
+export function integerTensor(fn, name, x, want, what, tooMany) {
+  const t = readIntegerTensor(fn, name, x, want, tooMany);
+  if (t.items === null || t.data instanceof DataView) throw new TypeError(`${fn}: ${name}.data is ${describe(t.data)}, expected ${what}`);
+  if (t.shapeValue !== undefined) {
+    if (t.shape === null || !t.shape.every((d) => typeof d === 'number' && Number.isInteger(d))) {
+      throw new TypeError(`${fn}: ${name}.shape is ${t.shape === null ? describe(t.shapeValue) : fmtShape(t.shape)}, expected ${fmtShape(want(t.items.length))}`);
+    }
+    const expected = want(t.items.length);
+    const count = t.shape.reduce((a, b) => a * b, 1);
+    if (t.shape.length !== expected.length || t.shape.some((d, i) => d !== expected[i]) || count !== t.items.length) {
+      throw new RangeError(`${fn}: ${name}.shape is ${fmtShape(t.shape)} but ${name}.data has ${t.items.length} entries, expected shape ${fmtShape(expected)}`);
+    }
+  }
+  return integers(fn, name, t.items);
+}
+
+// An integer list given as an Array, any typed array (BigInt64Array included) or a { data, shape } tensor.
+export function integerList(fn, name, x, what, tooMany) {
+  if (isTensorObject(x)) return integerTensor(fn, name, x, (n) => [n], what, tooMany);
+  const n = x instanceof DataView ? null : listLength(x);
+  if (n === null) throw new TypeError(`${fn}: ${name} is ${describe(x)}, expected ${what}`);
+  if (tooMany(n)) throw tooMany(n);
+  return integers(fn, name, copyItems(x, n));
+}
+
+export function readSpatialShapes(fn, x) {
+  const what = 'an array of [H, W] pairs';
+  let pairs;
+  const count = Array.isArray(x) ? x.length : null;
+  if (count > MAX_LEVELS) throw new RangeError(`${fn}: spatialShapes has ${count} levels, expected at most ${MAX_LEVELS}`);
+  const levels = count === null ? null : copyItems(x, count);
+  if (levels !== null && levels.every((p) => Array.isArray(p) || (typedArrayKind(p) !== undefined && !(p instanceof DataView)))) {
+    pairs = levels.map((p, l) => {
+      const n = listLength(p);
+      if (n > 2) throw new RangeError(`${fn}: spatialShapes[${l}] has ${n} entries, expected an [H, W] pair`);
+      const pair = integers(fn, `spatialShapes[${l}]`, copyItems(p, n));
+      if (pair.length !== 2) {
+        throw new RangeError(`${fn}: spatialShapes[${l}] has ${pair.length} entries, expected an [H, W] pair`);
+      }
+      return pair;
+    });
+  } else if (isTensorObject(x)) {
+    // The (N_l, 2) tensor a .npy reader gives.
+    const flat = integerTensor(fn, 'spatialShapes', x, (n) => [Math.floor(n / 2), 2], what, (n) => n > 2 * MAX_LEVELS
+      && new RangeError(`${fn}: spatialShapes has ${n} entries, expected (N_l, 2) with N_l at most ${MAX_LEVELS}`));
+    if (flat.length % 2 !== 0) {
+      throw new RangeError(`${fn}: spatialShapes has ${flat.length} entries, expected (N_l, 2)`);
+    }
+    pairs = [];
+    for (let i = 0; i < flat.length; i += 2) pairs.push([flat[i], flat[i + 1]]);
+  } else {
+    throw new TypeError(`${fn}: spatialShapes is ${describe(x)}, expected ${what}`);
+  }
+  if (pairs.length === 0) throw new RangeError(`${fn}: spatialShapes is empty, expected at least one [H, W] level`);
+  pairs.forEach(([h, w], l) => {
+    if (!(h >= 1 && w >= 1)) throw new RangeError(`${fn}: spatialShapes[${l}] is [${h}, ${w}], expected H >= 1 and W >= 1`);
+    if (!Number.isSafeInteger(h * w)) {
+      throw new RangeError(`${fn}: spatialShapes[${l}] is [${h}, ${w}], expected H*W within 2^53 - 1 (it is ${BigInt(h) * BigInt(w)})`);
+    }
+  });
+  return pairs;
+}
+
+export function readLevelStartIndex(fn, x, shapes) {
+  const expected = [];
+  let total = 0;
+  for (const [h, w] of shapes) {
+    expected.push(total);
+    total += h * w;
+  }
+  if (x === undefined) return { starts: expected, total };
+  const wrongCount = (n) => n !== shapes.length
+    && new RangeError(`${fn}: levelStartIndex has ${n} entries, expected ${shapes.length} (one per level of spatialShapes)`);
+  const starts = integerList(fn, 'levelStartIndex', x, 'an array of integers', (n) => n > shapes.length && wrongCount(n));
+  if (wrongCount(starts.length)) throw wrongCount(starts.length);
+  starts.forEach((s, l) => {
+    if (s !== expected[l]) {
+      throw new RangeError(`${fn}: levelStartIndex is ${fmtShape(starts)}, expected ${fmtShape(expected)} (prefix sums of H*W); entry ${l} is ${s}, expected ${expected[l]}`);
+    }
+  });
+  return { starts, total };
+}
+
+// A { data: Float32Array, shape } tensor whose shape must match `expected` (numbers, or null
+// for a dimension still to be learnt). Returns a copy of the shape and the data array; the
+// data's length is checked by checkLength once every argument has been read. `kinds`: the data
+// types accepted (the float64 reference also takes Float64Array).
+export function readTensor(fn, name, t, expected, labels, note, kinds = ['Float32Array']) {
+  const want = `{ data: Float32Array, shape: ${fmtShape(labels)} }`;
+  if (t === null || typeof t !== 'object' || Array.isArray(t) || typedArrayKind(t) !== undefined || t instanceof DataView) {
+    throw new TypeError(`${fn}: ${name} is ${t === undefined ? 'missing' : describe(t)}, expected ${want}`);
+  }
+  const data = t.data;
+  const shapeValue = t.shape;
+  const given = shapeValue !== undefined ? shapeValue : t.dims;
+  if (!kinds.includes(typedArrayKind(data))) {
+    const kind = typedArrayKind(data);
+    throw new TypeError(`${fn}: ${name}.data is ${kind ?? describe(data)}, expected a ${kinds.join(' or ')}`);
+  }
+  // At most 16 entries are read: a shape longer than that is wrong whatever it holds.
+  const length = Array.isArray(given) ? given.length : 0;
+  const shape = Array.isArray(given) ? (length > 16 ? null : copyItems(given, length)) : null;
+  if (Array.isArray(given) && shape === null) {
+    throw new RangeError(`${fn}: ${name}.shape has ${length} dimensions, expected ${labels.length} ${fmtShape(labels)}`);
+  }
+  if (shape === null || !shape.every((d) => typeof d === 'number' && Number.isInteger(d))) {
+    const actual = shape !== null ? `[${shape.map((d) => (typeof d === 'string' ? JSON.stringify(d) : String(d))).join(', ')}]` : describe(given);
+    throw new TypeError(`${fn}: ${name}.shape is ${actual}, expected an array of ${labels.length} integers ${fmtShape(labels)}`);
+  }
+  const expectText = fmtShape(expected.map((e, i) => (e === null ? labels[i] : e)));
+  if (shape.length !== expected.length) {
+    throw new RangeError(`${fn}: ${name}.shape is ${fmtShape(shape)}, expected ${expectText} (${labels.length} dimensions ${fmtShape(labels)}${note ? `; ${note}` : ''})`);
+  }
+  shape.forEach((d, i) => {
+    if (d < 1) throw new RangeError(`${fn}: ${name}.shape is ${fmtShape(shape)}, expected ${expectText}; ${labels[i]} is ${d}, expected >= 1`);
+    if (expected[i] !== null && d !== expected[i]) {
+      throw new RangeError(`${fn}: ${name}.shape is ${fmtShape(shape)}, expected ${expectText} (${labels[i]} must be ${expected[i]}${note ? `; ${note}` : ''})`);
+    }
+  });
+  return { name, shape, data };
+}
+
+// After every argument has been read (no caller code runs from here to the copy): the data's
+// real length against its shape.
+export function checkLength(fn, { name, shape, data }) {
+  const count = shape.reduce((a, b) => a * b, 1);
+  const length = typedArrayLength(data);
+  if (count !== length) {
+    throw new RangeError(`${fn}: ${name}.shape is ${fmtShape(shape)} (${count} elements) but ${name}.data has ${length} elements`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------

@@ -1,0 +1,131 @@
+// Problems: the validated dimensions, options and tensor shapes of one call, and the problem
+// description (a BigInt64Array) the C side reads (bindings/c/problem_desc.h).
+// Part of bindings/core/: environment-neutral code (no fetch, fs, workers or addon here).
+
+import { wasmBytesNeeded } from '../wasm/loader.js';
+import {
+  BACKWARD_KEYS, checkLength, FORWARD_KEYS, LOCATION_LAYOUTS, PADDING_MODES, positiveInteger, PROBLEM_KEYS, readArgs,
+  readLevelStartIndex, readOptions, readSpatialShapes, readTensor, VALUE_LAYOUTS,
+} from './args.js';
+
+// What the kernels write: prepare() touches these up front.
+/** The slots of the problem description's header, then 2 * N_l spatial shapes (H, W) and N_l
+ *  level starts; bindings/c/problem_desc.h's MSDA_DESC_* are the same (tests/js/desc.test.js). */
+export const DESC = Object.freeze({
+  batch: 0, numQueries: 1, numHeads: 2, channels: 3, numLevels: 4, numPoints: 5, valueLength: 6,
+  valueLayout: 7, locationsLayout: 8, alignCorners: 9, padding: 10, threads: 11, header: 12,
+});
+
+export const OUTPUTS = ['output', 'gradValue', 'gradSamplingLocations', 'gradAttentionWeights'];
+
+// Which tensors each kind of call needs, in heap order.
+export const TENSORS = {
+  forward: ['value', 'samplingLocations', 'attentionWeights', 'output'],
+  backward: ['gradOutput', 'value', 'samplingLocations', 'attentionWeights', 'gradValue', 'gradSamplingLocations',
+    'gradAttentionWeights'],
+  both: ['value', 'samplingLocations', 'attentionWeights', 'gradOutput', 'output', 'gradValue',
+    'gradSamplingLocations', 'gradAttentionWeights'],
+};
+
+export function makeProblem(dims, options) {
+  const { batch: B, numQueries: Q, numHeads: H, channels: C, numPoints: P, shapes, starts, valueLength: L } = dims;
+  const NL = shapes.length;
+  const value = options.valueLayout === 'BLNC' ? [B, L, H, C] : [B, H, L, C];
+  const locations = options.samplingLocationsLayout === 'BQHLP2' ? [B, Q, H, NL, P, 2] : [B, 2, Q, H, NL, P];
+  const weights = [B, Q, H, NL, P];
+  const output = [B, Q, H * C];
+  const shapeOf = {
+    value, samplingLocations: locations, attentionWeights: weights, output, gradOutput: output,
+    gradValue: value, gradSamplingLocations: locations, gradAttentionWeights: weights,
+  };
+  const desc = new BigInt64Array(DESC.header + 3 * NL);
+  const slots = {
+    batch: B, numQueries: Q, numHeads: H, channels: C, numLevels: NL, numPoints: P, valueLength: L,
+    valueLayout: VALUE_LAYOUTS.indexOf(options.valueLayout),
+    locationsLayout: LOCATION_LAYOUTS.indexOf(options.samplingLocationsLayout),
+    alignCorners: options.alignCorners ? 1 : 0, padding: PADDING_MODES.indexOf(options.paddingMode),
+    threads: options.threads ?? 1,
+  };
+  for (const [name, v] of Object.entries(slots)) desc[DESC[name]] = BigInt(v);
+  [...shapes.flat(), ...starts].forEach((v, i) => { desc[DESC.header + i] = BigInt(v); });
+  return {
+    batch: B, numQueries: Q, numHeads: H, channels: C, numLevels: NL, numPoints: P, valueLength: L,
+    spatialShapes: shapes.map((s) => s.slice()), levelStartIndex: starts.slice(), ...options,
+    shapes: shapeOf, desc,
+  };
+}
+
+export function problemFromOptions(fn, given) {
+  const args = readArgs(fn, given, PROBLEM_KEYS);
+  const dims = {};
+  for (const key of ['batch', 'numQueries', 'numHeads', 'channels', 'numPoints']) {
+    dims[key] = positiveInteger(fn, key, args[key]);
+  }
+  const options = readOptions(fn, args);
+  dims.shapes = readSpatialShapes(fn, args.spatialShapes);
+  const { starts, total } = readLevelStartIndex(fn, args.levelStartIndex, dims.shapes);
+  dims.starts = starts;
+  dims.valueLength = total;
+  return makeProblem(dims, options);
+}
+
+// Validates forward/backward arguments; returns the problem and the input tensors' data (read
+// once here, so what was checked is what gets copied). The reference (reference.js) validates
+// with this too, passing dataKinds to also take float64 tensors.
+export function problemFromTensors(fn, given, withGradOutput, dataKinds = undefined) {
+  const args = readArgs(fn, given, withGradOutput ? BACKWARD_KEYS : FORWARD_KEYS);
+  const options = readOptions(fn, args);
+  const shapes = readSpatialShapes(fn, args.spatialShapes);
+  const { starts, total: L } = readLevelStartIndex(fn, args.levelStartIndex, shapes);
+  const NL = shapes.length;
+  const blnc = options.valueLayout === 'BLNC';
+  const lNote = `L = ${L} is the sum of H*W over spatialShapes`;
+  const tensors = [];
+  const value = readTensor(fn, 'value', args.value, blnc ? [null, L, null, null] : [null, null, L, null],
+    blnc ? ['B', 'L', 'N_h', 'C_h'] : ['B', 'N_h', 'L', 'C_h'], lNote, dataKinds);
+  tensors.push(value);
+  const v = value.shape;
+  const B = v[0], H = blnc ? v[2] : v[1], C = v[3];
+  const note = `B and N_h from value, N_l = ${NL} from spatialShapes`;
+  let Q, P;
+  if (options.samplingLocationsLayout === 'BQHLP2') {
+    const t = readTensor(fn, 'samplingLocations', args.samplingLocations, [B, null, H, NL, null, 2],
+      ['B', 'N_q', 'N_h', 'N_l', 'N_p', 2], note, dataKinds);
+    Q = t.shape[1]; P = t.shape[4]; tensors.push(t);
+  } else {
+    const t = readTensor(fn, 'samplingLocations', args.samplingLocations, [B, 2, null, H, NL, null],
+      ['B', 2, 'N_q', 'N_h', 'N_l', 'N_p'], note, dataKinds);
+    Q = t.shape[2]; P = t.shape[5]; tensors.push(t);
+  }
+  tensors.push(readTensor(fn, 'attentionWeights', args.attentionWeights, [B, Q, H, NL, P], ['B', 'N_q', 'N_h', 'N_l', 'N_p'],
+    'B, N_q, N_h, N_l and N_p from value and samplingLocations', dataKinds));
+  if (withGradOutput) {
+    tensors.push(readTensor(fn, 'gradOutput', args.gradOutput, [B, Q, H * C], ['B', 'N_q', 'N_h*C_h'],
+      'the shape of forward\'s output', dataKinds));
+  }
+  const inputs = {};
+  for (const t of tensors) {
+    checkLength(fn, t);
+    inputs[t.name] = t.data;
+  }
+  const problem = makeProblem({ batch: B, numQueries: Q, numHeads: H, channels: C, numPoints: P, shapes, starts,
+    valueLength: L }, options);
+  return { problem, inputs };
+}
+
+export const elementsOf = (shape) => shape.reduce((a, b) => a * b, 1);
+export const exactElementsOf = (shape) => shape.reduce((a, b) => a * BigInt(b), 1n);
+
+// wasmBytesNeeded, exact (BigInt) where doubles would round (past 2^53 bytes): each tensor's
+// elements split into whole 2^20-element blocks (already aligned) and a rest that
+// wasmBytesNeeded pads as it pads any tensor.
+export function exactWasmBytes(descCount, layout) {
+  const BLOCK = 2n ** 20n;
+  const none = wasmBytesNeeded(descCount, []);
+  let bytes = BigInt(none);
+  for (const { elements } of layout) {
+    const rest = elements % BLOCK;
+    bytes += 4n * (elements - rest) + BigInt(wasmBytesNeeded(descCount, [{ elements: Number(rest) }]) - none);
+  }
+  return bytes;
+}

@@ -1,0 +1,42 @@
+// The TypedArray intrinsics: a caller's typed array is read through these, never through its own
+// properties (a subclass or a redefined getter could lie), and copied without running its
+// constructor or Symbol.species.
+// Part of bindings/core/: environment-neutral code (no fetch, fs, workers or addon here).
+
+const TYPED_ARRAY = Object.getPrototypeOf(Int8Array.prototype);
+const intrinsic = (key) => Object.getOwnPropertyDescriptor(TYPED_ARRAY, key).get;
+const TYPED_ARRAY_KIND = intrinsic(Symbol.toStringTag);
+const TYPED_ARRAY_LENGTH = intrinsic('length');
+const TYPED_ARRAY_BUFFER = intrinsic('buffer');
+const TYPED_ARRAY_BYTE_OFFSET = intrinsic('byteOffset');
+
+/** 'Float32Array', 'Uint8Array', ... for a real typed array (whatever its properties say), else undefined. */
+export const typedArrayKind = (x) => TYPED_ARRAY_KIND.call(x);
+/** Its real element count (0 once its buffer is detached or shrunk below it). */
+export const typedArrayLength = (x) => TYPED_ARRAY_LENGTH.call(x);
+export const typedArrayBuffer = (x) => TYPED_ARRAY_BUFFER.call(x);
+
+/** Elements [start, start + length) of a checked Float32Array, as a view of its buffer (no method
+ *  of the caller's array runs: its subarray would consult its constructor). */
+export function part(data, start, length) {
+  if (start === 0 && length === typedArrayLength(data)) return data;
+  return new Float32Array(typedArrayBuffer(data), TYPED_ARRAY_BYTE_OFFSET.call(data) + 4 * start, length);
+}
+
+// An Array's length (read once) or a typed array's real length; null for anything else. Callers
+// bound it before copyItems: a sparse Array or a Proxy can claim 2^32 - 1 items, and copying that
+// many aborts Node (V8's fatal "invalid size" error), which no try/catch can stop.
+export function listLength(x) {
+  if (Array.isArray(x)) return x.length;
+  if (typedArrayKind(x) !== undefined) return typedArrayLength(x);
+  return null;
+}
+
+// A copy of the first n items, each read once.
+export function copyItems(x, n) {
+  const items = [];
+  for (let i = 0; i < n; i++) items.push(x[i]);
+  return items;
+}
+
+export const typedArrayByteOffset = (x) => TYPED_ARRAY_BYTE_OFFSET.call(x);
