@@ -16,8 +16,8 @@ import {
 import { open } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BOUND_RULE, compareWithBounds, coordinates, formatCoordinates, OUTPUT_NAMES as CHECKED_OUTPUTS, referenceWithBounds, UNIT_ROUNDOFF } from './crosscheck.js';
-import { narrowToHalf, widenHalf } from './half.js';
+import { BOUND_RULE, compareWithBounds, coordinates, formatCoordinates, OUTPUT_NAMES as CHECKED_OUTPUTS, referenceWithBounds, UNIT_ROUNDOFF } from './core/crosscheck.js';
+import { narrowToHalf, widenHalf } from './core/half.js';
 import { formatShape, npyHeader, NpyError, parseNpy, npyDataBytes } from './npy.js';
 
 const USAGE = `usage: msda forward    --in DIR --out DIR [options]

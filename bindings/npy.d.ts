@@ -20,8 +20,8 @@ export interface NpyArray {
   shape: number[];
   /**
    * A fresh typed array: Float32Array for '<f4', Int32Array for '<i4', BigInt64Array for '<i8',
-   * Uint16Array of the bits for '<f2' and 'bfloat16' (widenHalf in ms-deform-attn's half.js
-   * makes them float32 exactly).
+   * Uint16Array of the bits for '<f2' and 'bfloat16' (widenHalf below makes them float32
+   * exactly).
    */
   data: NpyData;
   count: number;
@@ -54,3 +54,6 @@ export declare function npyHeader(dtype: NpyDtype, shape: number[]): Uint8Array;
 
 /** The little-endian data bytes of a .npy file for data (a view of data on little-endian hosts). */
 export declare function npyDataBytes(data: NpyData, dtype?: '<f2' | 'float16' | 'bfloat16'): Uint8Array;
+
+/** A fresh Float32Array with exactly the values of half-precision bits ('float16' or 'bfloat16'). */
+export declare function widenHalf(bits: Uint16Array, dtype: 'float16' | 'bfloat16'): Float32Array;

@@ -13,6 +13,8 @@
 // Python dict literal with exactly 'descr', 'fortran_order' and 'shape', a size that overflows,
 // a truncated file, or bytes after the data.
 
+export { widenHalf } from './core/half.js';
+
 export const NPY_MAX_DIMS = 32;
 
 const DTYPES = {
@@ -191,7 +193,7 @@ function parseHeader(bytes) {
  * Parses a whole .npy file. Returns { version, dtype, shape, data, count }: shape an array of
  * numbers (of BigInts with { bigint: true }), data a fresh typed array (Float32Array for '<f4',
  * Int32Array for '<i4', BigInt64Array for '<i8', Uint16Array of the bits for '<f2' and
- * 'bfloat16': widenHalf from ./half.js makes them float32 exactly). A zero-size array can have a dimension past
+ * 'bfloat16': widenHalf(data, 'float16' | 'bfloat16'), exported here too, makes them float32 exactly). A zero-size array can have a dimension past
  * Number.MAX_SAFE_INTEGER, which no number holds exactly: without { bigint: true } such a file
  * is refused rather than given a rounded shape. Throws NpyError.
  */

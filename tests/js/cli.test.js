@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { main } from '../../bindings/cli.js';
 import { parseNpy, serializeNpy } from '../../bindings/npy.js';
-import { narrowToHalf, widenHalf } from '../../bindings/half.js';
+import { narrowToHalf, widenHalf } from '../../bindings/core/half.js';
 import { assertClose, OPTION_COMBOS, randomCase } from './helpers.js';
 
 const NATIVE_CLI = fileURLToPath(new URL('../../build/native/msda', import.meta.url));

@@ -15,7 +15,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { main } from '../../bindings/cli.js';
-import { narrowToHalf, widenHalf } from '../../bindings/half.js';
+import { narrowToHalf, widenHalf } from '../../bindings/core/half.js';
 import { serializeNpy } from '../../bindings/npy.js';
 import { init } from '../../bindings/index.js';
 import { rng, shapesFor } from './helpers.js';

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { formatShape, NpyError, parseNpy, serializeNpy } from '../../bindings/npy.js';
-import { f16ToF32Bits, f32ToBf16Bits, f32ToF16Bits, narrowToHalf, widenHalf } from '../../bindings/half.js';
+import { f16ToF32Bits, f32ToBf16Bits, f32ToF16Bits, narrowToHalf, widenHalf } from '../../bindings/core/half.js';
 
 const SIX = new Float32Array([1.5, -2, 0, 3.25, -0, 1e-30]);
 
@@ -246,4 +246,11 @@ test("'<f2' and 'bfloat16' files: parsed as their bits (Uint16Array), written ba
     const h = new Float16Array(bits.buffer);
     assert.deepEqual(serializeNpy({ data: h, shape: [6] }), serializeNpy({ data: bits, shape: [6], dtype: '<f2' }));
   }
+});
+
+test("widenHalf is exported by ms-deform-attn/npy: a parsed '<f2' file's bits become its float32 values", async () => {
+  const { widenHalf: fromNpy } = await import('../../bindings/npy.js');
+  const bits = Uint16Array.from([0x3555, 0x0400]); // 0.33325195..., 2^-14
+  const a = parseNpy(serializeNpy({ data: bits, shape: [2], dtype: '<f2' }));
+  assert.deepEqual([...fromNpy(a.data, 'float16')], [0.333251953125, 2 ** -14]);
 });
