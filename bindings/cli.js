@@ -27,7 +27,7 @@ const USAGE = `usage: msda forward    --in DIR --out DIR [options]
 Multi-scale deformable attention on a case directory of NumPy .npy files.
 
   --in DIR        reads value.npy (<f4), spatial_shapes.npy (<i8|<i4, (N_l, 2)),
-                  level_start_index.npy (<i8|<i4, (N_l,)), sampling_locations.npy (<f4),
+                  level_start_index.npy (<i8|<i4, (N_l,); optional, derived), sampling_locations.npy (<f4),
                   attention_weights.npy (<f4, (B, N_q, N_h, N_l, N_p)) and, for backward,
                   grad_output.npy (<f4, (B, N_q, N_h*C_h)); float inputs may also be <f2
                   (float16) or 'bfloat16', widened exactly to float32
@@ -286,6 +286,15 @@ function exists(path) {
   }
 }
 
+function isMissing(path) {
+  try {
+    lstatSync(path);
+    return false;
+  } catch (e) {
+    return e.code === 'ENOENT';
+  }
+}
+
 /** Reads the case's files (grad_output.npy when withGrad); checks --in first. */
 export function loadCase(dir, withGrad) {
   let st;
@@ -298,6 +307,7 @@ export function loadCase(dir, withGrad) {
   const files = {};
   for (const [key, name, want] of INPUTS) {
     if (key === 'gradOutput' && !withGrad) continue;
+    if (key === 'levelStartIndex' && isMissing(joinPath(dir, name))) continue; // derived
     files[key] = readNpyFile(joinPath(dir, name), want);
   }
   return files;
@@ -339,9 +349,11 @@ export function deriveProblem(o, f) {
     pairs.push([Number(h), Number(w)]);
   }
   if (BigInt(L) !== total) {
-    throw bad(`${value.path}: shape ${formatShape(value.exactShape)} has L = ${L}, expected ${total} (the sum of H*W over ${shapes.path}) ${valueDims}`);
+    const otherFits = BigInt(vs[blnc ? 2 : 1]) === total;
+    throw bad(`${value.path}: shape ${formatShape(value.exactShape)} has L = ${L}, expected ${total} (the sum of H*W over ${shapes.path}) ${valueDims}${
+      otherFits ? `; --value-layout ${blnc ? 'BNLC' : 'BLNC'} makes the shapes fit` : ''}`);
   }
-  if (!sameShape(starts.shape, [NL])) {
+  if (starts && !sameShape(starts.shape, [NL])) {
     throw bad(`${starts.path}: shape ${formatShape(starts.exactShape)}, expected ${formatShape([NL])} = (N_l,) with N_l from ${shapes.path}`);
   }
   const ws = weights.shape;
@@ -350,10 +362,12 @@ export function deriveProblem(o, f) {
   }
   const Q = ws[1], P = ws[4];
   const locShape = bqhlp2 ? [B, Q, H, NL, P, 2] : [B, 2, Q, H, NL, P];
+  const otherShape = bqhlp2 ? [B, 2, Q, H, NL, P] : [B, Q, H, NL, P, 2];
   if (!sameShape(loc.shape, locShape)) {
     throw bad(`${loc.path}: shape ${formatShape(loc.exactShape)}, expected ${formatShape(locShape)} = ${bqhlp2
       ? '(B, N_q, N_h, N_l, N_p, 2) per --sampling-locations-layout BQHLP2'
-      : '(B, 2, N_q, N_h, N_l, N_p) per --sampling-locations-layout B2QHLP'} with N_q and N_p from ${weights.path}`);
+      : '(B, 2, N_q, N_h, N_l, N_p) per --sampling-locations-layout B2QHLP'} with N_q and N_p from ${weights.path}${
+      sameShape(loc.shape, otherShape) ? `; --sampling-locations-layout ${bqhlp2 ? 'B2QHLP' : 'BQHLP2'} makes the shapes fit` : ''}`);
   }
   if (f.gradOutput) {
     const goShape = [B, Q, H * C];
@@ -362,7 +376,7 @@ export function deriveProblem(o, f) {
     }
   }
   // The library's level-start rule and message, with the file name.
-  const startValues = Array.from(starts.data, BigInt);
+  const startValues = starts ? Array.from(starts.data, BigInt) : expectedStarts;
   for (let l = 0; l < NL; l++) {
     if (startValues[l] !== expectedStarts[l]) {
       throw bad(l === 0

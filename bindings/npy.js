@@ -183,7 +183,7 @@ function parseHeader(bytes) {
   if (c.peek() !== -1) fail(`header: unexpected ${c.found()} after the closing '}'`);
   for (const key of ['descr', 'fortran_order', 'shape']) if (!seen[key]) fail(`header: missing key '${key}'`);
   const dtype = checkDtype(descr);
-  if (fortran) fail('Fortran-order (column-major) arrays are not supported, expected fortran_order False');
+  if (fortran) fail('Fortran-order (column-major) arrays are not supported, expected fortran_order False: save np.ascontiguousarray(tensor)');
   return { dtype, dims };
 }
 

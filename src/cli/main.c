@@ -31,7 +31,7 @@ static const char USAGE[] =
     "Multi-scale deformable attention on a case directory of NumPy .npy files.\n"
     "\n"
     "  --in DIR        reads value.npy (<f4), spatial_shapes.npy (<i8|<i4, (N_l, 2)),\n"
-    "                  level_start_index.npy (<i8|<i4, (N_l,)), sampling_locations.npy (<f4),\n"
+    "                  level_start_index.npy (<i8|<i4, (N_l,); optional, derived), sampling_locations.npy (<f4),\n"
     "                  attention_weights.npy (<f4, (B, N_q, N_h, N_l, N_p)) and, for backward,\n"
     "                  grad_output.npy (<f4, (B, N_q, N_h*C_h)); float inputs may also be <f2\n"
     "                  (float16) or 'bfloat16', widened exactly to float32\n"
@@ -251,6 +251,8 @@ static int load_case(const options *o, case_data *c)
         int io_error = 0, rc;
         c->path[i] = join(o->in, INPUT_NAMES[i]);
         if (!c->path[i]) return report(EXIT_OTHER, "out of memory");
+        struct stat lst;
+        if (i == F_STARTS && lstat(c->path[i], &lst) != 0 && errno == ENOENT) continue; /* derived */
         if (i == F_SHAPES || i == F_STARTS)
             rc = npy_load_i64(c->path[i], &c->arr[i], &c->i64[i], &io_error, err, sizeof err);
         else
@@ -310,12 +312,24 @@ static int derive_problem(const options *o, case_data *c, msda_problem *p)
             return report(EXIT_BAD_INPUT, "%s: the sum of H*W over levels 0..%lld overflows 64 bits",
                           c->path[F_SHAPES], (long long)l);
     }
-    if (L != total)
-        return report(EXIT_BAD_INPUT, "%s: shape %s has L = %lld, expected %lld (the sum of H*W over %s) %s",
+    if (L != total) {
+        const int other_fits = value->shape[blnc ? 2 : 1] == total;
+        return report(EXIT_BAD_INPUT, "%s: shape %s has L = %lld, expected %lld (the sum of H*W over %s) %s%s",
                       c->path[F_VALUE], shape_of(value, got), (long long)L, (long long)total, c->path[F_SHAPES],
-                      value_dims);
+                      value_dims, !other_fits ? "" : blnc ? "; --value-layout BNLC makes the shapes fit"
+                                                          : "; --value-layout BLNC makes the shapes fit");
+    }
 
-    if (!same_shape(starts, 1, &NL))
+    /* level_start_index.npy may be left out: it is derived from spatial_shapes */
+    if (!c->i64[F_STARTS]) {
+        c->i64[F_STARTS] = malloc((size_t)NL * sizeof(int64_t));
+        if (!c->i64[F_STARTS]) return report(EXIT_OTHER, "out of memory");
+        int64_t start = 0;
+        for (int64_t l = 0; l < NL; l++) {
+            c->i64[F_STARTS][l] = start;
+            start += c->i64[F_SHAPES][2 * l] * c->i64[F_SHAPES][2 * l + 1];
+        }
+    } else if (!same_shape(starts, 1, &NL))
         return report(EXIT_BAD_INPUT, "%s: shape %s, expected %s = (N_l,) with N_l from %s", c->path[F_STARTS],
                       shape_of(starts, got), npy_format_shape(1, &NL, want, sizeof want), c->path[F_SHAPES]);
 
@@ -329,12 +343,15 @@ static int derive_problem(const options *o, case_data *c, msda_problem *p)
     const int64_t Q = weights->shape[1], P = weights->shape[4];
 
     const int64_t loc_shape[6] = {B, bqhlp2 ? Q : 2, bqhlp2 ? H : Q, bqhlp2 ? NL : H, bqhlp2 ? P : NL, bqhlp2 ? 2 : P};
+    const int64_t other_shape[6] = {B, !bqhlp2 ? Q : 2, !bqhlp2 ? H : Q, !bqhlp2 ? NL : H, !bqhlp2 ? P : NL, !bqhlp2 ? 2 : P};
     if (!same_shape(loc, 6, loc_shape))
-        return report(EXIT_BAD_INPUT, "%s: shape %s, expected %s = %s with N_q and N_p from %s",
+        return report(EXIT_BAD_INPUT, "%s: shape %s, expected %s = %s with N_q and N_p from %s%s",
                       c->path[F_LOCATIONS], shape_of(loc, got), npy_format_shape(6, loc_shape, want, sizeof want),
                       bqhlp2 ? "(B, N_q, N_h, N_l, N_p, 2) per --sampling-locations-layout BQHLP2"
                              : "(B, 2, N_q, N_h, N_l, N_p) per --sampling-locations-layout B2QHLP",
-                      c->path[F_WEIGHTS]);
+                      c->path[F_WEIGHTS], !same_shape(loc, 6, other_shape) ? ""
+                      : bqhlp2 ? "; --sampling-locations-layout B2QHLP makes the shapes fit"
+                               : "; --sampling-locations-layout BQHLP2 makes the shapes fit");
 
     if (o->backward) {
         int64_t go_shape[3] = {B, Q, 0};

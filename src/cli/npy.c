@@ -302,7 +302,8 @@ static int parse_header(const char *s, size_t len, npy_array *a, char *err, size
         return -1;
     }
     if (fortran)
-        return fail(err, errlen, "Fortran-order (column-major) arrays are not supported, expected fortran_order False");
+        return fail(err, errlen, "Fortran-order (column-major) arrays are not supported, expected fortran_order False: "
+                    "save np.ascontiguousarray(tensor)");
     return 0;
 }
 

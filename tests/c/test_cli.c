@@ -580,7 +580,28 @@ static void test_inconsistent_case(void)
 
     fresh_case();
     RUN(&r, "forward", "--in", good_dir, "--out", out_dir, "--sampling-locations-layout", "B2QHLP");
-    expect_refusal("locations in the other layout than the flag says", &r, "per --sampling-locations-layout B2QHLP");
+    expect_refusal("locations in the other layout than the flag says", &r,
+                   "per --sampling-locations-layout B2QHLP with N_q and N_p from");
+    tu_check(strstr(r.err, "; --sampling-locations-layout BQHLP2 makes the shapes fit\n") != NULL, "names the flag that fits: %s", r.err);
+    fresh_case();
+    RUN(&r, "forward", "--in", good_dir, "--out", out_dir, "--value-layout", "BNLC");
+    expect_refusal("value in the other layout than the flag says", &r, "; --value-layout BLNC makes the shapes fit");
+
+    /* level_start_index.npy left out: derived, the same outputs */
+    fresh_case();
+    char with_dir[600];
+    snprintf(with_dir, sizeof with_dir, "%s-with", out_dir);
+    RUN(&r, "forward", "--in", good_dir, "--out", with_dir);
+    tu_check(r.status == 0, "forward with level_start_index.npy: %s", r.err);
+    unlink(path_in(good_dir, "level_start_index.npy"));
+    RUN(&r, "forward", "--in", good_dir, "--out", out_dir);
+    if (tu_check(r.status == 0 && r.err[0] == '\0', "forward without level_start_index.npy: exit %d %s", r.status, r.err)) {
+        char a[1400], b[700];
+        snprintf(a, sizeof a, "cmp -s '%s/output.npy' '%s/output.npy'", with_dir, out_dir);
+        tu_check(system(a) == 0, "without level_start_index.npy: the same output.npy");
+        snprintf(b, sizeof b, "rm -rf '%s'", with_dir);
+        if (system(b) != 0) fprintf(stderr, "could not remove %s\n", with_dir);
+    }
 
     fresh_case();
     const int64_t flat[1] = {good.value_elements};

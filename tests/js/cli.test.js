@@ -170,6 +170,24 @@ test('forward and backward on wasm, wasm-scalar and native agree with the native
   }
 });
 
+test('level_start_index.npy may be left out (derived): both CLIs give the same bytes as with it', async () => {
+  const options = OPTION_COMBOS[9];
+  const c = randomCase(77, options);
+  const dir = `${root}/no-starts`;
+  writeCase(dir, c);
+  const flags = flagsOf(options);
+  assert.equal(native(['backward', '--in', dir, '--out', `${dir}/with`, ...flags]).status, 0);
+  unlinkSync(`${dir}/level_start_index.npy`);
+  const n = native(['backward', '--in', dir, '--out', `${dir}/native`, ...flags]);
+  assert.equal(n.status, 0, n.err);
+  const j = await js(['backward', '--in', dir, '--out', `${dir}/js`, '--backend', 'native', ...flags]);
+  assert.equal(j.status, 0, j.err);
+  for (const name of OUTPUTS.slice(1)) {
+    assert.deepEqual(readFileSync(`${dir}/native/${name}.npy`), readFileSync(`${dir}/with/${name}.npy`), name);
+    assert.deepEqual(readFileSync(`${dir}/js/${name}.npy`), readFileSync(`${dir}/with/${name}.npy`), name);
+  }
+});
+
 test("'<f2' and 'bfloat16' inputs: both CLIs compute on the float32 values the bits stand for, same bytes", async () => {
   for (const dtype of ['float16', 'bfloat16']) {
     const options = OPTION_COMBOS[6];
@@ -247,7 +265,7 @@ const REFUSALS = [
     "sampling_locations.npy: dtype '>f4' (big-endian): sampling_locations.npy must be little-endian float32 or float16: save tensor.astype('<f4')"],
   ['big-endian ints', edit('spatial_shapes.npy', "'<i8'", "'>i8'"), [],
     "spatial_shapes.npy: dtype '>i8' (big-endian): spatial_shapes.npy must be little-endian int64 or int32: save tensor.astype('<i8')"],
-  ['Fortran order', edit('value.npy', 'False', 'True '), [], 'Fortran-order'],
+  ['Fortran order', edit('value.npy', 'False', 'True '), [], 'Fortran-order (column-major) arrays are not supported, expected fortran_order False: save np.ascontiguousarray(tensor)'],
   ['float64 value (the common NumPy slip)', edit('value.npy', "'<f4'", "'<f8'"), [],
     "value.npy: dtype '<f8': value.npy must be float32 or float16: save tensor.astype(np.float32)"],
   ['2-byte void weights (np.save of ml_dtypes.bfloat16)', edit('attention_weights.npy', "'<f4'", "'<V2'"), [],
@@ -282,8 +300,12 @@ const REFUSALS = [
     "value.npy: dtype '<i8': value.npy must be float32 or float16: save tensor.astype(np.float32)"],
   ['spatial_shapes as <f4', replace('spatial_shapes.npy', { data: new Float32Array(2 * S.spatialShapes.length), shape: [S.spatialShapes.length, 2] }), [],
     "spatial_shapes.npy: dtype '<f4': spatial_shapes.npy must be int64 or int32: save tensor.astype(np.int64)"],
-  ['locations in the other layout', null, ['--sampling-locations-layout', 'B2QHLP'], 'per --sampling-locations-layout B2QHLP'],
+  ['locations in the other layout', null, ['--sampling-locations-layout', 'B2QHLP'],
+    'per --sampling-locations-layout B2QHLP with N_q and N_p from'],
+  ['locations in the other layout: the hint', null, ['--sampling-locations-layout', 'B2QHLP'],
+    '; --sampling-locations-layout BQHLP2 makes the shapes fit'],
   ['value in the other layout', null, ['--value-layout', 'BNLC'], 'value.npy: shape'],
+  ['value in the other layout: the hint', null, ['--value-layout', 'BNLC'], 'per --value-layout BNLC; --value-layout BLNC makes the shapes fit'],
   ['value not 4-d', replace('value.npy', { data: S.value.data, shape: [S.value.data.length] }), [], 'expected 4 dimensions'],
   ['attention_weights of the wrong shape', replace('attention_weights.npy', { data: new Float32Array(3), shape: [3] }), [],
     'attention_weights.npy: shape (3,)'],
