@@ -185,9 +185,6 @@ export function parseArgs(argv) {
     const given = EXPECT_FLAGS.find((f) => seen.has(f));
     if (given) throw bad(`${given} needs --expect DIR (it sets how your outputs are compared with ours)`);
   }
-  if (o.expect !== null && o.backendNamed) {
-    throw bad('--backend is not used with --expect: your outputs are compared with the float64 reference');
-  }
   if (o.dtype !== null && (o.rtol !== null || o.atol !== null)) {
     throw bad(`--dtype and ${o.rtol !== null ? '--rtol' : '--atol'} both set the tolerance: give one of them`);
   }
@@ -305,11 +302,21 @@ export function loadCase(dir, withGrad) {
   }
   if (!st.isDirectory()) throw bad(`--in ${dir}: not a directory`);
   const files = {};
+  // Every file is read, and every bad one named: "first problem; also: second; also: third".
+  const problems = [];
+  let code = 0;
   for (const [key, name, want] of INPUTS) {
     if (key === 'gradOutput' && !withGrad) continue;
     if (key === 'levelStartIndex' && isMissing(joinPath(dir, name))) continue; // derived
-    files[key] = readNpyFile(joinPath(dir, name), want);
+    try {
+      files[key] = readNpyFile(joinPath(dir, name), want);
+    } catch (e) {
+      if (!(e instanceof CliError)) throw e;
+      problems.push(e.message);
+      code ||= e.exitCode;
+    }
   }
+  if (problems.length) throw new CliError(code, problems.join('; also: '));
   return files;
 }
 
@@ -652,6 +659,7 @@ async function crosscheckExpected(o, print, expected) {
   const results = names.map((n) => [n, compareWithBounds(n, expected[n].data, ref[n], args, tol, o.top)]);
   const notes = dtype ? notRepresentable(files, dtype) : [];
   const failures = results.filter(([, r]) => r.disagree).map(([n, r]) => `${n} (${r.disagree} of ${r.count} elements)`);
+  if (o.backendNamed) notes.push(`--backend ${o.backend} is not used with --expect: ours is the float64 reference`);
   if (o.json) {
     const doc = {
       in: o.in, expect: o.expect, yours: `the files in ${o.expect}`, ours: 'the float64 reference of SEMANTICS.md',
@@ -671,7 +679,9 @@ async function crosscheckExpected(o, print, expected) {
     print(`crosscheck ${o.in}: yours = the files in ${o.expect}, ours = the float64 reference of SEMANTICS.md`);
     print(dtype === null ? `  tolerance (--rtol/--atol): ${rule}, per element`
       : `  tolerance for ${dtype} (${dtypeFrom}): ${rule}, per element`);
-    for (const note of notes) print(`  note: ${note}; if your kernel read them rounded to ${dtype}, save the rounded inputs`);
+    for (const note of notes) {
+      print(note.startsWith('--backend') ? `  note: ${note}` : `  note: ${note}; if your kernel read them rounded to ${dtype}, save the rounded inputs`);
+    }
     for (const [n, r] of results) {
       const maxText = `max |yours - ours| ${fmt(r.maxAbsDiff)}${r.maxAbsDiff ? ` = ${fmt(r.maxRatio)} x its bound` : ''}`;
       const levels = r.perLevel ? ` (per level: ${r.perLevel.map((c, l) => `l=${l}: ${c}`).join(', ')})` : '';
@@ -699,10 +709,17 @@ async function crosscheck(o, print) {
     }
     if (!st.isDirectory()) throw bad(`--expect ${o.expect}: not a directory`);
     expected = {};
+    const problems = [];
     for (const n of ['output', 'grad_value', 'grad_sampling_locations', 'grad_attention_weights']) {
       const p = joinPath(o.expect, `${n}.npy`);
-      if (exists(p)) expected[n] = readNpyFile(p, 'float');
+      try {
+        if (exists(p)) expected[n] = readNpyFile(p, 'float');
+      } catch (e) {
+        if (!(e instanceof CliError)) throw e;
+        problems.push(e.message);
+      }
     }
+    if (problems.length) throw bad(problems.join('; also: '));
     if (Object.keys(expected).length === 0) {
       throw bad(`--expect ${o.expect}: none of output.npy, grad_value.npy, grad_sampling_locations.npy, grad_attention_weights.npy is there`);
     }

@@ -226,18 +226,51 @@ static void case_free(case_data *c)
     }
 }
 
+/* A growing message: the problems of every file of a case, so that one run names them all. */
+typedef struct text {
+    char *s;
+    size_t len;
+    int failed; /* out of memory: what was appended so far is kept */
+} text;
+
+static void append(text *t, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static void append(text *t, const char *fmt, ...)
+{
+    va_list ap, again;
+    va_start(ap, fmt);
+    va_copy(again, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *grown = n < 0 || t->failed ? NULL : realloc(t->s, t->len + (size_t)n + 1);
+    if (!grown) {
+        t->failed = 1;
+    } else {
+        vsnprintf(grown + t->len, (size_t)n + 1, fmt, again);
+        t->s = grown;
+        t->len += (size_t)n;
+    }
+    va_end(again);
+}
+
 /* What to do about a file of the wrong dtype, in NumPy's words (the JS CLI prints the same). */
-static int dtype_hint(const char *path, const char *name, const char *descr, int want_int)
+static void dtype_hint(text *t, const char *path, const char *name, const char *descr, int want_int)
 {
     const int big_endian = descr[0] == '>';
-    if (!want_int && (!strcmp(descr, "<V2") || !strcmp(descr, "|V2")))
-        return report(EXIT_BAD_INPUT, "%s: dtype '%s': a 2-byte void, which is how np.save writes ml_dtypes' bfloat16, "
-                      "but its bits cannot be told from any other 2-byte record: save bfloat16 as float32, which is "
-                      "exact: tensor.astype(np.float32)", path, descr);
-    return report(EXIT_BAD_INPUT, "%s: dtype '%s'%s: %s must be %s%s: save tensor.astype(%s)", path, descr,
-                  big_endian ? " (big-endian)" : "", name, big_endian ? "little-endian " : "",
-                  want_int ? "int64 or int32" : "float32 or float16",
-                  want_int ? (big_endian ? "'<i8'" : "np.int64") : (big_endian ? "'<f4'" : "np.float32"));
+    if (!want_int && (!strcmp(descr, "<V2") || !strcmp(descr, "|V2"))) {
+        append(t, "%s: dtype '%s': a 2-byte void, which is how np.save writes ml_dtypes' bfloat16, "
+               "but its bits cannot be told from any other 2-byte record: save bfloat16 as float32, which is "
+               "exact: tensor.astype(np.float32)", path, descr);
+        return;
+    }
+    append(t, "%s: dtype '%s'%s: %s must be %s%s: save tensor.astype(%s)", path, descr,
+           big_endian ? " (big-endian)" : "", name, big_endian ? "little-endian " : "",
+           want_int ? "int64 or int32" : "float32 or float16",
+           want_int ? (big_endian ? "'<i8'" : "np.int64") : (big_endian ? "'<f4'" : "np.float32"));
 }
 
 static int load_case(const options *o, case_data *c)
@@ -245,22 +278,32 @@ static int load_case(const options *o, case_data *c)
     struct stat st;
     if (stat(o->in, &st) != 0) return report(EXIT_BAD_INPUT, "--in %s: %s", o->in, strerror(errno));
     if (!S_ISDIR(st.st_mode)) return report(EXIT_BAD_INPUT, "--in %s: not a directory", o->in);
-    int files = o->backward ? F_COUNT : F_GRAD_OUTPUT;
+    int files = o->backward ? F_COUNT : F_GRAD_OUTPUT, code = 0;
+    text problems = {NULL, 0, 0};
+    /* Every file is read, and every bad one named: "first problem; also: second; also: third". */
     for (int i = 0; i < files; i++) {
         char err[320];
         int io_error = 0, rc;
         c->path[i] = join(o->in, INPUT_NAMES[i]);
-        if (!c->path[i]) return report(EXIT_OTHER, "out of memory");
+        if (!c->path[i]) {
+            free(problems.s);
+            return report(EXIT_OTHER, "out of memory");
+        }
         struct stat lst;
         if (i == F_STARTS && lstat(c->path[i], &lst) != 0 && errno == ENOENT) continue; /* derived */
         if (i == F_SHAPES || i == F_STARTS)
             rc = npy_load_i64(c->path[i], &c->arr[i], &c->i64[i], &io_error, err, sizeof err);
         else
             rc = npy_load_f32(c->path[i], &c->arr[i], &c->f32[i], &io_error, err, sizeof err);
-        if (rc && c->arr[i].bad_dtype) return dtype_hint(c->path[i], INPUT_NAMES[i], c->arr[i].descr, i == F_SHAPES || i == F_STARTS);
-        if (rc) return report(io_error ? EXIT_OTHER : EXIT_BAD_INPUT, "%s: %s", c->path[i], err);
+        if (!rc) continue;
+        if (code) append(&problems, "; also: ");
+        else code = io_error ? EXIT_OTHER : EXIT_BAD_INPUT;
+        if (c->arr[i].bad_dtype) dtype_hint(&problems, c->path[i], INPUT_NAMES[i], c->arr[i].descr, i == F_SHAPES || i == F_STARTS);
+        else append(&problems, "%s: %s", c->path[i], err);
     }
-    return 0;
+    if (code) report(code, "%s", problems.s ? problems.s : "out of memory");
+    free(problems.s);
+    return code;
 }
 
 typedef char shape_text[NPY_MAX_DIMS * 22 + 4];

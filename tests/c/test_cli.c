@@ -539,6 +539,17 @@ static void test_malformed_files(void)
     fclose(f);
     run_case(&r, "forward");
     expect_refusal("empty file", &r, "value.npy: empty file");
+
+    /* every bad file is named in the one line, in the order the case lists them */
+    fresh_case();
+    edit_file("value.npy", "'<f4'", "'<f8'", 0);
+    edit_file("sampling_locations.npy", "False", "True ", 0);
+    unlink(path_in(good_dir, "grad_output.npy"));
+    run_case(&r, "backward");
+    expect_refusal("three bad files", &r, "value.npy: dtype '<f8': value.npy must be float32 or float16: save tensor.astype(np.float32); also: ");
+    const char *second = strstr(r.err, "sampling_locations.npy: Fortran-order"), *third = strstr(r.err, "grad_output.npy: cannot open");
+    tu_check(second && third && second < third && strstr(second, "; also: ") && strstr(second, "; also: ") < third,
+             "the other two named after it: %s", r.err);
 }
 
 static void test_inconsistent_case(void)

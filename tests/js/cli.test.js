@@ -272,6 +272,16 @@ const REFUSALS = [
     "attention_weights.npy: dtype '<V2': a 2-byte void, which is how np.save writes ml_dtypes' bfloat16, but its bits cannot be told from any other 2-byte record: save bfloat16 as float32, which is exact: tensor.astype(np.float32)"],
   ['uint64 level starts', edit('level_start_index.npy', "'<i8'", "'<u8'"), [],
     "level_start_index.npy: dtype '<u8': level_start_index.npy must be int64 or int32: save tensor.astype(np.int64)"],
+  ['every bad file named in one run', (dir) => {
+    edit('value.npy', "'<f4'", "'<f8'")(dir);
+    unlinkSync(`${dir}/attention_weights.npy`);
+    edit('spatial_shapes.npy', 'False', 'True ')(dir);
+  }, [], "value.npy: dtype '<f8': value.npy must be float32 or float16: save tensor.astype(np.float32); also: "],
+  ['every bad file named in one run: the others', (dir) => {
+    edit('value.npy', "'<f4'", "'<f8'")(dir);
+    unlinkSync(`${dir}/attention_weights.npy`);
+    edit('spatial_shapes.npy', 'False', 'True ')(dir);
+  }, [], 'spatial_shapes.npy: Fortran-order (column-major) arrays are not supported, expected fortran_order False: save np.ascontiguousarray(tensor); also: '],
   ['header not a dict', edit('attention_weights.npy', "{'descr'", "['descr'"), [], "header: expected '{'"],
   ['unknown key', edit('value.npy', "'shape'", "'shapf'"), [], "unexpected key 'shapf'"],
   ['shape not a tuple', (dir) => {
