@@ -59,7 +59,8 @@ grad_sampling_locations.npy, grad_attention_weights.npy, whichever are there; <f
                                      n their count, P its change when pixel positions move by
                                      float32 rounding (docs/cli-kernel-authors.md)
   --rtol R --atol A                  instead: |yours - ours| <= A + R*|ours|
-  --top K                            list the K worst elements of each output (default 5)
+  --top K                            list the K elements of each output that disagree most
+                                     (largest |yours - ours|; default 5)
   --json                             one JSON document on stdout instead of the text
 
 Exit status: 0 done (crosscheck: everything agrees), 2 bad arguments or input (one line on
@@ -683,7 +684,7 @@ async function crosscheckExpected(o, print, expected) {
       print(note.startsWith('--backend') ? `  note: ${note}` : `  note: ${note}; if your kernel read them rounded to ${dtype}, save the rounded inputs`);
     }
     for (const [n, r] of results) {
-      const maxText = `max |yours - ours| ${fmt(r.maxAbsDiff)}${r.maxAbsDiff ? ` = ${fmt(r.maxRatio)} x its bound` : ''}`;
+      const maxText = `max |yours - ours| ${fmt(r.maxAbsDiff)}, max |yours - ours| / bound ${fmt(r.maxRatio)}`;
       const levels = r.perLevel ? ` (per level: ${r.perLevel.map((c, l) => `l=${l}: ${c}`).join(', ')})` : '';
       print(r.disagree ? `  ${n.padEnd(24)} DISAGREE  ${r.disagree} of ${r.count} elements beyond their bound${levels}; ${maxText}`
         : `  ${n.padEnd(24)} ok        ${r.count} elements; ${maxText}`);

@@ -277,14 +277,15 @@ export const formatCoordinates = (name, co) => `${name}[${Object.entries(co).map
 
 /**
  * Compares yours (Float32Array) with r (from referenceWithBounds) under tol; returns
- * { count, disagree, maxAbsDiff, maxRatio, perLevel (counts, or null for output), worst: the
- * top elements by |diff| / bound, each { index, coordinates, yours, ours, diff, bound } }.
+ * { count, disagree, maxAbsDiff, maxRatio (the largest |diff| / bound), perLevel (counts, or null
+ * for output), worst: the disagreeing elements with the largest |diff| (at most top), each
+ * { index, coordinates, yours, ours, diff, bound } }.
  */
 export function compareWithBounds(name, yours, r, args, tol, top = 5) {
   const d = dims(args);
   const perLevel = name === 'output' ? null : new Array(d.NL).fill(0);
   let disagree = 0, maxAbsDiff = 0, maxRatio = 0;
-  const worst = []; // [ratio, index], at most `top`, largest first
+  const worst = []; // [|diff|, index] of disagreeing elements, at most `top`, largest first
   for (let i = 0; i < r.ref.length; i++) {
     const y = yours[i], o = r.ref[i];
     if (Number.isNaN(y) && Number.isNaN(o)) continue;
@@ -298,8 +299,8 @@ export function compareWithBounds(name, yours, r, args, tol, top = 5) {
     if (!(absDiff <= bound)) {
       disagree++;
       if (perLevel) perLevel[coordinates(name, i, args).l]++;
-      if (worst.length < top || ratio > worst[worst.length - 1][0]) {
-        worst.push([ratio, i]);
+      if (worst.length < top || absDiff > worst[worst.length - 1][0]) {
+        worst.push([absDiff, i]);
         worst.sort((p, q2) => q2[0] - p[0] || p[1] - q2[1]);
         if (worst.length > top) worst.pop();
       }
