@@ -173,12 +173,15 @@ export function referenceWithBounds(args, { forward = true, backward = true } = 
         }
         movedG = Math.max(movedG, Math.abs(dot));
       }
+      // A sample that contributes nothing (g0 null) adds only to P: the moved positions may reach in.
       if (forward) {
         const o = out.output;
         for (let c = 0; c < C; c++) {
-          o.ref[base + c] += a * S[c];
-          o.M[base + c] += Math.abs(a) * absS[c];
-          o.n[base + c] += 4;
+          if (g0) {
+            o.ref[base + c] += a * S[c];
+            o.M[base + c] += Math.abs(a) * absS[c];
+            o.n[base + c] += 4;
+          }
           o.P[base + c] += Math.abs(a) * moved[c];
         }
       }
@@ -189,8 +192,10 @@ export function referenceWithBounds(args, { forward = true, backward = true } = 
         gS += G[base + c] * S[c];
         mS += Math.abs(G[base + c]) * absS[c];
       }
-      gw.ref[wi] = gS;
-      gw.M[wi] = mS;
+      if (g0) {
+        gw.ref[wi] = gS;
+        gw.M[wi] = mS;
+      }
       gw.n[wi] = 4 * C;
       gw.P[wi] = movedG;
       const [gx, gy] = locGrads(b, h, l, g0, base);
@@ -201,30 +206,34 @@ export function referenceWithBounds(args, { forward = true, backward = true } = 
         py = Math.max(py, Math.abs(a * (qy - gy)));
       }
       const [mx, my] = locAbs(b, h, l, g0, base);
-      gl.ref[lx] = a * gx;
-      gl.ref[ly] = a * gy;
-      gl.M[lx] = Math.abs(a) * mx;
-      gl.M[ly] = Math.abs(a) * my;
+      if (g0) {
+        gl.ref[lx] = a * gx;
+        gl.ref[ly] = a * gy;
+        gl.M[lx] = Math.abs(a) * mx;
+        gl.M[ly] = Math.abs(a) * my;
+      }
       gl.P[lx] = px;
       gl.P[ly] = py;
       gl.n[lx] = gl.n[ly] = 4 * C;
       // grad_value: each corner's a*w*G, and how far its weight moves (a corner may appear or go)
       const weightOf = (g, pix) => {
-        let w = 0;
-        if (g) for (const [q2, w2] of g.corners) if (q2 === pix) w += w2;
-        return w;
+        if (g) for (const [q2, w2] of g.corners) if (q2 === pix) return w2;
+        return 0;
       };
-      const pixels = new Set();
-      for (const g of [g0, ...gs]) if (g) for (const [pix] of g.corners) pixels.add(pix);
+      const pixels = [];
+      for (const g of [g0, ...gs]) if (g) for (const [pix] of g.corners) if (!pixels.includes(pix)) pixels.push(pix);
       for (const pix of pixels) {
-        const w = weightOf(g0, pix);
+        const w = weightOf(g0, pix), corner = g0 !== null && g0.corners.some(([q2]) => q2 === pix);
         let dw = 0;
         for (const g of gs) dw = Math.max(dw, Math.abs(weightOf(g, pix) - w));
         for (let c = 0; c < C; c++) {
-          const e = valueAt(b, pix, h, c), t = a * w * G[base + c];
-          gv.ref[e] += t;
-          gv.M[e] += Math.abs(t);
-          gv.n[e] += 1;
+          const e = valueAt(b, pix, h, c);
+          if (corner) {
+            const t = a * w * G[base + c];
+            gv.ref[e] += t;
+            gv.M[e] += Math.abs(t);
+            gv.n[e] += 1;
+          }
           gv.P[e] += Math.abs(a * G[base + c]) * dw;
         }
       }
@@ -299,7 +308,7 @@ export function compareWithBounds(name, yours, r, args, tol, top = 5) {
     if (!(absDiff <= bound)) {
       disagree++;
       if (perLevel) perLevel[coordinates(name, i, args).l]++;
-      if (worst.length < top || absDiff > worst[worst.length - 1][0]) {
+      if (top > 0 && (worst.length < top || absDiff > worst[worst.length - 1][0])) {
         worst.push([absDiff, i]);
         worst.sort((p, q2) => q2[0] - p[0] || p[1] - q2[1]);
         if (worst.length > top) worst.pop();

@@ -6,7 +6,10 @@
  * all outputs appear, or none of the older ones change (see write_outputs). */
 #define _POSIX_C_SOURCE 200809L
 #include "msda.h"
+#include "crosscheck.h"
 #include "npy.h"
+
+#include <math.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,8 +28,9 @@ enum { EXIT_OK = 0, EXIT_OTHER = 1, EXIT_BAD_INPUT = 2 };
 #endif
 
 static const char USAGE[] =
-    "usage: msda forward  --in DIR --out DIR [options]\n"
-    "       msda backward --in DIR --out DIR [options]\n"
+    "usage: msda forward    --in DIR --out DIR [options]\n"
+    "       msda backward   --in DIR --out DIR [options]\n"
+    "       msda crosscheck --in DIR --expect DIR [options]\n"
     "\n"
     "Multi-scale deformable attention on a case directory of NumPy .npy files.\n"
     "\n"
@@ -45,6 +49,17 @@ static const char USAGE[] =
     "  --threads N                                default 1; results do not depend on it\n"
     "  -h, --help                                 this text\n"
     "  --version                                  the package version\n"
+    "\n"
+    "crosscheck --expect DIR compares your kernel's dumps in DIR (output.npy, grad_value.npy,\n"
+    "grad_sampling_locations.npy, grad_attention_weights.npy, whichever are there; <f4, <f2 or\n"
+    "'bfloat16') with the float64 reference, each element against its own bound, exactly as the\n"
+    "JS CLI does (docs/cli-kernel-authors.md):\n"
+    "  --dtype float32|float16|bfloat16   the precision your kernel stores tensors in (default: the\n"
+    "                                     files' own when all are <f2 or all 'bfloat16', else float32)\n"
+    "  --rtol R --atol A                  instead: |yours - ours| <= A + R*|ours|\n"
+    "  --top K                            list the K elements of each output that disagree most\n"
+    "  --json                             one JSON document on stdout instead of the text\n"
+    "crosscheck without --expect (the backends against each other) is the JS CLI's.\n"
     "\n"
     "Exit status: 0 done, 2 bad arguments or input (one line on stderr naming the file or flag),\n"
     "1 any other failure.\n";
@@ -84,9 +99,12 @@ static int report(int code, const char *fmt, ...)
 /* ---- arguments ------------------------------------------------------------------------- */
 
 typedef struct options {
-    int backward;
-    const char *in, *out;
+    int backward, crosscheck;
+    const char *in, *out, *expect, *backend;
     msda_problem problem; /* options only; dimensions are filled in from the files */
+    int dtype;            /* CC_* or CC_NO_DTYPE (not given) */
+    int have_rtol, have_atol, top, json;
+    double rtol, atol;
 } options;
 
 /* Decimal digits only (strtol alone would take " 3" and "+3"). */
@@ -104,11 +122,62 @@ static int parse_threads(const char *s, int *out)
     return 0;
 }
 
+/* A plain non-negative decimal number, as the JS CLI takes it: digits with an optional point
+ * (or a point and digits) and an optional exponent; finite. */
+static int parse_tolerance(const char *s, double *out)
+{
+    const char *c = s;
+    int before = 0, after = 0;
+    while (*c >= '0' && *c <= '9') { c++; before++; }
+    if (*c == '.') {
+        c++;
+        while (*c >= '0' && *c <= '9') { c++; after++; }
+    }
+    if (!before && !after) return -1;
+    if (!before && *s != '.') return -1;
+    if (*c == 'e' || *c == 'E') {
+        c++;
+        if (*c == '+' || *c == '-') c++;
+        if (!(*c >= '0' && *c <= '9')) return -1;
+        while (*c >= '0' && *c <= '9') c++;
+    }
+    if (*c) return -1;
+    *out = strtod(s, NULL);
+    return isfinite(*out) ? 0 : -1;
+}
+
+static int is_one_of(const char *name, const char *const *list)
+{
+    for (; *list; list++)
+        if (!strcmp(name, *list)) return 1;
+    return 0;
+}
+
+static const char *const VALUE_FLAGS[] = {"--in", "--out", "--value-layout", "--sampling-locations-layout", "--padding-mode",
+                                          "--threads", "--expect", "--dtype", "--rtol", "--atol", "--top", "--backend", NULL};
+static const char *const CROSSCHECK_FLAGS[] = {"--expect", "--dtype", "--rtol", "--atol", "--top", "--json", NULL};
+static const char *const EXPECT_FLAGS[] = {"--dtype", "--rtol", "--atol", "--top", "--json", NULL};
+static const char *const ALL_FLAGS[] = {"--in", "--out", "--value-layout", "--sampling-locations-layout", "--padding-mode",
+                                        "--threads", "--expect", "--dtype", "--rtol", "--atol", "--top", "--backend",
+                                        "--align-corners", "--json", NULL};
+
+static int flag_index(const char *name)
+{
+    for (int k = 0; ALL_FLAGS[k]; k++)
+        if (!strcmp(ALL_FLAGS[k], name)) return k;
+    return -1;
+}
+
 static int parse_args(int argc, char **argv, options *o)
 {
     msda_problem_init(&o->problem);
-    o->in = o->out = NULL;
-    if (argc < 2) return report(EXIT_BAD_INPUT, "missing command, expected forward or backward (see msda --help)");
+    o->in = o->out = o->expect = o->backend = NULL;
+    o->crosscheck = 0;
+    o->dtype = CC_NO_DTYPE;
+    o->have_rtol = o->have_atol = o->json = 0;
+    o->rtol = o->atol = 0;
+    o->top = 5;
+    if (argc < 2) return report(EXIT_BAD_INPUT, "missing command, expected forward, backward or crosscheck (see msda --help)");
     const char *cmd = argv[1];
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         fputs(USAGE, stdout);
@@ -120,9 +189,11 @@ static int parse_args(int argc, char **argv, options *o)
     }
     if (!strcmp(cmd, "forward")) o->backward = 0;
     else if (!strcmp(cmd, "backward")) o->backward = 1;
-    else return report(EXIT_BAD_INPUT, "unknown command '%s', expected forward or backward (see msda --help)", cmd);
+    else if (!strcmp(cmd, "crosscheck")) o->crosscheck = 1;
+    else return report(EXIT_BAD_INPUT, "unknown command '%s', expected forward, backward or crosscheck (see msda --help)", cmd);
 
-    int seen_value = 0, seen_loc = 0, seen_align = 0, seen_pad = 0, seen_threads = 0;
+    /* the flags seen, for "given more than once" and the checks after the loop */
+    int seen[16] = {0};
     for (int i = 2; i < argc; i++) {
         const char *arg = argv[i];
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
@@ -142,10 +213,9 @@ static int parse_args(int argc, char **argv, options *o)
         if (n >= sizeof name) return report(EXIT_BAD_INPUT, "unknown option '%.40s...' (see msda --help)", arg);
         memcpy(name, arg, n);
         name[n] = '\0';
-        int takes_value = !strcmp(name, "--in") || !strcmp(name, "--out") || !strcmp(name, "--value-layout") ||
-                          !strcmp(name, "--sampling-locations-layout") || !strcmp(name, "--padding-mode") ||
-                          !strcmp(name, "--threads");
-        if (!takes_value && strcmp(name, "--align-corners") != 0)
+        /* --backend is the JS CLI's; the native one takes it only where it is a no-op (crosscheck --expect) */
+        int takes_value = is_one_of(name, VALUE_FLAGS) && (o->crosscheck || strcmp(name, "--backend") != 0);
+        if (!takes_value && strcmp(name, "--align-corners") != 0 && strcmp(name, "--json") != 0)
             return report(EXIT_BAD_INPUT, "unknown option '%s' (see msda --help)", name);
         if (takes_value) {
             if (eq) value = eq + 1;
@@ -154,42 +224,71 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (eq) {
             return report(EXIT_BAD_INPUT, "%s takes no value, got '%s'", name, eq + 1);
         }
-        int dup = 0;
-        if (!strcmp(name, "--in")) {
-            dup = o->in != NULL;
-            if (!*value) return report(EXIT_BAD_INPUT, "--in: empty path, expected a directory");
-            o->in = value;
-        } else if (!strcmp(name, "--out")) {
-            dup = o->out != NULL;
-            if (!*value) return report(EXIT_BAD_INPUT, "--out: empty path, expected a directory");
-            o->out = value;
+        if (o->crosscheck && !strcmp(name, "--out"))
+            return report(EXIT_BAD_INPUT, "--out is not used by crosscheck (it writes nothing); --expect DIR compares with outputs in DIR");
+        if (!o->crosscheck && is_one_of(name, CROSSCHECK_FLAGS))
+            return report(EXIT_BAD_INPUT, "%s is only for msda crosscheck", name);
+        if (!strcmp(name, "--in") || !strcmp(name, "--out") || !strcmp(name, "--expect")) {
+            if (!*value) return report(EXIT_BAD_INPUT, "%s: empty path, expected a directory", name);
+            if (!strcmp(name, "--in")) o->in = value;
+            else if (!strcmp(name, "--out")) o->out = value;
+            else o->expect = value;
         } else if (!strcmp(name, "--value-layout")) {
-            dup = seen_value++;
             if (!strcmp(value, "BLNC")) o->problem.value_layout = MSDA_VALUE_BLNC;
             else if (!strcmp(value, "BNLC")) o->problem.value_layout = MSDA_VALUE_BNLC;
             else return report(EXIT_BAD_INPUT, "--value-layout: '%s', expected BLNC or BNLC", value);
         } else if (!strcmp(name, "--sampling-locations-layout")) {
-            dup = seen_loc++;
             if (!strcmp(value, "BQHLP2")) o->problem.locations_layout = MSDA_LOCATIONS_BQHLP2;
             else if (!strcmp(value, "B2QHLP")) o->problem.locations_layout = MSDA_LOCATIONS_B2QHLP;
             else return report(EXIT_BAD_INPUT, "--sampling-locations-layout: '%s', expected BQHLP2 or B2QHLP", value);
         } else if (!strcmp(name, "--padding-mode")) {
-            dup = seen_pad++;
             if (!strcmp(value, "zeros")) o->problem.padding = MSDA_PADDING_ZEROS;
             else if (!strcmp(value, "border")) o->problem.padding = MSDA_PADDING_BORDER;
             else return report(EXIT_BAD_INPUT, "--padding-mode: '%s', expected zeros or border", value);
+        } else if (!strcmp(name, "--backend")) {
+            if (strcmp(value, "wasm") && strcmp(value, "wasm-scalar") && strcmp(value, "native"))
+                return report(EXIT_BAD_INPUT, "--backend: '%s', expected wasm, wasm-scalar or native", value);
+            o->backend = value;
+        } else if (!strcmp(name, "--dtype")) {
+            if (!strcmp(value, "float32")) o->dtype = CC_FLOAT32;
+            else if (!strcmp(value, "float16")) o->dtype = CC_FLOAT16;
+            else if (!strcmp(value, "bfloat16")) o->dtype = CC_BFLOAT16;
+            else return report(EXIT_BAD_INPUT, "--dtype: '%s', expected float32, float16 or bfloat16", value);
+        } else if (!strcmp(name, "--rtol") || !strcmp(name, "--atol")) {
+            double v;
+            if (parse_tolerance(value, &v))
+                return report(EXIT_BAD_INPUT, "%s: '%s', expected a number >= 0 such as 1e-3", name, value);
+            if (name[2] == 'r') { o->rtol = v; o->have_rtol = 1; }
+            else { o->atol = v; o->have_atol = 1; }
+        } else if (!strcmp(name, "--top")) {
+            const char *digits = value;
+            size_t len = strlen(value), k;
+            for (k = 0; k < len && value[k] >= '0' && value[k] <= '9'; k++) {}
+            while (len > 1 && *digits == '0') { digits++; len--; } /* leading zeros: the same number */
+            if (!*value || value[k] || len > 4 || atoi(digits) > 1000)
+                return report(EXIT_BAD_INPUT, "--top: '%s', expected an integer from 0 to 1000", value);
+            o->top = atoi(digits);
+        } else if (!strcmp(name, "--json")) {
+            o->json = 1;
         } else if (!strcmp(name, "--threads")) {
-            dup = seen_threads++;
             if (parse_threads(value, &o->problem.threads))
                 return report(EXIT_BAD_INPUT, "--threads: '%s', expected an integer from 1 to 4096", value);
         } else {
-            dup = seen_align++;
             o->problem.align_corners = 1;
         }
-        if (dup) return report(EXIT_BAD_INPUT, "%s given more than once", name);
+        if (seen[flag_index(name)]++) return report(EXIT_BAD_INPUT, "%s given more than once", name);
     }
     if (!o->in) return report(EXIT_BAD_INPUT, "missing --in DIR (see msda --help)");
-    if (!o->out) return report(EXIT_BAD_INPUT, "missing --out DIR (see msda --help)");
+    if (!o->crosscheck && !o->out) return report(EXIT_BAD_INPUT, "missing --out DIR (see msda --help)");
+    if (o->crosscheck && !o->expect)
+        for (const char *const *f = EXPECT_FLAGS; *f; f++)
+            if (seen[flag_index(*f)])
+                return report(EXIT_BAD_INPUT, "%s needs --expect DIR (it sets how your outputs are compared with ours)", *f);
+    if (o->dtype != CC_NO_DTYPE && (o->have_rtol || o->have_atol))
+        return report(EXIT_BAD_INPUT, "--dtype and %s both set the tolerance: give one of them", o->have_rtol ? "--rtol" : "--atol");
+    if (o->crosscheck && !o->expect)
+        return report(EXIT_BAD_INPUT, "crosscheck without --expect (this package's backends against each other) is the JS CLI's: "
+                      "node bindings/cli.js crosscheck, or npx msda crosscheck");
     return 0;
 }
 
@@ -661,12 +760,122 @@ static int run(const options *o, case_data *c)
     return code;
 }
 
+/* crosscheck --expect DIR: your files against the float64 reference (crosscheck.c), in the JS
+ * CLI's order of checks, so that both name the same problem first. */
+static int run_crosscheck(options *o)
+{
+    struct stat st;
+    if (stat(o->expect, &st) != 0) return report(EXIT_BAD_INPUT, "--expect %s: %s", o->expect, strerror(errno));
+    if (!S_ISDIR(st.st_mode)) return report(EXIT_BAD_INPUT, "--expect %s: not a directory", o->expect);
+    char *path[CC_COUNT] = {0};
+    npy_array arr[CC_COUNT];
+    float *data[CC_COUNT] = {0};
+    text problems = {NULL, 0, 0};
+    int code = 0, found = 0;
+    for (int k = 0; k < CC_COUNT && code != EXIT_OTHER; k++) {
+        char name[64], err[320];
+        snprintf(name, sizeof name, "%s.npy", CC_NAMES[k]);
+        path[k] = join(o->expect, name);
+        if (!path[k]) { code = report(EXIT_OTHER, "out of memory"); break; }
+        if (stat(path[k], &st) != 0) {
+            free(path[k]);
+            path[k] = NULL;
+            continue;
+        }
+        int io_error = 0;
+        memset(&arr[k], 0, sizeof arr[k]);
+        if (npy_load_f32(path[k], &arr[k], &data[k], &io_error, err, sizeof err) == 0) { found++; continue; }
+        if (code) append(&problems, "; also: ");
+        code = EXIT_BAD_INPUT;
+        if (arr[k].bad_dtype) dtype_hint(&problems, path[k], name, arr[k].descr, 0);
+        else append(&problems, "%s: %s", path[k], err);
+    }
+    if (code == EXIT_BAD_INPUT) report(code, "%s", problems.s ? problems.s : "out of memory");
+    free(problems.s);
+    if (!code && !found)
+        code = report(EXIT_BAD_INPUT, "--expect %s: none of output.npy, grad_value.npy, grad_sampling_locations.npy, "
+                      "grad_attention_weights.npy is there", o->expect);
+    case_data c;
+    memset(&c, 0, sizeof c);
+    msda_problem p;
+    if (!code) {
+        o->backward = data[CC_GRAD_VALUE] || data[CC_GRAD_LOCATIONS] || data[CC_GRAD_WEIGHTS];
+        code = load_case(o, &c);
+    }
+    if (!code) code = derive_problem(o, &c, &p);
+    for (int k = 0; k < CC_COUNT && !code; k++) {
+        if (!data[k]) continue;
+        const int64_t out_shape[3] = {p.batch, p.num_queries, p.num_heads * p.channels};
+        const npy_array *want = k == CC_GRAD_VALUE ? &c.arr[F_VALUE] : k == CC_GRAD_LOCATIONS ? &c.arr[F_LOCATIONS]
+                              : &c.arr[F_WEIGHTS];
+        const int ndim = k == CC_OUTPUT ? 3 : want->ndim;
+        const int64_t *shape = k == CC_OUTPUT ? out_shape : want->shape;
+        if (!same_shape(&arr[k], ndim, shape)) {
+            shape_text got, expected;
+            code = report(EXIT_BAD_INPUT, "%s: shape %s, expected %s (the shape of %s)", path[k], shape_of(&arr[k], got),
+                          npy_format_shape(ndim, shape, expected, sizeof expected), CC_NAMES[k]);
+        }
+    }
+    if (!code) {
+        cc_settings s;
+        memset(&s, 0, sizeof s);
+        s.in = o->in;
+        s.expect = o->expect;
+        s.top = o->top;
+        s.json = o->json;
+        s.backend = o->backend;
+        s.rtol = o->rtol;
+        s.atol = o->atol;
+        s.dtype = o->dtype;
+        s.dtype_from = "--dtype";
+        if (o->dtype == CC_NO_DTYPE && !o->have_rtol && !o->have_atol) {
+            /* the files' own dtype when all are float16, or all bfloat16 */
+            int f2 = 0, bf = 0, all = 0;
+            for (int k = 0; k < CC_COUNT; k++) {
+                if (!data[k]) continue;
+                all++;
+                f2 += arr[k].dtype == NPY_F2;
+                bf += arr[k].dtype == NPY_BF16;
+            }
+            s.dtype = f2 == all ? CC_FLOAT16 : bf == all ? CC_BFLOAT16 : CC_FLOAT32;
+            s.dtype_from = s.dtype == CC_FLOAT32 ? "the default" : "the dtype of the files";
+        }
+        const int inputs[4] = {F_VALUE, F_LOCATIONS, F_WEIGHTS, F_GRAD_OUTPUT};
+        for (int k = 0; k < 4; k++) {
+            if (!c.f32[inputs[k]]) continue;
+            s.input_path[k] = c.path[inputs[k]];
+            s.input_data[k] = c.f32[inputs[k]];
+            s.input_count[k] = c.arr[inputs[k]].count;
+        }
+        cc_file files[CC_COUNT];
+        for (int k = 0; k < CC_COUNT; k++) {
+            files[k].path = data[k] ? path[k] : NULL;
+            files[k].descr = data[k] ? npy_dtype_name(arr[k].dtype) : NULL;
+            files[k].data = data[k];
+        }
+        char *failure = NULL;
+        int rc = cc_run(&p, c.f32[F_VALUE], c.f32[F_LOCATIONS], c.f32[F_WEIGHTS], c.f32[F_GRAD_OUTPUT], files, &s, stdout,
+                        &failure);
+        fflush(stdout);
+        if (rc < 0) code = report(EXIT_OTHER, "out of memory");
+        else if (rc) code = report(EXIT_OTHER, "%s", failure);
+        free(failure);
+    }
+    case_free(&c);
+    for (int k = 0; k < CC_COUNT; k++) {
+        free(path[k]);
+        free(data[k]);
+    }
+    return code;
+}
+
 int main(int argc, char **argv)
 {
     options o;
     int code = parse_args(argc, argv, &o);
     if (code < 0) return EXIT_OK; /* --help, --version */
     if (code) return code;
+    if (o.crosscheck) return run_crosscheck(&o);
     case_data c;
     memset(&c, 0, sizeof c);
     code = load_case(&o, &c);

@@ -66,6 +66,13 @@ uint32_t npy_bf16_to_f32(uint16_t h)
     return (uint32_t)h << 16;
 }
 
+uint16_t npy_f32_to_bf16(uint32_t f)
+{
+    if ((f & 0x7f800000u) == 0x7f800000u && (f & 0x7fffffu)) return (uint16_t)((f >> 16) | 0x40u);
+    uint32_t rest = f & 0xffffu, keep = f >> 16;
+    return (uint16_t)(rest > 0x8000u || (rest == 0x8000u && (keep & 1)) ? keep + 1 : keep);
+}
+
 uint16_t npy_f32_to_f16(uint32_t f)
 {
     uint32_t sign = (f >> 16) & 0x8000u, exp = (f >> 23) & 0xffu, man = f & 0x7fffffu;

@@ -86,6 +86,8 @@ uint32_t npy_bf16_to_f32(uint16_t h);
 /* float32 bits to binary16 bits, rounded to nearest, ties to even (overflow to infinity; a NaN
  * keeps its sign and the top of its payload, quiet). */
 uint16_t npy_f32_to_f16(uint32_t f);
+/* float32 bits to bfloat16 bits, rounded to nearest, ties to even (a NaN stays a quiet NaN). */
+uint16_t npy_f32_to_bf16(uint32_t f);
 
 /* Writes a version 1.0 file of dtype with the given shape from host-order data (float,
  * int32_t or int64_t per dtype; uint16_t bits for '<f2' and 'bfloat16'). Returns 0, or -1 with errno-based text in err. */

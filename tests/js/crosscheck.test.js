@@ -6,6 +6,7 @@
 //    under align_corners, a dropped level, one wrong element (named by its coordinates);
 //  - the report: yours / ours named, coordinates, per-level counts, --top, --json, --rtol/--atol;
 //  - bad crosscheck arguments: exit 2 with one line.
+// Every crosscheck run here is made by both CLIs, whose output must be identical.
 // The cases are made here from fixed seeds (no PyTorch on the build machines): the "kernels" are
 // this package's native backend on modified inputs, rounded as a half-precision kernel rounds.
 import { test, before, after } from 'node:test';
@@ -28,9 +29,17 @@ before(async () => {
 });
 after(() => rmSync(root, { recursive: true, force: true }));
 
+const NATIVE_CLI = fileURLToPath(new URL('../../build/native/msda', import.meta.url));
+
+// Every run goes through both CLIs, which must agree character for character: the JS one
+// in-process, the native one (src/cli/crosscheck.c) as a child.
 async function js(args) {
   let out = '', err = '';
   const status = await main(args, { out: (s) => { out += s; }, err: (s) => { err += s; } });
+  const n = spawnSync(NATIVE_CLI, args, { encoding: 'utf8' });
+  assert.equal(n.stdout, out, `native and JS CLIs print the same (${args.join(' ')})`);
+  assert.equal(n.stderr, err, `native and JS CLIs say the same on stderr (${args.join(' ')})`);
+  assert.equal(n.status, status, `native and JS CLIs exit alike (${args.join(' ')})`);
   return { status, out, err };
 }
 
