@@ -15,16 +15,19 @@ import {
 } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { inflateRawSync } from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import { BOUND_RULE, compareWithBounds, coordinates, formatCoordinates, OUTPUT_NAMES as CHECKED_OUTPUTS, referenceWithBounds, UNIT_ROUNDOFF } from './core/crosscheck.js';
 import { narrowToHalf, widenHalf } from './core/half.js';
+import { looksLikeZip, NpzError, parseNpz } from './core/npz.js';
 import { formatShape, npyHeader, NpyError, parseNpy, npyDataBytes } from './npy.js';
 
 const USAGE = `usage: msda forward    --in DIR --out DIR [options]
        msda backward   --in DIR --out DIR [options]
        msda crosscheck --in DIR [--expect DIR] [options]
 
-Multi-scale deformable attention on a case directory of NumPy .npy files.
+Multi-scale deformable attention on a case directory of NumPy .npy files (or an .npz of them,
+from np.savez or np.savez_compressed, in place of DIR).
 
   --in DIR        reads value.npy (<f4), spatial_shapes.npy (<i8|<i4, (N_l, 2)),
                   level_start_index.npy (<i8|<i4, (N_l,); optional, derived), sampling_locations.npy (<f4),
@@ -195,8 +198,7 @@ export function parseArgs(argv) {
 // ---- the case directory ------------------------------------------------------------------------
 
 // What to do about a file of the wrong dtype, in NumPy's words (the native CLI prints the same).
-function dtypeHint(path, descr, want) {
-  const name = path.slice(path.lastIndexOf('/') + 1);
+function dtypeHint(path, descr, want, name = path.slice(path.lastIndexOf('/') + 1)) {
   if (want === 'float' && (descr === '<V2' || descr === '|V2')) {
     return `${path}: dtype '${descr}': a 2-byte void, which is how np.save writes ml_dtypes' bfloat16, but its bits cannot be told from any other 2-byte record: save bfloat16 as float32, which is exact: tensor.astype(np.float32)`;
   }
@@ -246,17 +248,21 @@ function readFileAsNative(path) {
 }
 
 function readNpyFile(path, want) {
-  const bytes = readFileAsNative(path);
+  return npyFromBytes(path, readFileAsNative(path), want);
+}
+
+// name: the file's own name, for the dtype hint (a member's inside an .npz).
+function npyFromBytes(path, bytes, want, name = undefined) {
   let a;
   try {
     a = parseNpy(bytes, { bigint: true });
   } catch (e) {
-    if (e instanceof NpyError && e.descr !== undefined) throw bad(dtypeHint(path, e.descr, want));
+    if (e instanceof NpyError && e.descr !== undefined) throw bad(dtypeHint(path, e.descr, want, name));
     if (e instanceof NpyError) throw bad(`${path}: ${e.message}`);
     throw e;
   }
   const isFloat = ['<f4', '<f2', 'bfloat16'].includes(a.dtype);
-  if ((want === 'float') !== isFloat) throw bad(dtypeHint(path, a.dtype, want));
+  if ((want === 'float') !== isFloat) throw bad(dtypeHint(path, a.dtype, want, name));
   if (a.dtype === '<f2' || a.dtype === 'bfloat16') a.data = widenHalf(a.data, a.dtype === '<f2' ? 'float16' : 'bfloat16');
   // Exact dimensions for messages; numbers for the checks (a dimension past 2^53 rounds to a
   // number >= 2^53, which still differs from every size a file can hold).
@@ -293,24 +299,62 @@ function isMissing(path) {
   }
 }
 
-/** Reads the case's files (grad_output.npy when withGrad); checks --in first. */
-export function loadCase(dir, withGrad) {
+/**
+ * A directory of .npy files or an .npz archive of them (named by flag in messages): has(name)
+ * and read(name, want), each member named `ARCHIVE:name` in messages.
+ */
+function openSource(flag, dir) {
   let st;
   try {
     st = statSync(dir);
   } catch (e) {
-    throw bad(`--in ${dir}: ${why(e)}`);
+    throw bad(`${flag} ${dir}: ${why(e)}`);
   }
-  if (!st.isDirectory()) throw bad(`--in ${dir}: not a directory`);
+  if (st.isDirectory()) {
+    return { has: (name) => exists(joinPath(dir, name)), missing: (name) => isMissing(joinPath(dir, name)),
+      read: (name, want) => readNpyFile(joinPath(dir, name), want), path: (name) => joinPath(dir, name) };
+  }
+  const bytes = st.isFile() ? readFileAsNative(dir) : null;
+  if (bytes === null || !looksLikeZip(bytes)) throw bad(`${flag} ${dir}: not a directory (nor an .npz archive)`);
+  let members;
+  try {
+    members = parseNpz(bytes, (b) => inflateRawSync(b));
+  } catch (e) {
+    if (e instanceof NpzError) throw bad(`${flag} ${dir}: ${e.message}`);
+    throw e;
+  }
+  const path = (name) => `${dir}:${name}`;
+  return {
+    has: (name) => members.has(name),
+    missing: (name) => !members.has(name),
+    path,
+    read(name, want) {
+      const m = members.get(name);
+      if (m === undefined) throw bad(`${path(name)}: not in the archive`);
+      let data;
+      try {
+        data = m.read();
+      } catch (e) {
+        if (e instanceof NpzError) throw bad(`${path(name)}: ${e.message}`);
+        throw e;
+      }
+      return npyFromBytes(path(name), data, want, name);
+    },
+  };
+}
+
+/** Reads the case's files (grad_output.npy when withGrad) from a directory or an .npz; checks --in first. */
+export function loadCase(dir, withGrad) {
+  const source = openSource('--in', dir);
   const files = {};
   // Every file is read, and every bad one named: "first problem; also: second; also: third".
   const problems = [];
   let code = 0;
   for (const [key, name, want] of INPUTS) {
     if (key === 'gradOutput' && !withGrad) continue;
-    if (key === 'levelStartIndex' && isMissing(joinPath(dir, name))) continue; // derived
+    if (key === 'levelStartIndex' && source.missing(name)) continue; // derived
     try {
-      files[key] = readNpyFile(joinPath(dir, name), want);
+      files[key] = source.read(name, want);
     } catch (e) {
       if (!(e instanceof CliError)) throw e;
       problems.push(e.message);
@@ -702,19 +746,12 @@ async function crosscheck(o, print) {
   const gradPath = joinPath(o.in, 'grad_output.npy');
   let expected = null;
   if (o.expect !== null) {
-    let st;
-    try {
-      st = statSync(o.expect);
-    } catch (e) {
-      throw bad(`--expect ${o.expect}: ${why(e)}`);
-    }
-    if (!st.isDirectory()) throw bad(`--expect ${o.expect}: not a directory`);
+    const source = openSource('--expect', o.expect);
     expected = {};
     const problems = [];
     for (const n of ['output', 'grad_value', 'grad_sampling_locations', 'grad_attention_weights']) {
-      const p = joinPath(o.expect, `${n}.npy`);
       try {
-        if (exists(p)) expected[n] = readNpyFile(p, 'float');
+        if (source.has(`${n}.npy`)) expected[n] = source.read(`${n}.npy`, 'float');
       } catch (e) {
         if (!(e instanceof CliError)) throw e;
         problems.push(e.message);

@@ -1,13 +1,14 @@
 /* build/native/msda: forward and backward over a directory of .npy files (CONTRACT.md).
  *
  * Exit status: 0 done; 2 bad arguments or bad input, with one line on stderr starting "msda:"
- * that names the file or flag; 1 any other failure (I/O, memory). Outputs are written into a
+ * that names the file or flag; 1 any other failure (I/O, memory; crosscheck: a disagreement). Outputs are written into a
  * private directory inside --out and renamed into place only once all of them are complete:
  * all outputs appear, or none of the older ones change (see write_outputs). */
 #define _POSIX_C_SOURCE 200809L
 #include "msda.h"
 #include "crosscheck.h"
 #include "npy.h"
+#include "npz.h"
 
 #include <math.h>
 
@@ -32,7 +33,8 @@ static const char USAGE[] =
     "       msda backward   --in DIR --out DIR [options]\n"
     "       msda crosscheck --in DIR --expect DIR [options]\n"
     "\n"
-    "Multi-scale deformable attention on a case directory of NumPy .npy files.\n"
+    "Multi-scale deformable attention on a case directory of NumPy .npy files (or an .npz of them,\n"
+    "from np.savez or np.savez_compressed, in place of DIR).\n"
     "\n"
     "  --in DIR        reads value.npy (<f4), spatial_shapes.npy (<i8|<i4, (N_l, 2)),\n"
     "                  level_start_index.npy (<i8|<i4, (N_l,); optional, derived), sampling_locations.npy (<f4),\n"
@@ -372,28 +374,111 @@ static void dtype_hint(text *t, const char *path, const char *name, const char *
            want_int ? (big_endian ? "'<i8'" : "np.int64") : (big_endian ? "'<f4'" : "np.float32"));
 }
 
-static int load_case(const options *o, case_data *c)
+/* Where a case's (or --expect's) .npy files come from: a directory, or an .npz archive of them
+ * whose members are named ARCHIVE:name in messages (as the JS CLI names them). */
+typedef struct source {
+    const char *dir;
+    int is_npz;
+    unsigned char *bytes;
+    size_t len;
+    npz z;
+} source;
+
+static void source_close(source *s)
+{
+    if (s->is_npz) npz_free(&s->z);
+    free(s->bytes);
+    s->bytes = NULL;
+}
+
+static int source_open(source *s, const char *flag, const char *dir)
+{
+    memset(s, 0, sizeof *s);
+    s->dir = dir;
+    struct stat st;
+    if (stat(dir, &st) != 0) return report(EXIT_BAD_INPUT, "%s %s: %s", flag, dir, strerror(errno));
+    if (S_ISDIR(st.st_mode)) return 0;
+    char err[320];
+    int io_error = 0;
+    if (S_ISREG(st.st_mode) && npy_read_whole(dir, &s->bytes, &s->len, &io_error, err, sizeof err))
+        return report(io_error ? EXIT_OTHER : EXIT_BAD_INPUT, "%s: %s", dir, err);
+    if (!S_ISREG(st.st_mode) || !npz_looks_like_zip(s->bytes, s->len)) {
+        source_close(s);
+        return report(EXIT_BAD_INPUT, "%s %s: not a directory (nor an .npz archive)", flag, dir);
+    }
+    s->is_npz = 1;
+    if (npz_parse(s->bytes, s->len, &s->z, err, sizeof err)) {
+        source_close(s);
+        return report(EXIT_BAD_INPUT, "%s %s: %s", flag, dir, err);
+    }
+    return 0;
+}
+
+static char *source_path(const source *s, const char *name)
+{
+    if (!s->is_npz) return join(s->dir, name);
+    char *p = malloc(strlen(s->dir) + strlen(name) + 2);
+    if (p) sprintf(p, "%s:%s", s->dir, name);
+    return p;
+}
+
+/* Present (a directory's file by stat, following links), or absent for sure (lstat: ENOENT). */
+static int source_has(const source *s, const char *path, const char *name)
 {
     struct stat st;
-    if (stat(o->in, &st) != 0) return report(EXIT_BAD_INPUT, "--in %s: %s", o->in, strerror(errno));
-    if (!S_ISDIR(st.st_mode)) return report(EXIT_BAD_INPUT, "--in %s: not a directory", o->in);
-    int files = o->backward ? F_COUNT : F_GRAD_OUTPUT, code = 0;
+    return s->is_npz ? npz_find(&s->z, name) != NULL : stat(path, &st) == 0;
+}
+
+static int source_missing(const source *s, const char *path, const char *name)
+{
+    struct stat st;
+    return s->is_npz ? npz_find(&s->z, name) == NULL : lstat(path, &st) != 0 && errno == ENOENT;
+}
+
+/* Loads member name (at path) as floats or int64: npy_load_* semantics. */
+static int source_load(const source *s, const char *path, const char *name, int ints, npy_array *arr, void **data,
+                       int *io_error, char *err, size_t errlen)
+{
+    memset(arr, 0, sizeof *arr);
+    if (!s->is_npz)
+        return ints ? npy_load_i64(path, arr, (int64_t **)data, io_error, err, errlen)
+                    : npy_load_f32(path, arr, (float **)data, io_error, err, errlen);
+    *io_error = 0;
+    const npz_member *m = npz_find(&s->z, name);
+    if (!m) {
+        snprintf(err, errlen, "not in the archive");
+        return -1;
+    }
+    unsigned char *bytes;
+    size_t len;
+    if (npz_read(&s->z, m, &bytes, &len, io_error, err, errlen)) return -1;
+    return ints ? npy_decode_i64(bytes, len, arr, (int64_t **)data, io_error, err, errlen)
+                : npy_decode_f32(bytes, len, arr, (float **)data, io_error, err, errlen);
+}
+
+static int load_case(const options *o, case_data *c)
+{
+    source src;
+    int code = source_open(&src, "--in", o->in);
+    if (code) return code;
+    int files = o->backward ? F_COUNT : F_GRAD_OUTPUT;
     text problems = {NULL, 0, 0};
     /* Every file is read, and every bad one named: "first problem; also: second; also: third". */
     for (int i = 0; i < files; i++) {
         char err[320];
         int io_error = 0, rc;
-        c->path[i] = join(o->in, INPUT_NAMES[i]);
+        c->path[i] = source_path(&src, INPUT_NAMES[i]);
         if (!c->path[i]) {
             free(problems.s);
+            source_close(&src);
             return report(EXIT_OTHER, "out of memory");
         }
-        struct stat lst;
-        if (i == F_STARTS && lstat(c->path[i], &lst) != 0 && errno == ENOENT) continue; /* derived */
-        if (i == F_SHAPES || i == F_STARTS)
-            rc = npy_load_i64(c->path[i], &c->arr[i], &c->i64[i], &io_error, err, sizeof err);
-        else
-            rc = npy_load_f32(c->path[i], &c->arr[i], &c->f32[i], &io_error, err, sizeof err);
+        if (i == F_STARTS && source_missing(&src, c->path[i], INPUT_NAMES[i])) continue; /* derived */
+        const int ints = i == F_SHAPES || i == F_STARTS;
+        void *data = NULL;
+        rc = source_load(&src, c->path[i], INPUT_NAMES[i], ints, &c->arr[i], &data, &io_error, err, sizeof err);
+        if (ints) c->i64[i] = data;
+        else c->f32[i] = data;
         if (!rc) continue;
         if (code) append(&problems, "; also: ");
         else code = io_error ? EXIT_OTHER : EXIT_BAD_INPUT;
@@ -402,6 +487,7 @@ static int load_case(const options *o, case_data *c)
     }
     if (code) report(code, "%s", problems.s ? problems.s : "out of memory");
     free(problems.s);
+    source_close(&src);
     return code;
 }
 
@@ -764,9 +850,9 @@ static int run(const options *o, case_data *c)
  * CLI's order of checks, so that both name the same problem first. */
 static int run_crosscheck(options *o)
 {
-    struct stat st;
-    if (stat(o->expect, &st) != 0) return report(EXIT_BAD_INPUT, "--expect %s: %s", o->expect, strerror(errno));
-    if (!S_ISDIR(st.st_mode)) return report(EXIT_BAD_INPUT, "--expect %s: not a directory", o->expect);
+    source src;
+    int opened = source_open(&src, "--expect", o->expect);
+    if (opened) return opened;
     char *path[CC_COUNT] = {0};
     npy_array arr[CC_COUNT];
     float *data[CC_COUNT] = {0};
@@ -775,16 +861,18 @@ static int run_crosscheck(options *o)
     for (int k = 0; k < CC_COUNT && code != EXIT_OTHER; k++) {
         char name[64], err[320];
         snprintf(name, sizeof name, "%s.npy", CC_NAMES[k]);
-        path[k] = join(o->expect, name);
+        path[k] = source_path(&src, name);
         if (!path[k]) { code = report(EXIT_OTHER, "out of memory"); break; }
-        if (stat(path[k], &st) != 0) {
+        if (!source_has(&src, path[k], name)) {
             free(path[k]);
             path[k] = NULL;
             continue;
         }
         int io_error = 0;
-        memset(&arr[k], 0, sizeof arr[k]);
-        if (npy_load_f32(path[k], &arr[k], &data[k], &io_error, err, sizeof err) == 0) { found++; continue; }
+        void *loaded = NULL;
+        int rc = source_load(&src, path[k], name, 0, &arr[k], &loaded, &io_error, err, sizeof err);
+        data[k] = loaded;
+        if (rc == 0) { found++; continue; }
         if (code) append(&problems, "; also: ");
         code = EXIT_BAD_INPUT;
         if (arr[k].bad_dtype) dtype_hint(&problems, path[k], name, arr[k].descr, 0);
@@ -792,6 +880,7 @@ static int run_crosscheck(options *o)
     }
     if (code == EXIT_BAD_INPUT) report(code, "%s", problems.s ? problems.s : "out of memory");
     free(problems.s);
+    source_close(&src);
     if (!code && !found)
         code = report(EXIT_BAD_INPUT, "--expect %s: none of output.npy, grad_value.npy, grad_sampling_locations.npy, "
                       "grad_attention_weights.npy is there", o->expect);

@@ -67,6 +67,12 @@ char *npy_format_shape(int ndim, const int64_t *shape, char *buf, size_t buflen)
  * problem rather than bad content (may be NULL). */
 int npy_load_f32(const char *path, npy_array *arr, float **data, int *io_error, char *err, size_t errlen);
 int npy_load_i64(const char *path, npy_array *arr, int64_t **data, int *io_error, char *err, size_t errlen);
+/* A whole regular file into a malloc'd buffer (as the loaders read: a FIFO is not waited on).
+ * 0, or -1 with err ("cannot open: ...") and *io_error. */
+int npy_read_whole(const char *path, unsigned char **bytes, size_t *len, int *io_error, char *err, size_t errlen);
+/* The same on a .npy file's bytes (an .npz member), which they take over (and free). */
+int npy_decode_f32(unsigned char *bytes, size_t len, npy_array *arr, float **data, int *io_error, char *err, size_t errlen);
+int npy_decode_i64(unsigned char *bytes, size_t len, npy_array *arr, int64_t **data, int *io_error, char *err, size_t errlen);
 
 /* The header NumPy writes for version 1.0: magic, version, length, the dict, padded with
  * spaces and a final '\n' so the data starts at a multiple of 64 bytes. Returns the header

@@ -434,6 +434,45 @@ static void test_crosscheck(void)
     tu_case_free(&tc);
 }
 
+/* .npz cases (tests/fixtures/npz, written by Python's zipfile as np.savez and np.savez_compressed
+ * write them): the directory's bytes; every prefix of the compressed one refused with exit 2
+ * (never a crash: this suite also runs against the ASan+UBSan CLI). */
+static void test_npz(void)
+{
+    const char *fixtures = "tests/fixtures/npz";
+    char want[600], got[600], file[600], cmd[4096];
+    snprintf(want, sizeof want, "%s/npz-dir", root);
+    snprintf(got, sizeof got, "%s/npz-out", root);
+    result r;
+    snprintf(file, sizeof file, "%s/case", fixtures);
+    RUN(&r, "backward", "--in", file, "--out", want);
+    if (!tu_check(r.status == 0, "backward on %s: %s", file, r.err)) return;
+    for (int k = 0; k < 2; k++) {
+        snprintf(file, sizeof file, "%s/%s", fixtures, k ? "case-compressed.npz" : "case.npz");
+        RUN(&r, "backward", "--in", file, "--out", got);
+        tu_check(r.status == 0 && r.err[0] == '\0', "backward on %s: exit %d %s", file, r.status, r.err);
+        snprintf(cmd, sizeof cmd, "cmp -s '%s/grad_value.npy' '%s/grad_value.npy' && cmp -s '%s/grad_sampling_locations.npy' "
+                 "'%s/grad_sampling_locations.npy' && cmp -s '%s/grad_attention_weights.npy' '%s/grad_attention_weights.npy'",
+                 want, got, want, got, want, got);
+        tu_check(system(cmd) == 0, "%s: the directory's output bytes", file);
+    }
+    FILE *f = fopen(file, "rb");
+    unsigned char buf[8192];
+    size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
+    if (f) fclose(f);
+    char cut[600];
+    snprintf(cut, sizeof cut, "%s/cut.npz", root);
+    int bad = 0;
+    for (size_t len = 4; len < n; len += len < 64 ? 1 : 37) {
+        FILE *o = fopen(cut, "wb");
+        fwrite(buf, 1, len, o);
+        fclose(o);
+        RUN(&r, "forward", "--in", cut, "--out", got);
+        bad += r.status != 2 || strncmp(r.err, "msda: ", 6) != 0;
+    }
+    tu_check(n > 0 && bad == 0, "every cut of %s refused with exit 2 and one line (%d not)", file, bad);
+}
+
 /* ---- refusals ---------------------------------------------------------------------------- */
 
 static tu_case good;           /* a small valid case written afresh before each refusal test */
@@ -826,6 +865,7 @@ int main(void)
     test_half_inputs();
     test_js_numbers();
     test_crosscheck();
+    test_npz();
 
     static const int64_t shapes[4] = {3, 4, 2, 2};
     tu_case_init(&good, 5, 2, 3, 2, 3, 2, 2, shapes, 0);

@@ -278,6 +278,9 @@ test('--top K lists the K disagreeing elements with the largest |yours - ours|, 
     assert.ok(o.worst.every((w) => w.diff > w.bound));
     if (o.worst.length) assert.equal(diffs[0], o.maxAbsDiff, 'the first listed is the largest difference');
   }
+  const none = await js(['crosscheck', '--in', dir, '--expect', `${dir}/yours`, '--top', '0']);
+  assert.equal(none.status, 1);
+  assert.ok(!none.out.includes('    output['), 'no elements listed with --top 0');
   const text = await js(['crosscheck', '--in', dir, '--expect', `${dir}/yours`, '--top', '2']);
   assert.equal(text.out.split('\n').filter((l) => l.startsWith('    output[')).length, 2);
   assert.match(text.out, /    output\[b=0, q=\d, h=\d, c=\d\]: yours \S+, ours \S+, \|diff\| \S+ > bound \S+/);
