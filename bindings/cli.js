@@ -3,6 +3,7 @@
 //
 //   msda forward|backward --in DIR --out DIR [options] [--backend wasm|wasm-scalar|native]
 //   msda crosscheck --in DIR [--expect DIR] [options]
+//   msda demo [--port N] [--host H]          (the interactive page: bindings/demo.js)
 //
 // Same arguments, files, messages and exit codes as the native CLI (CONTRACT.md): 0 done; 2 bad
 // arguments or input, with one line on stderr starting "msda:" naming the file or flag; 1 any
@@ -25,6 +26,7 @@ import { formatShape, npyHeader, NpyError, parseNpy, npyDataBytes } from './npy.
 const USAGE = `usage: msda forward    --in DIR --out DIR [options]
        msda backward   --in DIR --out DIR [options]
        msda crosscheck --in DIR [--expect DIR] [options]
+       msda demo       [--port N] [--host H]   serves the interactive page (msda demo --help)
 
 Multi-scale deformable attention on a case directory of NumPy .npy files (or an .npz of them,
 from np.savez or np.savez_compressed, in place of DIR).
@@ -50,7 +52,7 @@ crosscheck runs forward, and backward when DIR has grad_output.npy, on --backend
 and on native where the native addon loads, else on the float64 reference (always for
 --backend native), says which, and prints the largest absolute and relative difference per
 output: elements agree when |got - ref| <= 1e-5 + 1e-4*|ref| (ref: native); against the
-float64 reference, + 1e-4*max|ref| (float32 rounding of pixel positions, README "Semantics").
+float64 reference, + 1e-4*max|ref| (float32 rounding of pixel positions, docs/guarantees.md "Semantics").
 
 crosscheck --expect DIR compares your kernel's dumps in DIR (output.npy, grad_value.npy,
 grad_sampling_locations.npy, grad_attention_weights.npy, whichever are there; <f4, <f2 or
@@ -72,7 +74,7 @@ stderr naming the file or flag), 1 any other failure (crosscheck: a disagreement
 
 export const TOLERANCE = Object.freeze({ abs: 1e-5, rel: 1e-4, scale: 0 });
 // Float32 kernels against the float64 reference: plus 1e-4 of the tensor's largest magnitude,
-// the bound README "Semantics" states for location gradients on large levels.
+// the bound docs/guarantees.md "Semantics" states for location gradients on large levels.
 export const REFERENCE_TOLERANCE = Object.freeze({ abs: 1e-5, rel: 1e-4, scale: 1e-4 });
 
 const VERSION = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version;
@@ -449,7 +451,7 @@ export function deriveProblem(o, f) {
 
 // ---- running and writing -------------------------------------------------------------------------
 
-// --threads N > 1 on the wasm backend loads the threaded module (README "Threads"); native and
+// --threads N > 1 on the wasm backend loads the threaded module (docs/threads.md); native and
 // the scalar module take threads per call.
 // A backend is named in a message only when the user named it (named: --backend was given).
 async function backendApi(backend, threads = 1, named = true) {
@@ -839,6 +841,7 @@ const STDIO = { out: (s) => process.stdout.write(s), err: (s) => process.stderr.
  */
 export async function main(argv, io = STDIO) {
   try {
+    if (argv[0] === 'demo') return await (await import('./demo.js')).demo(argv.slice(1), io);
     const o = parseArgs(argv);
     if (o === null) {
       io.out(USAGE);

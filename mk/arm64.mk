@@ -24,7 +24,6 @@ $(ARM64)/tests/test_threads: ARM64_LINK :=
 $(ARM64)/obj/%.o: src/%.c $(LIB_HDR)
 	@mkdir -p $(dir $@)
 	$(ARM64_CC) $(ARM64_FLAGS) -c $< -o $@
-$(filter $(ARM64)/obj/kernel_%.o,$(ARM64_OBJ)): src/kernel.c
 
 $(ARM64)/libmsda.a: $(ARM64_OBJ)
 	rm -f $@
@@ -48,3 +47,4 @@ test-arm64: $(ARM64_TESTS) $(ARM64)/msda $(ARM64)/isa_hashes $(ISA_DIR)/isa_hash
 	@ARM64_RUN='$(ARM64_RUN)' QEMU_LD_PREFIX='$(ARM64_SYSROOT)' tests/c/arm64.sh $(ARM64) $(ISA_DIR)/isa_hashes_simd.js $(ISA_DIR)/isa_hashes_scalar.js $(ARM64_TESTS)
 
 TEST_SUITES += test-arm64
+TEST_BUILD  += $(ARM64_TESTS) $(ARM64)/msda $(ARM64)/isa_hashes

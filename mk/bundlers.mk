@@ -1,7 +1,7 @@
-# Bundlers (README "Bundlers"). The threads' worker script also goes beside the .wasm files in
+# Bundlers (docs/bundlers.md). The threads' worker script also goes beside the .wasm files in
 # dist/, so that one copy of dist/ plus init's wasmPaths serves bundlers that do not follow
 # workers (esbuild) and CDNs. test-bundlers builds tiny apps from the packed package with
-# esbuild, webpack and Vite, exactly as the README's recipes say, and runs them in Chromium.
+# esbuild, webpack and Vite, exactly as docs/bundlers.md's recipes say, and runs them in Chromium.
 
 wasm: $(DIST)/threads-worker.js
 package test-bundlers: $(DIST)/msda-worker.js
@@ -29,3 +29,4 @@ test-bundlers: native wasm
 	node --test --test-concurrency=1 tests/bundlers/bundlers.test.js
 
 TEST_SUITES += test-bundlers
+TEST_BUILD  += $(DIST)/msda-worker.js

@@ -14,17 +14,19 @@ native: $(NATIVE)/msda
 $(NATIVE)/msda: $(CLI_SRC) $(CLI_HDR) $(LIB_HDR) $(NATIVE)/libmsda.a mk/cli.mk package.json
 	$(CC) $(CFLAGS) $(CLI_DEFS) -Isrc -Isrc/cli $(CLI_SRC) $(NATIVE)/libmsda.a $(CLI_LDLIBS) -o $@
 
-$(NATIVE)/tests/test_npy $(NATIVE)/tests/test_cli: $(CLI_SRC) $(CLI_HDR)
+$(NATIVE)/tests/test_npy $(NATIVE)/tests/test_cli $(SAN)/tests/test_npy $(SAN)/tests/test_cli: $(CLI_SRC) $(CLI_HDR)
 
 # test_cli runs the CLI it finds in $MSDA_CLI (default build/native/msda).
 test-c test-c-sanitize: $(NATIVE)/msda
 
 # The end-to-end CLI tests once more against a CLI built with ASan and UBSan.
 .PHONY: test-cli-sanitize test-cli-js
-test-cli-sanitize: $(NATIVE)/tests/test_cli
-	@mkdir -p $(SAN)
-	$(CC) $(CSTD) $(CWARN) $(SANFLAGS) $(CLI_DEFS) -Isrc -Isrc/cli $(CLI_SRC) $(LIB_SRC) $(CLI_LDLIBS) -o $(SAN)/msda
+$(SAN)/msda: $(CLI_SRC) $(CLI_HDR) $(LIB_HDR) $(SAN)/libmsda.a mk/cli.mk package.json
+	$(CC) $(CSTD) $(CWARN) $(SANFLAGS) $(CLI_DEFS) -Isrc -Isrc/cli $(CLI_SRC) $(SAN)/libmsda.a $(CLI_LDLIBS) -o $@
+
+test-cli-sanitize: $(NATIVE)/tests/test_cli $(SAN)/msda
 	@echo "== $(NATIVE)/tests/test_cli against $(SAN)/msda (asan+ubsan)"
 	@ASAN_OPTIONS=detect_leaks=1 MSDA_CLI=$(SAN)/msda $(NATIVE)/tests/test_cli
 
 TEST_SUITES += test-cli-sanitize
+TEST_BUILD  += $(NATIVE)/tests/test_cli $(SAN)/msda

@@ -43,3 +43,4 @@ test-fuzz: fuzz-build
 	@tests/fuzz/run.sh $(FUZZ_TEST_SECONDS) $(FUZZ_TARGETS)
 
 TEST_SUITES += test-fuzz
+TEST_BUILD  += fuzz-build

@@ -8,16 +8,17 @@ ADDON_SRC := bindings/c/addon.c
 # every Node >= 20, and the baseline ISA of the target (never -march=native), so it runs on any
 # CPU of that platform.
 PREBUILD_DIR   = prebuilds/$(shell node -p "process.platform + '-' + process.arch" 2>/dev/null)
-ADDON_BASELINE := $(if $(filter x86_64,$(shell uname -m)),-march=x86-64 -mtune=generic)
 
 native: $(NATIVE)/msda.node $(PREBUILD_DIR)/ms-deform-attn.node
 
-# No node-gyp: one shared object from the addon and the library sources (see TOOLCHAIN.md).
-$(NATIVE)/msda.node: $(ADDON_SRC) $(LIB_SRC) $(LIB_HDR) bindings/c/problem_desc.h mk/js.mk
+# No node-gyp: one shared object from the addon and the library's own objects (mk/native.mk
+# builds them position-independent, for the baseline ISA; see TOOLCHAIN.md).
+$(NATIVE)/obj/addon.o: $(ADDON_SRC) $(LIB_HDR) bindings/c/problem_desc.h mk/js.mk | $(NATIVE)/obj
 	@test -f "$(NODE_INCLUDE)/node_api.h" || { echo "mk/js.mk: node_api.h not found in '$(NODE_INCLUDE)' (Debian's nodejs package ships it)" >&2; exit 1; }
-	@mkdir -p $(dir $@)
-	$(CC) -O3 $(ADDON_BASELINE) $(CSTD) $(CWARN) -DNAPI_VERSION=8 -fPIC -shared -pthread -I"$(NODE_INCLUDE)" -Isrc -Ibindings/c \
-	  $(ADDON_SRC) $(LIB_SRC) -lm -o $@
+	$(CC) -O3 $(LIB_BASELINE) $(CSTD) $(CWARN) -DNAPI_VERSION=8 -pthread -I"$(NODE_INCLUDE)" -Isrc -Ibindings/c -c $< -o $@
+
+$(NATIVE)/msda.node: $(NATIVE)/obj/addon.o $(LIB_OBJ)
+	$(CC) -shared -pthread $^ -lm -o $@
 
 $(PREBUILD_DIR)/ms-deform-attn.node: $(NATIVE)/msda.node
 	@mkdir -p $(dir $@)

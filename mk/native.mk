@@ -4,11 +4,12 @@ LIB_OBJ := $(patsubst src/%.c,$(NATIVE)/obj/%.o,$(LIB_SRC))
 
 native: $(NATIVE)/libmsda.a
 
-$(NATIVE)/obj/%.o: src/%.c $(LIB_HDR) | $(NATIVE)/obj
-	$(CC) $(CFLAGS) -c $< -o $@
+# Position-independent and for the platform's baseline ISA (wider ISAs are chosen at run time),
+# so the same objects also make the Node addon (mk/js.mk) and its prebuild runs on any CPU.
+LIB_BASELINE := -fPIC $(if $(filter x86_64,$(shell uname -m)),-march=x86-64 -mtune=generic)
 
-# kernel_avx2.c and friends include kernel.c
-$(filter $(NATIVE)/obj/kernel_%.o,$(LIB_OBJ)): src/kernel.c
+$(NATIVE)/obj/%.o: src/%.c $(LIB_HDR) | $(NATIVE)/obj
+	$(CC) $(CFLAGS) $(LIB_BASELINE) -c $< -o $@
 
 $(NATIVE)/obj:
 	mkdir -p $@
@@ -51,17 +52,33 @@ test-isa: $(ISA_DIR)/isa_hashes $(ISA_DIR)/isa_hashes_simd.js $(ISA_DIR)/isa_has
 test-c: $(C_TESTS)
 	@set -e; for t in $(C_TESTS); do echo "== $$t"; $$t; done
 
-# The same C tests under AddressSanitizer and UndefinedBehaviorSanitizer, from their own objects.
+# The same C tests under AddressSanitizer and UndefinedBehaviorSanitizer, linked against one
+# sanitized static library (built once, also linked by the sanitized CLI in mk/cli.mk).
 # float-cast-overflow is not part of -fsanitize=undefined (gcc or clang) but is the UB a
-# non-finite coordinate would hit.
+# non-finite coordinate would hit. -fno-var-tracking-assignments: gcc's variable tracking on the
+# big kernel files cost minutes of compile time and only refines debug locations; line numbers
+# in the reports stay.
 SAN      := $(BUILD)/sanitize
-SANFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all
-test-c-sanitize:
-	@mkdir -p $(SAN)
-	@set -e; for t in $(wildcard tests/c/test_*.c); do \
-	  n=$$(basename $$t .c); \
-	  $(CC) $(CSTD) $(CWARN) $(SANFLAGS) -Isrc -Itests/c $$t $(C_TEST_SUPPORT) $(LIB_SRC) -lm -o $(SAN)/$$n; \
-	  echo "== $(SAN)/$$n (asan+ubsan)"; ASAN_OPTIONS=detect_leaks=1 $(SAN)/$$n; \
-	done
+SANFLAGS := -O1 -g -fno-var-tracking-assignments -fno-omit-frame-pointer \
+            -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -pthread
+SAN_OBJ  := $(patsubst src/%.c,$(SAN)/obj/%.o,$(LIB_SRC))
+SAN_TESTS := $(patsubst tests/c/%.c,$(SAN)/tests/%,$(wildcard tests/c/test_*.c))
+
+$(SAN)/obj/%.o: src/%.c $(LIB_HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(CWARN) $(SANFLAGS) -c $< -o $@
+
+$(SAN)/libmsda.a: $(SAN_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+$(SAN)/tests/%: tests/c/%.c $(C_TEST_SUPPORT) $(wildcard tests/c/*.h) $(SAN)/libmsda.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(CWARN) $(SANFLAGS) -Isrc -Itests/c $< $(C_TEST_SUPPORT) $(SAN)/libmsda.a -lm -o $@
+
+test-c-sanitize: $(SAN_TESTS)
+	@set -e; for t in $(SAN_TESTS); do echo "== $$t (asan+ubsan)"; ASAN_OPTIONS=detect_leaks=1 $$t; done
 
 TEST_SUITES += test-c test-isa test-c-sanitize
+TEST_BUILD  += $(C_TESTS) $(SAN_TESTS) $(ISA_DIR)/isa_hashes $(ISA_DIR)/isa_hashes_simd.js $(ISA_DIR)/isa_hashes_scalar.js
+CHECK_BUILD += $(C_TESTS) $(ISA_DIR)/isa_hashes $(ISA_DIR)/isa_hashes_simd.js $(ISA_DIR)/isa_hashes_scalar.js

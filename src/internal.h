@@ -48,7 +48,7 @@ void msda__set_error(msda_error *err, msda_status status, const char *fmt, ...)
  * Forward units are (batch, head, block of queries); backward units are (batch, head), which
  * own that head's slice of grad_value (all levels) and the matching location/weight gradients
  * (one pass over grad_output and the locations instead of one per level), or, with more
- * threads than heads, (batch, head, part) (kernel.c, backward_range_split; the same bits). */
+ * threads than heads, (batch, head, part) (kernel/backward.h, backward_range_split; the same bits). */
 int64_t msda__forward_units(const msda_plan *plan);
 int64_t msda__backward_units(const msda_plan *plan);
 void msda__forward_range(const msda_plan *plan, const msda_tensors *t, int64_t begin, int64_t end);
@@ -56,7 +56,7 @@ void msda__backward_range(const msda_plan *plan, const msda_tensors *t, int64_t 
 
 #define MSDA_FORWARD_QUERY_BLOCK 64
 
-/* The ISA the kernels run on (kernel.c): MSDA_OK, or MSDA_ERR_INVALID_OPTION when the MSDA_ISA
+/* The ISA the kernels run on (kernel_dispatch.c): MSDA_OK, or MSDA_ERR_INVALID_OPTION when the MSDA_ISA
  * environment variable names one this CPU does not have. msda__set_isa switches to one by name
  * (tests); 0 when this CPU does not have it. */
 msda_status msda__isa_check(msda_error *err);

@@ -1,4 +1,4 @@
-/* The kernels for x86 CPUs with AVX2 (8 float lanes), chosen at run time by kernel.c.
+/* The kernels for x86 CPUs with AVX2 (8 float lanes), chosen at run time by kernel_dispatch.c.
  * The instruction set comes from a target pragma rather than a compiler flag, so that every
  * build that compiles the library's sources in one command gets it. Elsewhere: nothing. */
 #if (defined(__x86_64__) || defined(__i386__)) && !defined(__EMSCRIPTEN__) && !defined(MSDA_NO_SIMD)
@@ -17,7 +17,7 @@
 #pragma GCC push_options
 #pragma GCC target("avx2")
 #endif
-#include "kernel.c"
+#include "kernel/kernels.h"
 #if defined(__clang__)
 #pragma clang attribute pop
 #else

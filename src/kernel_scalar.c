@@ -4,7 +4,7 @@
     !defined(__EMSCRIPTEN__) && !defined(MSDA_NO_SIMD)
 #define MSDA_NO_SIMD 1
 #define MSDA_KERNEL_ISA scalar
-#include "kernel.c"
+#include "kernel/kernels.h"
 #else
 typedef int msda_kernel_scalar_unused;   /* ISO C: no empty translation unit */
 #endif

@@ -10,7 +10,7 @@ import { part } from './typed.js';
 // own samples alone, so the bits are those of one call over all queries.
 //
 // Windows: with one query per pixel (the encoder: N_q = sum of H_l * W_l), a band of image rows
-// on every level at once, as the kernel's own walk over the whole problem (src/kernel.c, the
+// on every level at once, as the kernel's own walk over the whole problem (src/kernel/walks.h, the
 // banded walk): band k of `bands` takes rows [ceil(k H_l / bands), ceil((k + 1) H_l / bands)) of
 // each level, one contiguous range of queries per level, and bands = ceil(N_q / FORWARD_WINDOW)
 // keeps a window near FORWARD_WINDOW queries. Index order would walk each level's queries over

@@ -2,7 +2,7 @@
  * one thread, then the time T threads would take with the pool's contiguous split of units
  * (the slowest part; memory bandwidth shared between threads is not modelled, so this is a
  * bound a real machine approaches only while the rows fit its caches). For T threads over
- * B * N_h = 8 heads the backward splits each head into ceil(T / 8) parts (kernel.c).
+ * B * N_h = 8 heads the backward splits each head into ceil(T / 8) parts (src/kernel/backward.h).
  *   split_sim [threads...]   (default 1 2 4 8 12 16 24 32) */
 #define _POSIX_C_SOURCE 199309L
 #include "internal.h"

@@ -1,6 +1,6 @@
 // Zero-config bundling, as users get it: `npm pack`, install the tarball into fresh projects
 // (offline, from the cache), build the app in tests/bundlers/app/ with esbuild, webpack 5 and
-// Vite exactly as the README's recipes say, and load each in Chromium with and without
+// Vite exactly as docs/bundlers.md's recipes say, and load each in Chromium with and without
 // cross-origin isolation. On the page and in a Web Worker the app computes forward and backward
 // on 2 threads where it may (1 with a notice where it may not) and must give Node's bits.
 // Also the package served from another origin (a CDN): imported from there unbundled, and an
@@ -30,7 +30,7 @@ const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/ja
   '.json': 'application/json' };
 const ISOLATION = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' };
 
-// The README's recipes, run in the app's directory (npx resolves the same binaries).
+// docs/bundlers.md's recipes, run in the app's directory (npx resolves the same binaries).
 const RECIPES = {
   esbuild: {
     html: ['public/index.html', '<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>esbuild</title><script type="module" src="/index.js"></script>'],
@@ -168,9 +168,10 @@ test('the installed package starts its threads worker by the literal pattern bun
   assert.equal(resolved, path.join(built.esbuild.dir, 'node_modules/ms-deform-attn/dist/msda-simd.wasm'), 'the .wasm files resolve by name');
 });
 
-test("the README's recipes are the commands this suite runs", async () => {
-  const readme = await readFile(path.join(ROOT, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('<!-- BUNDLER RECIPES'), readme.indexOf('<!-- END BUNDLER RECIPES -->'));
+test("docs/bundlers.md's recipes are the commands this suite runs", async () => {
+  const page = await readFile(path.join(ROOT, 'docs/bundlers.md'), 'utf8');
+  assert.ok(page.includes('<!-- BUNDLER RECIPES') && page.includes('<!-- END BUNDLER RECIPES -->'), 'docs/bundlers.md marks its recipes');
+  const section = page.slice(page.indexOf('<!-- BUNDLER RECIPES'), page.indexOf('<!-- END BUNDLER RECIPES -->'));
   const blocks = [...section.matchAll(/```sh\n([^`]*)```/g)].map((m) => m[1].trim().split('\n'));
   assert.deepEqual(blocks, Object.values(RECIPES).map((r) => r.steps.map(([cmd, args]) => (cmd === 'cp' ? 'cp' : `npx ${cmd}`) + ` ${args.join(' ')}`)));
   assert.match(section, /init\(\{ wasmPaths: '\/msda\/' \}\)/, 'the esbuild recipe says which wasmPaths the app passes');

@@ -1,6 +1,6 @@
 /* A plain float64 reference of SEMANTICS.md, for tests only.
  *
- * Written independently of src/kernel.c: indices come straight from the layouts named in the
+ * Written independently of src/kernel/: indices come straight from the layouts named in the
  * problem (not from the library's plan), every sum is in double, and nothing is optimised.
  * Inputs are in the layouts the problem says; outputs are double, with the same shapes and
  * layouts as the library's float outputs. Only p's fields are read (p need not be validated by

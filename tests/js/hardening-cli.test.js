@@ -379,7 +379,7 @@ int rename(const char *a, const char *b)
   }
 });
 
-// README "Command line": another program that puts a directory at an output name between the
+// docs/cli.md, "Outputs": another program that puts a directory at an output name between the
 // last check and the renames makes a rename fail; the run exits 1 naming what it already
 // replaced, and leaves no private directory. The directory is made from inside the first
 // rename (a preloaded module for JS, an LD_PRELOAD shim for native).

@@ -1,4 +1,4 @@
-// The wasm32 limits (README "Limits of size"): one tensor spans at most PTRDIFF_MAX bytes, one
+// The wasm32 limits (docs/guarantees.md, "Limits of size"): one tensor spans at most PTRDIFF_MAX bytes, one
 // call's heap block at most 4 GiB less the static data and C stack below the heap; past either
 // the call is a RangeError naming the bytes before anything is allocated. Up to them calls
 // compute (a 2 GiB tensor addressed to its last pixel, a backward needing 4 GiB less 5 MB);

@@ -1,13 +1,14 @@
-// The package as users get it: `npm pack` (file list, sizes, modes, metadata), the README's links
-// against the repository and the tarball, the tarball installed into an empty project offline and
-// used by name from ESM and CommonJS; and the hand-written typings checked by `tsc --strict`.
+// The package as users get it: `npm pack` (file list, sizes, modes, metadata), the links of the
+// README and docs/ against the repository and the tarball, docs/cli.md's worked example, the
+// tarball installed into an empty project offline and used by name from ESM and CommonJS; and
+// the hand-written typings checked by `tsc --strict`.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile, readFile, mkdir } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile, readFile, mkdir, readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, posix } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
@@ -23,8 +24,8 @@ const UNPACKED_BUDGET = 1536 * 1024;
 const README_SHARE = 0.15;
 
 // What the tarball may hold: the code, its types, the wasm modules, the docs and the picture the
-// README shows, the license. Nothing from tests, sources or the build tree.
-const ALLOWED = /^(package\.json|README\.md|LICENSE|bindings\/((core|wasm|workers)\/)?[^/]+\.(js|d\.ts)|dist\/msda-(simd|scalar|simd-threads)\.wasm|dist\/(threads-worker|msda-worker)\.js|prebuilds\/[a-z0-9]+-[a-z0-9]+\/ms-deform-attn\.node|docs\/[A-Z]+\.md|docs\/demo\.webp)$/;
+// README shows, the interactive page (msda demo), the license. Nothing from tests, sources or the build tree.
+const ALLOWED = /^(package\.json|README\.md|LICENSE|bindings\/((core|wasm|workers)\/)?[^/]+\.(js|d\.ts)|dist\/msda-(simd|scalar|simd-threads)\.wasm|dist\/(threads-worker|msda-worker)\.js|prebuilds\/[a-z0-9]+-[a-z0-9]+\/ms-deform-attn\.node|docs\/[A-Za-z]+\.md|docs\/demo\.webp|web\/(index\.html|style\.css|[a-z-]+\.js))$/;
 const REQUIRED = ['package.json', 'README.md', 'LICENSE', 'docs/SEMANTICS.md', 'docs/CONTRACT.md', 'docs/demo.webp',
   'bindings/index.js', 'bindings/wasm/loader.js', 'bindings/index.d.ts', 'bindings/native.js', 'bindings/reference.js',
   'bindings/wasm/threads.js', 'bindings/workers/threads-worker.js', 'dist/msda-simd.wasm', 'dist/msda-scalar.wasm',
@@ -53,6 +54,16 @@ test(`npm pack: tarball <= ${TARBALL_BUDGET} bytes, unpacked <= ${UNPACKED_BUDGE
   const readme = packed.files.find((f) => f.path === 'README.md').size;
   assert.ok(readme <= README_SHARE * packed.unpackedSize,
     `README.md is ${readme} bytes, ${(100 * readme / packed.unpackedSize).toFixed(1)}% of the ${packed.unpackedSize} unpacked bytes (budget ${README_SHARE * 100}%)`);
+});
+
+// The README is the front page: what it is, install, quickstarts, the map of the tree and links;
+// everything else lives in docs/ (issue 21).
+const README_LINES = 250;
+test(`README.md is at most ${README_LINES} lines, and the map of the tree is in its first 100`, async () => {
+  const lines = (await readFile(join(root, 'README.md'), 'utf8')).split('\n');
+  assert.ok(lines.length - 1 <= README_LINES, `README.md has ${lines.length - 1} lines, at most ${README_LINES}`);
+  const map = lines.findIndex((l) => /^## The tree: what runs where$/.test(l));
+  assert.ok(map >= 0 && map < 100, `the map's heading is on line ${map + 1}`);
 });
 
 test('npm pack: file modes are 644, only the bin is executable', () => {
@@ -93,11 +104,13 @@ test('package.json: license file, keywords, sideEffects, engines', async () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// The README's links: on the registry page relative links resolve against the repository, and
-// readers of node_modules see the tarball; so every relative link and image must be a file the
-// repository tracks, images and docs must also be in the tarball, and every #anchor a heading.
+// The links of the README, of every page under docs/ and of every other tracked .md: on the registry
+// page relative links resolve against the repository, and readers of node_modules see the
+// tarball; so every relative link and image must be a file the repository tracks (resolved
+// against the linking file's folder), images and docs must also be in the tarball, and every
+// #anchor must name a heading of the file it points into.
 
-function readmeLinks(md) {
+function markdownLinks(md) {
   const text = md.replace(/```[\s\S]*?```/g, '');   // code blocks hold no links
   const links = [];
   for (const m of text.matchAll(/(!?)\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) {
@@ -107,62 +120,123 @@ function readmeLinks(md) {
   return links;
 }
 
-// GitHub's (and npm's) heading anchors: lower case, punctuation dropped, spaces to hyphens.
+// GitHub's (and npm's) heading anchors: the heading's text (links and images as their text,
+// inline code as its content, HTML tags dropped), lower case, punctuation dropped, each space a
+// hyphen; a repeated anchor gets -1, -2, … in order.
 function anchors(md) {
   const out = new Set();
-  for (const m of md.replace(/```[\s\S]*?```/g, '').matchAll(/^#{1,6}\s+(.+)$/gm)) {
-    out.add(m[1].trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-'));
+  const seen = new Map();
+  for (const m of md.replace(/```[\s\S]*?```/g, '').matchAll(/^#{1,6}\s+(.+?)\s*#*\s*$/gm)) {
+    const text = m[1].replace(/!?\[([^\]]*)\]\([^)]*\)/g, '$1').replace(/<[^>]+>/g, '');
+    const slug = text.trim().toLowerCase().replace(/[^\p{L}\p{N}\p{M}\s_-]/gu, '').replace(/\s/g, '-');
+    const n = seen.get(slug) ?? 0;
+    seen.set(slug, n + 1);
+    out.add(n === 0 ? slug : `${slug}-${n}`);
   }
   return out;
 }
 
-test('README: every relative link and image is in the repository (images and docs in the tarball too)', async () => {
-  const md = await readFile(join(root, 'README.md'), 'utf8');
-  const { stdout } = await run('git', ['ls-files', '-z'], { cwd: root, maxBuffer: 1 << 24 });
-  const tracked = new Set(stdout.split('\0').filter(Boolean));
-  const inTarball = new Set(packed.files.map((f) => f.path));
-  const heads = anchors(md);
-  const links = readmeLinks(md);
-  const pkg = JSON.parse(await readFile(join(root, 'package.json'), 'utf8'));
-  assert.ok(links.some((l) => l.image), 'the README shows a picture');
-  for (const { image, target } of links) {
+// Every problem with the relative links of one markdown file (a path relative to the
+// repository), given the tracked files, the tarball's files and a reader of tracked files.
+function linkProblems(file, md, { tracked, inTarball, read, pkg }) {
+  const problems = [];
+  const dir = posix.dirname(file);
+  for (const { image, target } of markdownLinks(md)) {
     if (/^[a-z][a-z0-9+.-]*:/i.test(target)) {
       // The registry page resolves relative images only against a repository address, which
       // the package has none of yet: images come from the published tarball itself, through the
       // CDN that serves every npm package's files, at this version.
       if (image) {
         const prefix = `https://cdn.jsdelivr.net/npm/${pkg.name}@${pkg.version}/`;
-        assert.ok(target.startsWith(prefix), `image ${target} is served from this version's tarball (${prefix}…)`);
-        const file = target.slice(prefix.length);
-        assert.ok(tracked.has(file) && inTarball.has(file), `image ${target}: ${file} is tracked and in the tarball`);
+        if (!target.startsWith(prefix)) problems.push(`${file}: image ${target} is not served from this version's tarball (${prefix}…)`);
+        else {
+          const served = target.slice(prefix.length);
+          if (!tracked.has(served) || !inTarball.has(served)) problems.push(`${file}: image ${target}: ${served} is not tracked and in the tarball`);
+        }
       }
       continue;
     }
-    const [path, fragment] = target.split('#');
-    if (path === '') {
-      assert.ok(heads.has(fragment), `README link #${fragment} names a heading (have: ${[...heads].join(', ')})`);
-      continue;
+    const hash = target.indexOf('#');
+    const path = hash < 0 ? target : target.slice(0, hash);
+    const fragment = hash < 0 ? null : decodeURIComponent(target.slice(hash + 1));
+    let to = file;
+    if (path !== '') {
+      if (path.startsWith('/')) { problems.push(`${file}: link ${target} is absolute`); continue; }
+      to = posix.normalize(posix.join(dir, decodeURIComponent(path))).replace(/\/$/, '');
+      if (to.startsWith('../') || to === '..') { problems.push(`${file}: link ${target} leaves the repository`); continue; }
+      if (!tracked.has(to)) { problems.push(`${file}: ${image ? 'image' : 'link'} ${target}: ${to} is not tracked by git`); continue; }
+      const shipped = file === 'README.md' || file.startsWith('docs/');
+      if (shipped && (image || to.startsWith('docs/') || to === 'LICENSE' || to === 'README.md') && !inTarball.has(to)) {
+        problems.push(`${file}: ${image ? 'image' : 'link'} ${target}: ${to} is not in the tarball`);
+      }
     }
-    const file = path.replace(/^\.\//, '');
-    assert.ok(!file.startsWith('../') && !file.startsWith('/'), `README link ${target} stays inside the repository`);
-    assert.ok(tracked.has(file), `README ${image ? 'image' : 'link'} ${target}: ${file} is tracked by git`);
-    if (image || file.startsWith('docs/') || file === 'LICENSE') {
-      assert.ok(inTarball.has(file), `README ${image ? 'image' : 'link'} ${target}: ${file} is in the tarball`);
+    if (fragment !== null) {
+      if (!to.endsWith('.md')) { problems.push(`${file}: link ${target}: an anchor into ${to}, which is not markdown`); continue; }
+      const heads = anchors(to === file ? md : read(to));
+      if (!heads.has(fragment)) problems.push(`${file}: link ${target}: no heading of ${to} has the anchor #${fragment} (have: ${[...heads].join(', ')})`);
     }
   }
-  // Documents named in prose must be ones the repository has, under the name it has them.
-  const prose = md.replace(/!?\[[^\]]*\]\([^)]*\)/g, '');   // links were checked above
-  for (const m of prose.matchAll(/(?<![\w/.-])([A-Z][A-Z_]+\.md)\b/g)) {
-    assert.fail(`README names ${m[1]} without its path; link docs/${m[1]}`);
+  return problems;
+}
+
+// Every markdown file the repository tracks: the README, the pages under docs/, and the
+// folders' own (tests/README.md, bindings/LAYOUT.md, …).
+function markdownFiles(tracked) {
+  return [...tracked].filter((f) => f.endsWith('.md')).sort();
+}
+
+test('README, docs/ and every tracked .md: every relative link, image and #anchor resolves (images and docs in the tarball too)', async () => {
+  const { stdout } = await run('git', ['ls-files', '-z'], { cwd: root, maxBuffer: 1 << 24 });
+  const tracked = new Set(stdout.split('\0').filter(Boolean));
+  const inTarball = new Set(packed.files.map((f) => f.path));
+  const pkg = JSON.parse(await readFile(join(root, 'package.json'), 'utf8'));
+  const read = (f) => readFileSync(join(root, f), 'utf8');
+  const files = markdownFiles(tracked);
+  for (const page of ['README.md', 'docs/api.md', 'docs/guarantees.md', 'docs/bundlers.md', 'tests/README.md']) {
+    assert.ok(files.includes(page), `${page} is tracked`);
   }
-  // Paths in backticks that point into the tree (files, not directories or globs) must exist;
-  // none may point outside the repository.
-  for (const m of md.matchAll(/`([^`\s]+)`/g)) {
-    const p = m[1];
-    assert.ok(!p.startsWith('../'), `README points outside the repository: ${p}`);
-    if (/^(src|bindings|tests|web|demo|mk|scripts|docs|\.ci)\/[^{}*$…]*\.[a-z]+$/.test(p)) {
-      assert.ok(tracked.has(p), `README names ${p}, which the repository does not track`);
+  const readme = read('README.md');
+  assert.ok(markdownLinks(readme).some((l) => l.image), 'the README shows a picture');
+  // Every page under docs/ ships in the package and is linked from the README.
+  const readmeTargets = new Set(markdownLinks(readme).map((l) => l.target.split('#')[0]));
+  for (const f of files.filter((f) => f.startsWith('docs/'))) {
+    assert.ok(inTarball.has(f), `${f} is in the tarball`);
+    assert.ok(readmeTargets.has(f), `the README links ${f}`);
+  }
+  const problems = [];
+  for (const file of files) {
+    const md = read(file);
+    problems.push(...linkProblems(file, md, { tracked, inTarball, read, pkg }));
+    // Documents named in prose must be ones the repository has, under the name it has them
+    // (the two contract documents are kept as they were written).
+    if (!['docs/CONTRACT.md', 'docs/SEMANTICS.md'].includes(file)) {
+      const prose = md.replace(/!?\[[^\]]*\]\([^)]*\)/g, '');   // links were checked above
+      for (const m of prose.matchAll(/(?<![\w/.-])([A-Z][A-Z_]+\.md)\b/g)) problems.push(`${file} names ${m[1]} without its path; link it`);
     }
+    // Paths in backticks that point into the tree (files, not directories or globs) must exist;
+    // none may point outside the repository.
+    for (const m of md.matchAll(/`([^`\s]+)`/g)) {
+      const p = m[1];
+      if (p.startsWith('../')) problems.push(`${file} points outside the repository: ${p}`);
+      if (/^(src|bindings|tests|web|demo|mk|scripts|docs|\.ci)\/[^{}*$…<>]*\.[a-z]+$/.test(p) && !tracked.has(p)) {
+        problems.push(`${file} names ${p}, which the repository does not track`);
+      }
+    }
+  }
+  assert.deepEqual(problems, []);
+});
+
+test('the link checker finds a missing file, a missing anchor, a wrong anchor in another page and a link out of the tree', () => {
+  const tracked = new Set(['README.md', 'docs/a.md', 'docs/b.md', 'src/x.c']);
+  const pages = { 'docs/b.md': '# B page\n\n## Two words: `code`\n\n## Two words: `code`\n' };
+  const env = { tracked, inTarball: tracked, read: (f) => pages[f], pkg: { name: 'p', version: '1' } };
+  const ok = '# A\n\n[b](b.md) [b2](b.md#two-words-code-1) [top](#a) [readme](../README.md) [x](../src/x.c)\n';
+  assert.deepEqual(linkProblems('docs/a.md', ok, env), []);
+  const bad = ok + '[c](c.md) [b3](b.md#three) [self](#nowhere) [up](../../x.md) [x](src/x.c)\n';
+  const problems = linkProblems('docs/a.md', bad, env);
+  assert.equal(problems.length, 5, problems.join('\n'));
+  for (const what of ['docs/c.md is not tracked', '#three', '#nowhere', 'leaves the repository', 'docs/src/x.c is not tracked']) {
+    assert.ok(problems.some((p) => p.includes(what)), `reported: ${what}\n${problems.join('\n')}`);
   }
 });
 
@@ -225,6 +299,38 @@ test('npm pack + install the tarball into an empty project: ESM import and Commo
   assert.equal(cjs.stdout.trim(), 'wasm');
   const installedPkg = JSON.parse(await readFile(join(project, 'node_modules/ms-deform-attn/package.json'), 'utf8'));
   assert.equal(installedPkg.name, 'ms-deform-attn');
+});
+
+// docs/cli.md's worked example, as an npm user runs it: its make-case.mjs and its shell lines, in
+// the installed project, through `npx msda`; the listing and crosscheck's report as printed there.
+test("docs/cli.md's worked example runs as written in the installed package (npx msda)", {
+  skip: `${process.platform}-${process.arch}` !== 'linux-x64' && 'the example runs the native backend, shipped for linux-x64 only',
+}, async () => {
+  const project = await installed();
+  const doc = await readFile(join(root, 'docs/cli.md'), 'utf8');
+  const example = doc.slice(doc.indexOf('## Worked example'));
+  const script = example.match(/```js\n([\s\S]*?)```/)[1];
+  assert.match(script, /from 'ms-deform-attn\/npy'/, 'the script imports the package by name');
+  await writeFile(join(project, 'make-case.mjs'), script);
+  // The indented block after the script: "$ command" lines, each followed by what it prints.
+  const block = example.slice(example.indexOf('```', example.indexOf('```js') + 5) + 3).match(/\n((?: {4}.*\n)+)/)[1];
+  const steps = [];
+  for (const line of block.split('\n').filter(Boolean).map((l) => l.slice(4))) {
+    if (line.startsWith('$ ')) steps.push({ command: line.slice(2).replace(/\s+#.*$/, '').trim().split(/\s+/), printed: [] });
+    else steps.at(-1).printed.push(line);
+  }
+  assert.deepEqual(steps.map((s) => s.command[0]), ['node', 'npx', 'npx', 'ls', 'npx', 'npx']);
+  for (const { command: [cmd, ...args], printed } of steps) {
+    let stdout;
+    if (cmd === 'node') ({ stdout } = await run(process.execPath, args, { cwd: project }));
+    else if (cmd === 'ls') stdout = (await readdir(join(project, args[0]))).sort().join('  ') + '\n';
+    else {
+      assert.equal(args[0], 'msda', 'npx runs the package\'s bin');
+      ({ stdout } = await run('npx', args, { cwd: project, env: { ...npmEnv, npm_config_offline: 'true' } }));
+    }
+    assert.deepEqual(stdout.split('\n').filter(Boolean).map((l) => l.trimEnd()), printed.map((l) => l.trimEnd()), `${cmd} ${args.join(' ')}`);
+  }
+  assert.deepEqual((await readdir(join(project, 'out-wasm'))).sort(), ['grad_attention_weights.npy', 'grad_sampling_locations.npy', 'grad_value.npy']);
 });
 
 // A random backward-sized case (seeded), run on each backend in the installed package: the
@@ -303,7 +409,7 @@ test('an addon that does not load (wrong file): an Error with .code and the caus
 });
 
 // The prebuild must run on every linux-x64 Node >= 20 and CPU: only N-API from Node (no V8 or
-// libuv symbols, which change between versions) and at most the glibc the README states. It holds
+// libuv symbols, which change between versions) and at most the glibc docs/api.md states. It holds
 // AVX2 and AVX-512 kernels, picked by cpuid at run time, so whether it runs on a CPU without them
 // is shown by running it on one: Node under qemu's user-mode emulator with older CPU models.
 test('the prebuilt addon: N-API only, glibc <= 2.34', {
@@ -317,7 +423,7 @@ test('the prebuilt addon: N-API only, glibc <= 2.34', {
   assert.deepEqual(fromNode, [], 'every undefined symbol is N-API or glibc');
   assert.ok(undefinedSymbols.some((n) => n.startsWith('napi_')), 'the addon uses N-API');
   const glibc = [...dyn.matchAll(/GLIBC_(\d+)\.(\d+)/g)].map((m) => [Number(m[1]), Number(m[2])]);
-  for (const [maj, min] of glibc) assert.ok(maj < 2 || (maj === 2 && min <= 34), `needs GLIBC_${maj}.${min}, README says 2.34`);
+  for (const [maj, min] of glibc) assert.ok(maj < 2 || (maj === 2 && min <= 34), `needs GLIBC_${maj}.${min}, docs/api.md says 2.34`);
 });
 
 test('the prebuilt addon on CPUs without AVX-512 or AVX (qemu -cpu Haswell, Nehalem): the widest ISA each has, this machine\'s bits', {

@@ -1,0 +1,357 @@
+/* The backward pass: per sample, the corners' dot products with grad_output and their grad_value
+ * terms in one pass over the channels, and msda__backward_range_<isa> over a range of units
+ * (whole heads, or parts of heads). Part of the per-ISA kernel copy (kernels.h), after
+ * geometry.h and walks.h. */
+/* ---- backward ----
+ * Per sample: d_k = <G, V(c_k)> and grad_value(c_k) += a w_k G for the corners inside, in one
+ * pass over the channels. M, a constant after inlining, says which corners are inside: inside
+ * corners are always the product of the inside columns and rows, so nine cases cover all.
+ * CANON makes NaN sums canonical. Only a sample whose terms a w_k G may be non-finite needs it:
+ * finite terms added to anything never make a new NaN (Inf - Inf needs an infinite term), and a
+ * canonical NaN stays canonical through additions. */
+MSDA_INLINE void backward_corners(const float *restrict g, const float *restrict value, float *restrict grad_value,
+                                  ptrdiff_t o, ptrdiff_t px, ptrdiff_t row, const float aw[4], ptrdiff_t C, float d[4],
+                                  const unsigned M, const int CANON)
+{
+    /* corner pointers from scalars, each kept in a general register: the wide builds' compilers
+     * otherwise put the four offsets through memory and read them back as one vector, a
+     * store-forwarding stall per sample (a third of the AVX2 backward's time) */
+    const ptrdiff_t off[4] = {o, o + px, o + row, o + row + px};
+    const float *v[4] = {0};
+    float *gv[4] = {0};
+    vb w[4];
+    v4 s[4];
+    for (int k = 0; k < 4; k++) {
+        w[k] = vb_splat(aw[k]);
+        s[k] = v4_zero();
+        if (M >> k & 1u) {
+            v[k] = value + off[k];
+            gv[k] = grad_value + off[k];
+            MSDA_SCALAR_REG(v[k]);
+            MSDA_SCALAR_REG(gv[k]);
+        }
+    }
+    const ptrdiff_t CB = C & ~(ptrdiff_t)(MSDA_VB - 1);
+    ptrdiff_t c = 0;
+    for (; c < CB; c += MSDA_VB) {
+        const vb gc = vb_load(g + c);
+        for (int k = 0; k < 4; k++) {
+            if (!(M >> k & 1u)) continue;
+            s[k] = vb_dot_step(s[k], gc, vb_load(v[k] + c));
+            const vb sum = vb_madd(vb_load(gv[k] + c), w[k], gc);
+            vb_store(gv[k] + c, CANON ? vb_canonical(sum) : sum);
+        }
+    }
+    if (MSDA_VB > 4 && C - c >= 4) {   /* four more channels */
+        const v4 gc = v4_load(g + c);
+        for (int k = 0; k < 4; k++) {
+            if (!(M >> k & 1u)) continue;
+            s[k] = v4_madd(s[k], gc, v4_load(v[k] + c));
+            const v4 sum = v4_madd(v4_load(gv[k] + c), v4_splat(aw[k]), gc);
+            v4_store(gv[k] + c, CANON ? v4_canonical(sum) : sum);
+        }
+        c += 4;
+    }
+    for (int k = 0; k < 4; k++) d[k] = (M >> k & 1u) ? v4_sum(s[k]) : 0.0f;
+    for (; c < C; c++)
+        for (int k = 0; k < 4; k++) {
+            if (!(M >> k & 1u)) continue;
+            d[k] += g[c] * v[k][c];
+            const float sum = gv[k][c] + aw[k] * g[c];
+            gv[k][c] = CANON ? f_canonical(sum) : sum;
+        }
+}
+
+/* The nine corner cases, each with a C = 32 version whose channel loop unrolls fully. */
+#define MSDA_BACKWARD_CASES(CH, CANON)                                                                  \
+    switch (mask) {                                                                                \
+    case 15: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 15, CANON); break;                   \
+    case 3: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 3, CANON); break;                     \
+    case 12: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 12, CANON); break;                   \
+    case 5: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 5, CANON); break;                     \
+    case 10: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 10, CANON); break;                   \
+    case 1: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 1, CANON); break;                     \
+    case 2: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 2, CANON); break;                     \
+    case 4: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 4, CANON); break;                     \
+    case 8: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 8, CANON); break;                     \
+    default: d[0] = d[1] = d[2] = d[3] = 0.0f; break;   /* dropped sample (mask 0) */             \
+    }
+
+MSDA_INLINE void backward_sample(const float *restrict g, const float *restrict value, float *restrict grad_value,
+                                 ptrdiff_t o, ptrdiff_t px, ptrdiff_t row, const float aw[4], ptrdiff_t C, float d[4],
+                                 unsigned mask)
+{
+    if (C == 32) MSDA_BACKWARD_CASES(32, 0)
+    else MSDA_BACKWARD_CASES(C, 0)
+}
+
+/* A sample for a unit that owns part of a head (a pixel range, a query slice): dot products
+ * for the corners in D, grad_value updates for those in U, each with exactly the operations
+ * of backward_corners, so the bits are those of the whole head's unit. */
+__attribute__((noinline)) static void backward_sample_split(const float *restrict g, const float *restrict value,
+                                                            float *restrict grad_value, ptrdiff_t o, ptrdiff_t px,
+                                                            ptrdiff_t row, const float aw[4], ptrdiff_t C, float d[4],
+                                                            unsigned D, unsigned U, int canon)
+{
+    const ptrdiff_t off[4] = {o, o + px, o + row, o + row + px};
+    v4 s[4];
+    for (int k = 0; k < 4; k++) s[k] = v4_zero();
+    const ptrdiff_t CB = C & ~(ptrdiff_t)(MSDA_VB - 1);
+    ptrdiff_t c = 0;
+    for (; c < CB; c += MSDA_VB) {
+        const vb gc = vb_load(g + c);
+        for (int k = 0; k < 4; k++) {
+            if (D >> k & 1u) s[k] = vb_dot_step(s[k], gc, vb_load(value + off[k] + c));
+            if (U >> k & 1u) {
+                const vb sum = vb_madd(vb_load(grad_value + off[k] + c), vb_splat(aw[k]), gc);
+                vb_store(grad_value + off[k] + c, canon ? vb_canonical(sum) : sum);
+            }
+        }
+    }
+    if (MSDA_VB > 4 && C - c >= 4) {
+        const v4 gc = v4_load(g + c);
+        for (int k = 0; k < 4; k++) {
+            if (D >> k & 1u) s[k] = v4_madd(s[k], gc, v4_load(value + off[k] + c));
+            if (U >> k & 1u) {
+                const v4 sum = v4_madd(v4_load(grad_value + off[k] + c), v4_splat(aw[k]), gc);
+                v4_store(grad_value + off[k] + c, canon ? v4_canonical(sum) : sum);
+            }
+        }
+        c += 4;
+    }
+    for (int k = 0; k < 4; k++) d[k] = (D >> k & 1u) ? v4_sum(s[k]) : 0.0f;
+    for (; c < C; c++)
+        for (int k = 0; k < 4; k++) {
+            if (D >> k & 1u) d[k] += g[c] * value[off[k] + c];
+            if (U >> k & 1u) {
+                const float sum = grad_value[off[k] + c] + aw[k] * g[c];
+                grad_value[off[k] + c] = canon ? f_canonical(sum) : sum;
+            }
+        }
+}
+
+/* The part of a head a backward unit owns when heads are split (NULL: the whole head): grad_value
+ * of pixels [pixel_begin, pixel_end), the location and weight gradients of queries
+ * [query_begin, query_end). */
+typedef struct head_part {
+    int64_t pixel_begin, pixel_end, query_begin, query_end;
+} head_part;
+
+/* The samples of a point group off the common path, out of line: a part of a head (only the
+ * corners whose pixel is the part's get grad_value terms, only the part's queries dot
+ * products), or samples whose terms may be non-finite (their grad_value sums made canonical).
+ * The same operations as backward_corners, so the same bits. */
+__attribute__((noinline)) static void backward_points_slow(const float *go, const float *value_level,
+                                                           float *grad_value_level, const level_geom *g,
+                                                           const point_group *pg, float aw[4][4], const int32_t finite[4],
+                                                           int count, ptrdiff_t C, const head_part *part, int owner,
+                                                           float d[4][4])
+{
+    const ptrdiff_t ps = g->pixel_stride, rs = g->row_stride;
+    for (int i = 0; i < count; i++) {
+        const unsigned m = pg->mask[i];
+        unsigned U = m;
+        if (part) {
+            const ptrdiff_t e = g->start + pg->offset[i];
+            const ptrdiff_t lo = (ptrdiff_t)part->pixel_begin * ps, hi = (ptrdiff_t)part->pixel_end * ps;
+            const ptrdiff_t ek[4] = {e, e + ps, e + rs, e + rs + ps};
+            U = 0u;
+            for (int k = 0; k < 4; k++) U |= (unsigned)(ek[k] >= lo && ek[k] < hi) << k;
+            U &= m;
+        }
+        const unsigned D = owner ? m : 0u;
+        const float awi[4] = {aw[0][i], aw[1][i], aw[2][i], aw[3][i]};
+        float di[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        if (D | U)
+            backward_sample_split(go, value_level, grad_value_level, pg->offset[i], ps, rs, awi, C, di,
+                                  D, U, !finite[i]);
+        for (int k = 0; k < 4; k++) d[k][i] = di[k];
+    }
+}
+
+/* grad_sampling_locations and grad_attention_weights of (b, q, h), and its grad_value terms.
+ * Instantiated twice (SPLIT a constant): for whole heads, where none of the part logic is
+ * compiled in, and for parts of heads. */
+MSDA_INLINE void backward_query_impl(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t q,
+                                     int64_t h, const head_part *part, const int SPLIT)
+{
+    const int owner = !SPLIT || (q >= part->query_begin && q < part->query_end);
+    const int64_t Q = p->num_queries, H = p->num_heads, NL = p->num_levels, P = p->num_points;
+    const ptrdiff_t C = (ptrdiff_t)p->channels, xy = (ptrdiff_t)p->loc_stride_xy,
+                    point_stride = (ptrdiff_t)p->loc_stride_point;
+    const int64_t head_offset = b * p->value_stride_batch + h * p->value_stride_head;
+    const float *value_bh = t->value + head_offset;
+    float *grad_value_bh = t->grad_value + head_offset;
+    const float *go = t->grad_output + ((b * Q + q) * H + h) * C;
+    const int64_t loc_qh = b * p->loc_stride_batch + q * p->loc_stride_query + h * p->loc_stride_head;
+    /* g_sum >= every |G_c| (NaN or Inf if G is not finite): a sample whose |a| * g_sum is finite
+     * has only finite terms a w_k G_c (|a w_k| <= |a|, and rounding is monotone) */
+    v4 g_abs = v4_zero();
+    ptrdiff_t c4 = 0;
+    for (; c4 + 4 <= C; c4 += 4) g_abs = v4_add(g_abs, v4_abs(v4_load(go + c4)));
+    float g_sum = v4_sum(g_abs);
+    for (; c4 < C; c4++) g_sum += fabsf(go[c4]);
+    const v4 g_bound = v4_splat(g_sum), infinity = v4_splat(INFINITY);
+    for (int64_t l = 0; l < NL; l++) {
+        const level_geom *g = geom_of(gc, p, l);
+        const float *value_level = value_bh + g->start;
+        float *grad_value_level = grad_value_bh + g->start;
+        for (int64_t pt = 0; pt < P; pt += 4) {
+            const int count = P - pt < 4 ? (int)(P - pt) : 4;
+            const int64_t weight_index = (((b * Q + q) * H + h) * NL + l) * P + pt;
+            const int64_t loc_index = loc_qh + l * p->loc_stride_level + pt * point_stride;
+            v4 x, y;
+            load_points(t->sampling_locations + loc_index, point_stride, xy, count, &x, &y);
+            point_group pg;
+            group_corners(x, y, g, &pg);
+            const v4 a = load_partial(t->attention_weights + weight_index, count);
+            float aw[4][4], d[4][4] = {{0.0f}};   /* [corner][point] */
+            for (int k = 0; k < 4; k++) v4_store(aw[k], v4_mul(a, pg.weight[k]));
+            /* one test a group; lanes with possibly non-finite terms are rare */
+            const v4i finite_lanes = v4_lt(v4_mul(v4_abs(a), g_bound), infinity);
+            const int all_finite = !v4i_any(v4i_xor(finite_lanes, v4i_splat(-1)));
+            int32_t finite[4];
+            v4i_store(finite, finite_lanes);
+            if (!SPLIT && all_finite) {
+                for (int i = 0; i < count; i++) {
+                    const float awi[4] = {aw[0][i], aw[1][i], aw[2][i], aw[3][i]};
+                    float di[4];
+                    backward_sample(go, value_level, grad_value_level, pg.offset[i], g->pixel_stride, g->row_stride,
+                                    awi, C, di, pg.mask[i]);
+                    for (int k = 0; k < 4; k++) d[k][i] = di[k];
+                }
+            } else {
+                backward_points_slow(go, value_level, grad_value_level, g, &pg, aw, finite, count, C, part, owner, d);
+            }
+            const v4 d0 = v4_load(d[0]), d1 = v4_load(d[1]), d2 = v4_load(d[2]), d3 = v4_load(d[3]);
+            const v4 fx = pg.fx, fy = pg.fy, zero = v4_zero();
+            const v4 ga = v4_add(v4_add(v4_add(v4_mul(pg.weight[0], d0), v4_mul(pg.weight[1], d1)),
+                                        v4_mul(pg.weight[2], d2)),
+                                 v4_mul(pg.weight[3], d3));
+            const v4 gx = v4_mul(v4_mul(a, v4_add(v4_mul(one_minus(fy), v4_sub(d1, d0)),
+                                                  v4_mul(fy, v4_sub(d3, d2)))),
+                                 pg.grad_scale_x);
+            const v4 gy = v4_mul(v4_mul(a, v4_add(v4_mul(one_minus(fx), v4_sub(d2, d0)),
+                                                  v4_mul(fx, v4_sub(d3, d1)))),
+                                 pg.grad_scale_y);
+            float ga_s[4], gx_s[4], gy_s[4];
+            v4 ga_l = v4_select(pg.live, ga, zero), gx_l = v4_select(pg.live, gx, zero), gy_l = v4_select(pg.live, gy, zero);
+            if (v4i_any(v4i_xor(v4i_and(v4i_and(v4_eq(ga_l, ga_l), v4_eq(gx_l, gx_l)), v4_eq(gy_l, gy_l)), v4i_splat(-1)))) {
+                ga_l = v4_canonical(ga_l);
+                gx_l = v4_canonical(gx_l);
+                gy_l = v4_canonical(gy_l);
+            }
+            v4_store(ga_s, ga_l);
+            v4_store(gx_s, gx_l);
+            v4_store(gy_s, gy_l);
+            float *grad_loc = t->grad_sampling_locations + loc_index;
+            for (int i = 0; i < count && owner; i++) {
+                t->grad_attention_weights[weight_index + i] = ga_s[i];
+                grad_loc[i * point_stride] = gx_s[i];
+                grad_loc[i * point_stride + xy] = gy_s[i];
+            }
+        }
+    }
+}
+
+static void backward_query(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t q, int64_t h)
+{
+    backward_query_impl(p, t, gc, b, q, h, NULL, 0);
+}
+
+static void backward_query_part(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t q,
+                                int64_t h, const head_part *part)
+{
+    backward_query_impl(p, t, gc, b, q, h, part, 1);
+}
+
+/* The backward's banded walk (see banded_walk) over heads [h_begin, h_end) of batch b. */
+static void backward_banded(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t h_begin,
+                            int64_t h_end, const band_grid *bg, const head_part *part)
+{
+    for (int64_t k = 0; k < bg->bands; k++)
+        for (int64_t j = 0; j < bg->cols; j++)
+            for (int64_t l = 0; l < p->num_levels; l++) {
+                band_cell cell;
+                band_cell_of(p, bg, k, j, l, &cell);
+                for (int64_t x = cell.x0; x < cell.x1; x++)
+                    for (int64_t y = cell.y0; y < cell.y1; y++)
+                        for (int64_t h = h_begin; h < h_end; h++)
+                            if (part) backward_query_part(p, t, gc, b, cell.start + y * cell.width + x, h, part);
+                            else backward_query(p, t, gc, b, cell.start + y * cell.width + x, h);
+            }
+}
+
+/* Units (batch, head, part) when heads are split (plan->backward_split parts a head, for more
+ * threads than heads): part r of R owns pixels [r L / R, (r + 1) L / R) of the head's grad_value
+ * and queries [r Q / R, (r + 1) Q / R) for the location and weight gradients, and walks every
+ * query of the head in the usual order, doing only its own share. Every grad_value element
+ * still receives its terms in that order from one writer, and every dot product is the same,
+ * so the bits are those of the unsplit head, whatever R. */
+static void backward_range_split(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t begin, int64_t end)
+{
+    const int64_t H = p->num_heads, R = p->backward_split, L = p->value_length, Q = p->num_queries, C = p->channels;
+    band_grid bg;
+    const int banded = banded_walk(p, MSDA_BACKWARD_STRIP, &bg);
+    for (int64_t u = begin; u < end; u++) {
+        const int64_t b = u / (H * R), h = u / R % H, r = u % R;
+        const head_part part = {L * r / R, L * (r + 1) / R, Q * r / R, Q * (r + 1) / R};
+        float *base = t->grad_value + b * p->value_stride_batch + h * p->value_stride_head;
+        for (int64_t pixel = part.pixel_begin; pixel < part.pixel_end; pixel++)
+            memset(base + pixel * p->value_stride_pixel, 0, (size_t)C * sizeof(float));
+        if (banded) {
+            backward_banded(p, t, gc, b, h, h + 1, &bg, &part);
+            continue;
+        }
+        for (int64_t q = 0; q < Q; q++) backward_query_part(p, t, gc, b, q, h, &part);
+    }
+}
+
+void MSDA_KFN(msda__backward_range)(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end);
+void MSDA_KFN(msda__backward_range)(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end)
+{
+    const int64_t Q = p->num_queries, H = p->num_heads;
+    geom_cache gc;
+    geom_cache_init(&gc, p);
+    if (p->backward_split > 1) {
+        backward_range_split(p, t, &gc, begin, end);
+        return;
+    }
+    /* Zero the range's grad_value slices in as few runs as the layout allows: a whole batch slice
+     * (BLNC, all heads), the range's heads of a pixel (BLNC), a head's pixels (BNLC). */
+    const int64_t C = p->channels;
+    for (int64_t b = begin / H; b * H < end; b++) {
+        const int64_t h0 = b * H > begin ? 0 : begin - b * H, h1 = (b + 1) * H < end ? H : end - b * H;
+        float *base = t->grad_value + b * p->value_stride_batch;
+        if (p->value_stride_head == C && p->value_stride_pixel == H * C && h0 == 0 && h1 == H) {
+            memset(base, 0, (size_t)(p->value_length * H * C) * sizeof(float));
+        } else if (p->value_stride_head == C) {
+            for (int64_t pixel = 0; pixel < p->value_length; pixel++)
+                memset(base + pixel * p->value_stride_pixel + h0 * C, 0, (size_t)((h1 - h0) * C) * sizeof(float));
+        } else if (p->value_stride_pixel == C) {   /* BNLC: a head's pixels are one run */
+            for (int64_t h = h0; h < h1; h++)
+                memset(base + h * p->value_stride_head, 0, (size_t)(p->value_length * C) * sizeof(float));
+        } else {
+            for (int64_t h = h0; h < h1; h++)
+                for (int64_t pixel = 0; pixel < p->value_length; pixel++)
+                    memset(base + h * p->value_stride_head + pixel * p->value_stride_pixel, 0, (size_t)C * sizeof(float));
+        }
+    }
+    band_grid bg;
+    const int banded = banded_walk(p, MSDA_BACKWARD_STRIP, &bg);
+    /* The units (heads) of one batch run side by side, query by query in a fixed order that
+     * depends only on the problem's shape (backward_banded, else index order): each head's grad_value sums over
+     * queries in that order, and all heads' rows of a pixel are used together. (Not the
+     * forward's data-dependent walking order: that would make one sample's terms depend on where
+     * the other samples are, e.g. a NaN sample would not equal a weight-0 one bit for bit.) */
+    for (int64_t b = begin / H; b * H < end; b++) {
+        const int64_t h_begin = b * H > begin ? 0 : begin - b * H;
+        const int64_t h_end = (b + 1) * H < end ? H : end - b * H;
+        if (banded) {
+            backward_banded(p, t, &gc, b, h_begin, h_end, &bg, NULL);
+            continue;
+        }
+        for (int64_t q = 0; q < Q; q++)
+            for (int64_t h = h_begin; h < h_end; h++) backward_query(p, t, &gc, b, q, h);
+    }
+}

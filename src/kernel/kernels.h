@@ -1,0 +1,42 @@
+/* src/kernel/: the forward and backward kernels, as headers that each ISA's translation unit
+ * (src/kernel_base.c, kernel_scalar.c, kernel_avx2.c, kernel_avx512.c) includes once through this
+ * file, after setting MSDA_KERNEL_ISA (the suffix of the two entry points it defines) and, for the
+ * wide builds, MSDA_VW. The headers may use internal.h, simd.h and the C library only, and come in
+ * this order: geometry.h (bilinear corners and weights, shared by both passes),
+ * walks.h (the orders queries are walked in), forward.h, backward.h. The run-time choice between
+ * the copies is not here: src/kernel_dispatch.c, compiled once.
+ *
+ * Bits do not depend on the build: every channel sums its terms in the same order in the
+ * scalar and every SIMD build (simd.h), and a dot product over C channels is always four lane
+ * partials over the first C - C % 4 channels, combined as (s0 + s1) + (s2 + s3), then the
+ * remaining channels in order, whatever the vector width.
+ *
+ * Both passes walk (query, head) and, inside, the levels and the points four at a time: the
+ * bilinear corners and weights of four points are computed in one go with the points as
+ * vector lanes, then the channel work runs per point with the channels as vector lanes. */
+#ifndef MSDA_KERNEL_ISA
+#error "define MSDA_KERNEL_ISA before including kernel/kernels.h"
+#endif
+#include "../internal.h"
+
+#define MSDA_CAT2(a, b) a##_##b
+#define MSDA_CAT(a, b) MSDA_CAT2(a, b)
+#define MSDA_KFN(name) MSDA_CAT(name, MSDA_KERNEL_ISA)
+
+#include "../simd.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+#define MSDA_INLINE static inline __attribute__((always_inline))
+#if MSDA_VW > 4
+#define MSDA_SCALAR_REG(x) __asm__("" : "+r"(x))   /* x stays a scalar: nothing vectorises it */
+#else
+#define MSDA_SCALAR_REG(x) (void)0
+#endif
+
+#include "geometry.h"
+#include "walks.h"
+#include "forward.h"
+#include "backward.h"

@@ -1,0 +1,5 @@
+/* The kernels for the baseline ISA of the build: SSE2 on x86-64, NEON on arm64, wasm SIMD, or
+ * plain floats (the scalar wasm module, or a build without SIMD). kernel_dispatch.c chooses
+ * between this copy and the others at run time. */
+#define MSDA_KERNEL_ISA base
+#include "kernel/kernels.h"
