@@ -62,7 +62,7 @@ grad_sampling_locations.npy, grad_attention_weights.npy, whichever are there; <f
                                      |yours - ours| <= 4*u*M + 2*(n+4)*2^-24*M + P, u the dtype's
                                      unit roundoff, M the sum of |contributions| to the element,
                                      n their count, P its change when pixel positions move by
-                                     float32 rounding (docs/cli-kernel-authors.md)
+                                     float32 rounding (docs/cli.md, For kernel authors)
   --rtol R --atol A                  instead: |yours - ours| <= A + R*|ours|
   --top K                            list the K elements of each output that disagree most
                                      (largest |yours - ours|; default 5)
@@ -709,7 +709,7 @@ async function crosscheckExpected(o, print, expected) {
   if (o.backendNamed) notes.push(`--backend ${o.backend} is not used with --expect: ours is the float64 reference`);
   if (o.json) {
     const doc = {
-      in: o.in, expect: o.expect, yours: `the files in ${o.expect}`, ours: 'the float64 reference of SEMANTICS.md',
+      in: o.in, expect: o.expect, yours: `the files in ${o.expect}`, ours: 'the float64 reference (docs/SEMANTICS.md)',
       tolerance: dtype === null ? { rtol: tol.rtol, atol: tol.atol, rule } : { dtype, from: dtypeFrom, unitRoundoff: UNIT_ROUNDOFF[dtype], rule },
       agree: failures.length === 0, notes,
       outputs: Object.fromEntries(results.map(([n, r]) => [n, {
@@ -723,7 +723,7 @@ async function crosscheckExpected(o, print, expected) {
     };
     print(JSON.stringify(doc, null, 2));
   } else {
-    print(`crosscheck ${o.in}: yours = the files in ${o.expect}, ours = the float64 reference of SEMANTICS.md`);
+    print(`crosscheck ${o.in}: yours = the files in ${o.expect}, ours = the float64 reference (docs/SEMANTICS.md)`);
     print(dtype === null ? `  tolerance (--rtol/--atol): ${rule}, per element`
       : `  tolerance for ${dtype} (${dtypeFrom}): ${rule}, per element`);
     for (const note of notes) {

@@ -701,7 +701,7 @@ int cc_run(const msda_problem *p, const float *value, const float *locations, co
         sprintf(yours, "the files in %s", s->expect);
         json_string(out, yours);
         free(yours);
-        fputs(",\n  \"ours\": \"the float64 reference of SEMANTICS.md\",\n  \"tolerance\": {\n", out);
+        fputs(",\n  \"ours\": \"the float64 reference (docs/SEMANTICS.md)\",\n  \"tolerance\": {\n", out);
         if (s->dtype == CC_NO_DTYPE) {
             fprintf(out, "    \"rtol\": %s,\n    \"atol\": %s,\n", cc_js_number(s->rtol, x), cc_js_number(s->atol, y));
         } else {
@@ -757,7 +757,7 @@ int cc_run(const msda_problem *p, const float *value, const float *locations, co
         }
         fputs(first ? "}\n}\n" : "\n  }\n}\n", out);
     } else {
-        fprintf(out, "crosscheck %s: yours = the files in %s, ours = the float64 reference of SEMANTICS.md\n", s->in, s->expect);
+        fprintf(out, "crosscheck %s: yours = the files in %s, ours = the float64 reference (docs/SEMANTICS.md)\n", s->in, s->expect);
         if (s->dtype == CC_NO_DTYPE) fprintf(out, "  tolerance (--rtol/--atol): %s, per element\n", rule);
         else fprintf(out, "  tolerance for %s (%s): %s, per element\n", DTYPE_NAMES[s->dtype], s->dtype_from, rule);
         for (int k = 0; k < nnotes; k++) {

@@ -55,7 +55,7 @@ static const char USAGE[] =
     "crosscheck --expect DIR compares your kernel's dumps in DIR (output.npy, grad_value.npy,\n"
     "grad_sampling_locations.npy, grad_attention_weights.npy, whichever are there; <f4, <f2 or\n"
     "'bfloat16') with the float64 reference, each element against its own bound, exactly as the\n"
-    "JS CLI does (docs/cli-kernel-authors.md):\n"
+    "JS CLI does (docs/cli.md, For kernel authors):\n"
     "  --dtype float32|float16|bfloat16   the precision your kernel stores tensors in (default: the\n"
     "                                     files' own when all are <f2 or all 'bfloat16', else float32)\n"
     "  --rtol R --atol A                  instead: |yours - ours| <= A + R*|ours|\n"

@@ -1,4 +1,4 @@
-// `msda crosscheck --expect` for kernel authors (docs/cli-kernel-authors.md): per-element bounds
+// `msda crosscheck --expect` for kernel authors (docs/cli.md, For kernel authors): per-element bounds
 // for float32, float16 and bfloat16 kernels, and a report that says where.
 //  - dumps of a correct kernel emulated in each dtype (inputs stored in the dtype, float32
 //    arithmetic, results rounded to the dtype) pass, saved as <f4, <f2 or 'bfloat16';
@@ -237,7 +237,7 @@ test('one wrong element is found and named by its coordinates, yours and ours na
   writeDumps(`${dir}/yours`, c, outs, 'bfloat16', '<f4');
   const r = await js(['crosscheck', '--in', dir, '--expect', `${dir}/yours`, '--dtype', 'bfloat16', ...flagsOf(options)]);
   assert.equal(r.status, 1, r.out);
-  assert.match(r.out, /yours = the files in .*\/yours, ours = the float64 reference of SEMANTICS\.md/);
+  assert.match(r.out, /yours = the files in .*\/yours, ours = the float64 reference \(docs\/SEMANTICS\.md\)/);
   assert.match(r.out, /tolerance for bfloat16 \(--dtype\): .*u = 2\^-8, per element/);
   assert.match(r.out, /grad_sampling_locations +DISAGREE +1 of 120 elements beyond their bound \(per level: l=0: 0, l=1: 0, l=2: 1\)/);
   const line = r.out.split('\n').find((l) => l.includes('grad_sampling_locations[b=0, xy=1, q=3, h=0, l=2, p=1]: yours '));
