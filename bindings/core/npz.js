@@ -28,6 +28,17 @@ export function crc32(bytes) {
   return (c ^ 0xffffffff) >>> 0;
 }
 
+// A member's name as messages show it: bytes outside printable ASCII and backslashes as \xNN,
+// cut to 200 characters and '...' (the native CLI shows names the same way).
+function shown(name) {
+  let out = '';
+  for (let i = 0; i < name.length && out.length <= 200; i++) {
+    const c = name.charCodeAt(i);
+    out += c < 0x20 || c >= 0x7f || c === 0x5c ? `\\x${c.toString(16).padStart(2, '0')}` : name[i];
+  }
+  return out.length > 200 ? `${out.slice(0, 200)}...` : out;
+}
+
 /** Is this the start of a zip archive? */
 export const looksLikeZip = (bytes) => bytes.length >= 4 && bytes[0] === 0x50 && bytes[1] === 0x4b && bytes[2] === 3 && bytes[3] === 4;
 
@@ -71,13 +82,14 @@ export function parseNpz(bytes, inflateRaw) {
     const nameLen = u16(p + 28), extraLen = u16(p + 30), commentLen = u16(p + 32);
     if (p + 46 + nameLen + extraLen + commentLen > cdOffset + cdSize) fail(`not a valid .npz: central directory entry ${k} is damaged`);
     const name = String.fromCharCode(...bytes.subarray(p + 46, p + 46 + nameLen));
+    if (name.includes('\0')) fail(`not a valid .npz: the name of central directory entry ${k} holds a NUL byte`);
     // zip64 extra field: the 64-bit values of the 32-bit fields that are 0xffffffff, in order
     for (let e = p + 46 + nameLen; e + 4 <= p + 46 + nameLen + extraLen;) {
       const id = u16(e), size = u16(e + 2);
       if (id === 1) {
         let q = e + 4;
         const take = () => {
-          if (q + 8 > e + 4 + size) fail(`not a valid .npz: the zip64 field of ${name} is too short`);
+          if (q + 8 > e + 4 + size) fail(`not a valid .npz: the zip64 field of ${shown(name)} is too short`);
           const x = u64(q);
           q += 8;
           return x;
@@ -89,13 +101,13 @@ export function parseNpz(bytes, inflateRaw) {
       e += 4 + size;
     }
     p += 46 + nameLen + extraLen + commentLen;
-    if (flags & 1) fail(`${name}: encrypted, which .npz files never are`);
-    if (method !== 0 && method !== 8) fail(`${name}: zip compression method ${method}, expected stored (np.savez) or deflated (np.savez_compressed)`);
-    if (members.has(name)) fail(`not a valid .npz: ${name} appears twice`);
-    if (!(offset + 30 <= cdOffset) || u32(offset) !== 0x04034b50) fail(`not a valid .npz: the local header of ${name} is damaged`);
+    if (flags & 1) fail(`${shown(name)}: encrypted, which .npz files never are`);
+    if (method !== 0 && method !== 8) fail(`${shown(name)}: zip compression method ${method}, expected stored (np.savez) or deflated (np.savez_compressed)`);
+    if (members.has(name)) fail(`not a valid .npz: ${shown(name)} appears twice`);
+    if (!(offset + 30 <= cdOffset) || u32(offset) !== 0x04034b50) fail(`not a valid .npz: the local header of ${shown(name)} is damaged`);
     const start = offset + 30 + u16(offset + 26) + u16(offset + 28);
-    if (!(start + csize <= cdOffset)) fail(`not a valid .npz: the data of ${name} lies outside the file`);
-    if (method === 0 && csize !== usize) fail(`not a valid .npz: ${name} is stored with ${csize} bytes but says it holds ${usize}`);
+    if (!(start + csize <= cdOffset)) fail(`not a valid .npz: the data of ${shown(name)} lies outside the file`);
+    if (method === 0 && csize !== usize) fail(`not a valid .npz: ${shown(name)} is stored with ${csize} bytes but says it holds ${usize}`);
     members.set(name, {
       method: method === 0 ? 'stored' : 'deflated',
       read() {

@@ -243,6 +243,20 @@ int npz_looks_like_zip(const unsigned char *bytes, size_t len)
     return len >= 4 && bytes[0] == 0x50 && bytes[1] == 0x4b && bytes[2] == 3 && bytes[3] == 4;
 }
 
+/* A member's name as messages show it: bytes outside printable ASCII and backslashes as \\xNN,
+ * cut to 200 characters and "..." (the JS CLI shows names the same way). */
+static const char *shown(const char *name, char *buf)
+{
+    size_t n = 0;
+    for (const unsigned char *c = (const unsigned char *)name; *c && n <= 200; c++) {
+        if (*c < 0x20 || *c >= 0x7f || *c == '\\') n += (size_t)sprintf(buf + n, "\\x%02x", *c);
+        else buf[n++] = (char)*c;
+    }
+    if (n > 200) strcpy(buf + 200, "...");
+    else buf[n] = '\0';
+    return buf;
+}
+
 static uint32_t rd16(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
 static uint32_t rd32(const unsigned char *p) { return rd16(p) | rd16(p + 2) << 16; }
 static uint64_t rd64(const unsigned char *p) { return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32; }
@@ -255,9 +269,19 @@ void npz_free(npz *z)
     z->count = 0;
 }
 
+static int parse_directory(const unsigned char *bytes, size_t len, npz *z, char *err, size_t errlen);
+
 int npz_parse(const unsigned char *bytes, size_t len, npz *z, char *err, size_t errlen)
 {
     memset(z, 0, sizeof *z);
+    const int rc = parse_directory(bytes, len, z, err, errlen);
+    if (rc) npz_free(z); /* nothing is left allocated after a refusal */
+    return rc;
+}
+
+static int parse_directory(const unsigned char *bytes, size_t len, npz *z, char *err, size_t errlen)
+{
+    char show[256];
     z->bytes = bytes;
     z->len = len;
     size_t eocd = (size_t)-1;
@@ -306,6 +330,9 @@ int npz_parse(const unsigned char *bytes, size_t len, npz *z, char *err, size_t 
         name[name_len] = '\0';
         z->members[z->count].name = name;
         z->count++;
+        if (memchr(bytes + p + 46, 0, name_len))
+            return npz_fail(err, errlen, "not a valid .npz: the name of central directory entry %llu holds a NUL byte",
+                            (unsigned long long)k);
         for (uint64_t e = p + 46 + name_len; e + 4 <= p + 46 + name_len + extra_len;) {
             const uint32_t id = rd16(bytes + e), size = rd16(bytes + e + 2);
             if (id == 1) {
@@ -314,7 +341,7 @@ int npz_parse(const unsigned char *bytes, size_t len, npz *z, char *err, size_t 
                 for (int f = 0; f < 3; f++) {
                     if (*fields[f] != 0xffffffffu) continue;
                     if (q + 8 > e + 4 + size)
-                        return npz_fail(err, errlen, "not a valid .npz: the zip64 field of %s is too short", name);
+                        return npz_fail(err, errlen, "not a valid .npz: the zip64 field of %s is too short", shown(name, show));
                     *fields[f] = rd64(bytes + q);
                     q += 8;
                 }
@@ -322,19 +349,19 @@ int npz_parse(const unsigned char *bytes, size_t len, npz *z, char *err, size_t 
             e += 4 + size;
         }
         p += 46 + name_len + extra_len + comment_len;
-        if (flags & 1) return npz_fail(err, errlen, "%s: encrypted, which .npz files never are", name);
+        if (flags & 1) return npz_fail(err, errlen, "%s: encrypted, which .npz files never are", shown(name, show));
         if (method != 0 && method != 8)
             return npz_fail(err, errlen, "%s: zip compression method %u, expected stored (np.savez) or deflated (np.savez_compressed)",
-                            name, method);
+                            shown(name, show), method);
         for (int j = 0; j + 1 < z->count; j++)
-            if (!strcmp(z->members[j].name, name)) return npz_fail(err, errlen, "not a valid .npz: %s appears twice", name);
+            if (!strcmp(z->members[j].name, name)) return npz_fail(err, errlen, "not a valid .npz: %s appears twice", shown(name, show));
         if (offset > cd_offset || cd_offset - offset < 30 || rd32(bytes + offset) != 0x04034b50u)
-            return npz_fail(err, errlen, "not a valid .npz: the local header of %s is damaged", name);
+            return npz_fail(err, errlen, "not a valid .npz: the local header of %s is damaged", shown(name, show));
         const uint64_t start = offset + 30 + rd16(bytes + offset + 26) + rd16(bytes + offset + 28);
         if (start > cd_offset || csize > cd_offset - start)
-            return npz_fail(err, errlen, "not a valid .npz: the data of %s lies outside the file", name);
+            return npz_fail(err, errlen, "not a valid .npz: the data of %s lies outside the file", shown(name, show));
         if (method == 0 && csize != usize)
-            return npz_fail(err, errlen, "not a valid .npz: %s is stored with %llu bytes but says it holds %llu", name,
+            return npz_fail(err, errlen, "not a valid .npz: %s is stored with %llu bytes but says it holds %llu", shown(name, show),
                             (unsigned long long)csize, (unsigned long long)usize);
         npz_member *m = &z->members[z->count - 1];
         m->deflated = method == 8;

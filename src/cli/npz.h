@@ -26,7 +26,8 @@ typedef struct npz {
 /* Does the buffer start like a zip archive ("PK\3\4")? */
 int npz_looks_like_zip(const unsigned char *bytes, size_t len);
 
-/* Parses the archive's directory (bytes must outlive z). 0, or -1 with a message in err. */
+/* Parses the archive's directory (bytes must outlive z). 0, or -1 with a message in err and
+ * nothing left allocated. */
 int npz_parse(const unsigned char *bytes, size_t len, npz *z, char *err, size_t errlen);
 
 /* The member called name, or NULL. */

@@ -209,6 +209,11 @@ test('damaged or unusual archives: both CLIs refuse each with the same one line'
       ':value.npy: the deflated data is damaged'],
     ['a local header out of place', zip(members, { mutate: (b, { cdOffset }) => { b.writeUInt32LE(7, cdOffset + 42); } }),
       'not a valid .npz: the local header of value.npy is damaged'],
+    ['a name with control and non-ASCII bytes, shown escaped', zip([['bad\n\x90\\name.npy', members[0][1]], ...members],
+      { mutate: (b, { cdOffset }) => { b.writeUInt32LE(7, cdOffset + 42); } }),
+      'not a valid .npz: the local header of bad\\x0a\\x90\\x5cname.npy is damaged'],
+    ['a name with a NUL byte', zip([['value.npy\0x', members[0][1]], ...members.slice(1)]),
+      'not a valid .npz: the name of central directory entry 0 holds a NUL byte'],
     ['a central directory past the end', zip(members, { mutate: (b) => { b.writeUInt32LE(0x7fffffff, b.length - 6); } }),
       'not a valid .npz: the central directory lies outside the file'],
   ];
