@@ -44,6 +44,8 @@ from np.savez or np.savez_compressed, in place of DIR).
   --align-corners                            pixel centres at the ends of [0, 1]; default off
   --padding-mode zeros|border                default zeros
   --threads N                                default 1; results do not depend on it
+  --out-dtype float32|float16|bfloat16       the outputs rounded to float16 ('<f2' files) or to
+                                             bfloat16 (float32 files holding them); default float32
   --backend wasm|wasm-scalar|native          default wasm (the SIMD module where the runtime has SIMD)
   -h, --help                                 this text
   --version                                  the package version
@@ -102,7 +104,7 @@ const joinPath = (dir, name) => (dir.endsWith('/') ? dir + name : `${dir}/${name
 // ---- arguments ---------------------------------------------------------------------------------
 
 const VALUE_FLAGS = ['--in', '--out', '--value-layout', '--sampling-locations-layout', '--padding-mode', '--threads',
-  '--backend', '--expect', '--dtype', '--rtol', '--atol', '--top'];
+  '--backend', '--expect', '--dtype', '--rtol', '--atol', '--top', '--out-dtype'];
 const CROSSCHECK_FLAGS = ['--expect', '--dtype', '--rtol', '--atol', '--top', '--json'];
 const EXPECT_FLAGS = ['--dtype', '--rtol', '--atol', '--top', '--json'];
 const CHOICES = {
@@ -111,6 +113,7 @@ const CHOICES = {
   '--padding-mode': ['zeros', 'border'],
   '--backend': ['wasm', 'wasm-scalar', 'native'],
   '--dtype': ['float32', 'float16', 'bfloat16'],
+  '--out-dtype': ['float32', 'float16', 'bfloat16'],
 };
 const orList = (xs) => (xs.length === 2 ? `${xs[0]} or ${xs[1]}` : `${xs.slice(0, -1).join(', ')} or ${xs[xs.length - 1]}`);
 
@@ -126,7 +129,7 @@ export function parseArgs(argv) {
   const o = {
     command, in: null, out: null, expect: null, valueLayout: 'BLNC', samplingLocationsLayout: 'BQHLP2',
     alignCorners: false, paddingMode: 'zeros', threads: 1, backend: 'wasm', backendNamed: false,
-    dtype: null, rtol: null, atol: null, top: 5, json: false,
+    dtype: null, rtol: null, atol: null, top: 5, json: false, outDtype: 'float32',
   };
   const seen = new Set();
   for (let i = 1; i < argv.length; i++) {
@@ -148,6 +151,7 @@ export function parseArgs(argv) {
     } else if (eq >= 0) {
       throw bad(`${name} takes no value, got '${arg.slice(eq + 1)}'`);
     }
+    if (command === 'crosscheck' && name === '--out-dtype') throw bad('--out-dtype is not used by crosscheck (it writes nothing)');
     if (command === 'crosscheck' && name === '--out') {
       throw bad('--out is not used by crosscheck (it writes nothing); --expect DIR compares with outputs in DIR');
     }
@@ -160,6 +164,7 @@ export function parseArgs(argv) {
       const key = { '--value-layout': 'valueLayout', '--sampling-locations-layout': 'samplingLocationsLayout',
         '--padding-mode': 'paddingMode', '--backend': 'backend' }[name];
       if (name === '--dtype') o.dtype = value;
+      else if (name === '--out-dtype') o.outDtype = value;
       else o[key] = value;
     } else if (name === '--rtol' || name === '--atol') {
       // a plain non-negative decimal number (Number() alone would take '', '0x10', 'Infinity')
@@ -554,7 +559,7 @@ const EXCLUSIVE = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | co
  * (SIGINT, SIGTERM, SIGHUP, SIGQUIT) during the writing removes the private directory and
  * leaves every older output as it was.
  */
-async function writeOutputs(dir, outputs) {
+async function writeOutputs(dir, outputs, outDtype = 'float32') {
   const names = Object.keys(outputs);
   const final = names.map((n) => joinPath(dir, `${n}.npy`));
   let staging = null;
@@ -587,8 +592,12 @@ async function writeOutputs(dir, outputs) {
         throw new CliError(1, `${final[i]}: cannot create: ${why(e)}`);
       }
       try {
-        await fh.write(npyHeader('<f4', shape));
-        const body = npyDataBytes(data);
+        // float16: '<f2' bits; bfloat16: the float32 values of the nearest bfloat16 numbers
+        // (NumPy has no bfloat16; float32 holds them exactly). As the native CLI writes them.
+        const half = outDtype === 'float32' ? null : narrowToHalf(data, outDtype);
+        await fh.write(npyHeader(outDtype === 'float16' ? '<f2' : '<f4', shape));
+        const body = outDtype === 'float16' ? npyDataBytes(half, '<f2')
+          : npyDataBytes(outDtype === 'bfloat16' ? widenHalf(half, 'bfloat16') : data);
         for (let off = 0; off < body.length; off += WRITE_CHUNK) {
           const n = Math.min(WRITE_CHUNK, body.length - off);
           for (let done = 0; done < n;) done += (await fh.write(body, off + done, n - done)).bytesWritten;
@@ -860,7 +869,7 @@ export async function main(argv, io = STDIO) {
     const msda = await backendApi(o.backend, o.threads, o.backendNamed);
     prepareOut(o.out);
     checkDestinations(o.out, OUTPUT_NAMES[o.command], 2);
-    await writeOutputs(o.out, compute(msda, o.command, args, o.backendNamed));
+    await writeOutputs(o.out, compute(msda, o.command, args, o.backendNamed), o.outDtype);
     return 0;
   } catch (e) {
     const code = e instanceof CliError ? e.exitCode : 1;

@@ -49,6 +49,8 @@ static const char USAGE[] =
     "  --align-corners                            pixel centres at the ends of [0, 1]; default off\n"
     "  --padding-mode zeros|border                default zeros\n"
     "  --threads N                                default 1; results do not depend on it\n"
+    "  --out-dtype float32|float16|bfloat16       the outputs rounded to float16 ('<f2' files) or to\n"
+    "                                             bfloat16 (float32 files holding them); default float32\n"
     "  -h, --help                                 this text\n"
     "  --version                                  the package version\n"
     "\n"
@@ -107,6 +109,7 @@ typedef struct options {
     int dtype;            /* CC_* or CC_NO_DTYPE (not given) */
     int have_rtol, have_atol, top, json;
     double rtol, atol;
+    int out_dtype; /* CC_FLOAT32 (default), CC_FLOAT16: '<f2' files, CC_BFLOAT16: '<f4' files of bfloat16 values */
 } options;
 
 /* Decimal digits only (strtol alone would take " 3" and "+3"). */
@@ -156,12 +159,13 @@ static int is_one_of(const char *name, const char *const *list)
 }
 
 static const char *const VALUE_FLAGS[] = {"--in", "--out", "--value-layout", "--sampling-locations-layout", "--padding-mode",
-                                          "--threads", "--expect", "--dtype", "--rtol", "--atol", "--top", "--backend", NULL};
+                                          "--threads", "--expect", "--dtype", "--rtol", "--atol", "--top", "--backend",
+                                          "--out-dtype", NULL};
 static const char *const CROSSCHECK_FLAGS[] = {"--expect", "--dtype", "--rtol", "--atol", "--top", "--json", NULL};
 static const char *const EXPECT_FLAGS[] = {"--dtype", "--rtol", "--atol", "--top", "--json", NULL};
 static const char *const ALL_FLAGS[] = {"--in", "--out", "--value-layout", "--sampling-locations-layout", "--padding-mode",
                                         "--threads", "--expect", "--dtype", "--rtol", "--atol", "--top", "--backend",
-                                        "--align-corners", "--json", NULL};
+                                        "--align-corners", "--json", "--out-dtype", NULL};
 
 static int flag_index(const char *name)
 {
@@ -179,6 +183,7 @@ static int parse_args(int argc, char **argv, options *o)
     o->have_rtol = o->have_atol = o->json = 0;
     o->rtol = o->atol = 0;
     o->top = 5;
+    o->out_dtype = CC_FLOAT32;
     if (argc < 2) return report(EXIT_BAD_INPUT, "missing command, expected forward, backward or crosscheck (see msda --help)");
     const char *cmd = argv[1];
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
@@ -226,6 +231,8 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (eq) {
             return report(EXIT_BAD_INPUT, "%s takes no value, got '%s'", name, eq + 1);
         }
+        if (o->crosscheck && !strcmp(name, "--out-dtype"))
+            return report(EXIT_BAD_INPUT, "--out-dtype is not used by crosscheck (it writes nothing)");
         if (o->crosscheck && !strcmp(name, "--out"))
             return report(EXIT_BAD_INPUT, "--out is not used by crosscheck (it writes nothing); --expect DIR compares with outputs in DIR");
         if (!o->crosscheck && is_one_of(name, CROSSCHECK_FLAGS))
@@ -251,6 +258,11 @@ static int parse_args(int argc, char **argv, options *o)
             if (strcmp(value, "wasm") && strcmp(value, "wasm-scalar") && strcmp(value, "native"))
                 return report(EXIT_BAD_INPUT, "--backend: '%s', expected wasm, wasm-scalar or native", value);
             o->backend = value;
+        } else if (!strcmp(name, "--out-dtype")) {
+            if (!strcmp(value, "float32")) o->out_dtype = CC_FLOAT32;
+            else if (!strcmp(value, "float16")) o->out_dtype = CC_FLOAT16;
+            else if (!strcmp(value, "bfloat16")) o->out_dtype = CC_BFLOAT16;
+            else return report(EXIT_BAD_INPUT, "--out-dtype: '%s', expected float32, float16 or bfloat16", value);
         } else if (!strcmp(name, "--dtype")) {
             if (!strcmp(value, "float32")) o->dtype = CC_FLOAT32;
             else if (!strcmp(value, "float16")) o->dtype = CC_FLOAT16;
@@ -726,7 +738,34 @@ static void install_signal_cleanup(void)
  * replaceable, renames them into place one by one. On any failure or signal the private
  * directory is removed and no older output has changed (unless dir changes under us between
  * the check and the renames: then the error names what this run already replaced). */
-static int write_outputs(const char *dir, const output_file *files, int n)
+/* One output in out_dtype: float32 as it is; float16 as '<f2' bits; bfloat16 as the float32
+ * values of the bfloat16 numbers nearest (NumPy has no bfloat16: float32 holds them exactly). */
+static int write_one(int fd, const output_file *f, int out_dtype, char *err, size_t errlen)
+{
+    if (out_dtype == CC_FLOAT32) return npy_write_fd(fd, NPY_F4, f->ndim, f->shape, f->data, err, errlen);
+    int64_t count = 1;
+    for (int i = 0; i < f->ndim; i++) count *= f->shape[i];
+    void *buf = malloc((size_t)(count ? count : 1) * (out_dtype == CC_FLOAT16 ? 2 : 4));
+    if (!buf) {
+        snprintf(err, errlen, "out of memory for %lld elements", (long long)count);
+        return -1;
+    }
+    for (int64_t i = 0; i < count; i++) {
+        uint32_t u;
+        memcpy(&u, &f->data[i], 4);
+        if (out_dtype == CC_FLOAT16) {
+            ((uint16_t *)buf)[i] = npy_f32_to_f16(u);
+        } else {
+            u = npy_bf16_to_f32(npy_f32_to_bf16(u));
+            memcpy((uint32_t *)buf + i, &u, 4);
+        }
+    }
+    int rc = npy_write_fd(fd, out_dtype == CC_FLOAT16 ? NPY_F2 : NPY_F4, f->ndim, f->shape, buf, err, errlen);
+    free(buf);
+    return rc;
+}
+
+static int write_outputs(const char *dir, const output_file *files, int n, int out_dtype)
 {
     int code = 0, renamed = 0;
     char *final[MAX_OUTPUTS] = {0};
@@ -761,7 +800,7 @@ static int write_outputs(const char *dir, const output_file *files, int n)
             code = report(EXIT_OTHER, "%s: cannot create: %s", final[i], strerror(errno));
             break;
         }
-        if (npy_write_fd(fd, NPY_F4, files[i].ndim, files[i].shape, files[i].data, err, sizeof err))
+        if (write_one(fd, &files[i], out_dtype, err, sizeof err))
             code = report(EXIT_OTHER, "%s: %s", final[i], err);
         if (close(fd) != 0 && !code) code = report(EXIT_OTHER, "%s: write error: %s", final[i], strerror(errno));
     }
@@ -820,7 +859,7 @@ static int run(const options *o, case_data *c)
             code = report(EXIT_OTHER, "forward failed: %s: %s", msda_status_string(e.status), e.message);
         } else {
             const output_file files[] = {{FORWARD_OUTPUTS[0], 3, out_shape, output}};
-            code = write_outputs(o->out, files, 1);
+            code = write_outputs(o->out, files, 1, o->out_dtype);
         }
         free(output);
         return code;
@@ -838,7 +877,7 @@ static int run(const options *o, case_data *c)
             {BACKWARD_OUTPUTS[1], 6, c->arr[F_LOCATIONS].shape, grad_loc},
             {BACKWARD_OUTPUTS[2], 5, c->arr[F_WEIGHTS].shape, grad_weights},
         };
-        code = write_outputs(o->out, files, 3);
+        code = write_outputs(o->out, files, 3, o->out_dtype);
     }
     free(grad_value);
     free(grad_loc);

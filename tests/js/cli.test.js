@@ -170,6 +170,33 @@ test('forward and backward on wasm, wasm-scalar and native agree with the native
   }
 });
 
+test('--out-dtype float16 | bfloat16: the outputs rounded to nearest even, the same bytes from both CLIs', async () => {
+  const options = OPTION_COMBOS[12];
+  const c = randomCase(88, options);
+  const dir = `${root}/out-dtype`;
+  writeCase(dir, c);
+  const flags = flagsOf(options);
+  for (const op of ['forward', 'backward']) assert.equal(native([op, '--in', dir, '--out', `${dir}/f32`, ...flags]).status, 0);
+  for (const dtype of ['float16', 'bfloat16']) {
+    for (const op of ['forward', 'backward']) {
+      const n = native([op, '--in', dir, '--out', `${dir}/n-${dtype}`, '--out-dtype', dtype, ...flags]);
+      assert.equal(n.status, 0, n.err);
+      const j = await js([op, '--in', dir, '--out', `${dir}/j-${dtype}`, '--out-dtype', dtype, '--backend', 'native', ...flags]);
+      assert.equal(j.status, 0, j.err);
+    }
+    for (const name of OUTPUTS) {
+      const bytes = readFileSync(`${dir}/n-${dtype}/${name}.npy`);
+      assert.deepEqual(readFileSync(`${dir}/j-${dtype}/${name}.npy`), bytes, `${dtype} ${name}: both CLIs`);
+      const got = parseNpy(bytes), f32 = load(`${dir}/f32/${name}.npy`);
+      assert.equal(got.dtype, dtype === 'float16' ? '<f2' : '<f4', `${dtype} ${name}: dtype`);
+      assert.deepEqual(got.shape, f32.shape);
+      const want = narrowToHalf(f32.data, dtype);
+      if (dtype === 'float16') assert.deepEqual(got.data, want, `${name}: the nearest float16`);
+      else assert.deepEqual(new Uint32Array(got.data.buffer), new Uint32Array(widenHalf(want, 'bfloat16').buffer), `${name}: the nearest bfloat16`);
+    }
+  }
+});
+
 test('level_start_index.npy may be left out (derived): both CLIs give the same bytes as with it', async () => {
   const options = OPTION_COMBOS[9];
   const c = randomCase(77, options);
@@ -258,6 +285,7 @@ const REFUSALS = [
   ['--align-corners=1', null, ['--align-corners=1'], '--align-corners takes no value'],
   ['--in twice', null, ['--in', '/tmp'], '--in given more than once'],
   ['--padding-mode without value', null, ['--padding-mode'], '--padding-mode needs a value'],
+  ['bad --out-dtype', null, ['--out-dtype', 'float64'], "--out-dtype: 'float64', expected float32, float16 or bfloat16"],
   // malformed files, one per class
   ['wrong magic', edit('value.npy', 'NUMPY', 'NUMPX'), [], 'value.npy: not a .npy file'],
   ['unsupported version', edit('attention_weights.npy', 'NUMPY\x01', 'NUMPY\x04'), [], 'unsupported .npy format version 4.0'],

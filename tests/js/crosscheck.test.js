@@ -306,6 +306,7 @@ test('bad crosscheck arguments: exit 2 with one line naming the flag', async () 
     [['--expect', dir, '--rtol', '1e-3', '--dtype', 'bfloat16'], '--dtype and --rtol both set the tolerance'],
     [['--expect', dir, '--top', 'x'], "--top: 'x', expected an integer from 0 to 1000"],
     [['--expect', dir, '--json=1'], '--json takes no value'],
+    [['--expect', dir, '--out-dtype', 'float16'], '--out-dtype is not used by crosscheck (it writes nothing)'],
   ];
   for (const [args, words] of cases) {
     const r = await js(['crosscheck', '--in', dir, ...args]);
