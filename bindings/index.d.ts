@@ -10,7 +10,15 @@ export interface Tensor<Buffer extends ArrayBufferLike = ArrayBuffer> {
   data: Float32Array<Buffer>;
   shape: number[];
 }
-export type TensorInput = { data: Float32Array; shape: readonly number[] } | { data: Float32Array; dims: readonly number[] };
+/**
+ * A tensor argument. Half precision is accepted too and widened exactly to float32 (the same bits
+ * on every backend): a Uint16Array of the bits with dtype 'float16' or 'bfloat16' (and at run time
+ * Float16Array data, where the runtime has it, which these typings do not name).
+ */
+export type TensorInput =
+  | { data: Float32Array; shape: readonly number[]; dtype?: 'float32' }
+  | { data: Float32Array; dims: readonly number[]; dtype?: 'float32' }
+  | { data: Uint16Array; shape: readonly number[]; dtype: 'float16' | 'bfloat16' };
 
 /** Integer lists: plain arrays, any integer typed array (BigInt64Array too), or a { data } tensor. */
 export type IntegerList = readonly (number | bigint)[] | Int32Array | Uint32Array | BigInt64Array | BigUint64Array | Float64Array;

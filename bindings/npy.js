@@ -3,13 +3,17 @@
 //
 //   import { parseNpy, serializeNpy } from 'ms-deform-attn/npy';
 //   const { dtype, shape, data } = parseNpy(bytes);   // data: Float32Array | Int32Array | BigInt64Array
+//                                                      // | Uint16Array (the bits of '<f2', 'bfloat16')
 //   const bytes = serializeNpy({ data, shape });       // version 1.0, NumPy's 64-byte-aligned header
 //
-// Accepted: versions 1.0, 2.0, 3.0; dtypes '<f4', '<i4', '<i8'; C order; any shape whose byte
+// Accepted: versions 1.0, 2.0, 3.0; dtypes '<f4', '<f2', 'bfloat16' (str(ml_dtypes.bfloat16), in a
+// hand-written header: np.save writes it as '<V2', which is refused), '<i4', '<i8'; C order; any shape whose byte
 // size fits in 64 bits. Refused with an NpyError: wrong magic, another version, big-endian or
 // '|' on a multi-byte type, Fortran order, another dtype, a header that is not a well-formed
 // Python dict literal with exactly 'descr', 'fortran_order' and 'shape', a size that overflows,
 // a truncated file, or bytes after the data.
+
+export { widenHalf } from './core/half.js';
 
 export const NPY_MAX_DIMS = 32;
 
@@ -17,7 +21,10 @@ const DTYPES = {
   '<f4': { size: 4, Array: Float32Array },
   '<i4': { size: 4, Array: Int32Array },
   '<i8': { size: 8, Array: BigInt64Array },
+  '<f2': { size: 2, Array: Uint16Array },
+  bfloat16: { size: 2, Array: Uint16Array },
 };
+const EXPECTED = "'<f4', '<f2', 'bfloat16', '<i4' or '<i8'";
 const MAGIC = [0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59]; // \x93NUMPY
 const INT64_MAX = (1n << 63n) - 1n;
 const LITTLE_ENDIAN_HOST = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
@@ -139,8 +146,11 @@ function checkDtype(descr, bool = true) {
   if (descr in DTYPES) return descr;
   let what = 'unsupported dtype';
   if (descr[0] === '>') what = 'big-endian dtype';
-  else if (descr[0] === '|' && ['f4', 'i4', 'i8'].includes(descr.slice(1))) what = "dtype without byte order ('|' is for 1-byte types)";
-  return fail(`${what} '${descr}', expected '<f4', '<i4' or '<i8'`, { descr });
+  else if (descr[0] === '|' && ['f4', 'i4', 'i8', 'f2'].includes(descr.slice(1))) what = "dtype without byte order ('|' is for 1-byte types)";
+  else if (descr === '<V2' || descr === '|V2') {
+    what = "2-byte void dtype (np.save writes ml_dtypes' bfloat16 so; its bits cannot be told from any other 2-byte record)";
+  }
+  return fail(`${what} '${descr}', expected ${EXPECTED}`, { descr });
 }
 
 function parseHeader(bytes, bool) {
@@ -154,7 +164,7 @@ function parseHeader(bytes, bool) {
     if (key === 'descr') {
       const q = c.peek();
       if (q !== 0x27 && q !== 0x22) {
-        fail(`header: 'descr' is not a string (found ${c.found()}); structured dtypes are not supported, expected '<f4', '<i4' or '<i8'`);
+        fail(`header: 'descr' is not a string (found ${c.found()}); structured dtypes are not supported, expected ${EXPECTED}`);
       }
       descr = c.string("'descr'");
     } else if (key === 'fortran_order') {
@@ -174,7 +184,7 @@ function parseHeader(bytes, bool) {
   if (c.peek() !== -1) fail(`header: unexpected ${c.found()} after the closing '}'`);
   for (const key of ['descr', 'fortran_order', 'shape']) if (!seen[key]) fail(`header: missing key '${key}'`);
   const dtype = checkDtype(descr, bool);
-  if (fortran) fail('Fortran-order (column-major) arrays are not supported, expected fortran_order False');
+  if (fortran) fail('Fortran-order (column-major) arrays are not supported, expected fortran_order False: save np.ascontiguousarray(tensor)');
   return { dtype, dims };
 }
 
@@ -233,7 +243,8 @@ export function parseNpyHeader(head, fileSize, { bigint = false, bool = true } =
 /**
  * Parses a whole .npy file. Returns { version, dtype, shape, data, count }: shape an array of
  * numbers (of BigInts with { bigint: true }), data a fresh typed array (Float32Array for '<f4',
- * Int32Array for '<i4', BigInt64Array for '<i8'). A zero-size array can have a dimension past
+ * Int32Array for '<i4', BigInt64Array for '<i8', Uint16Array of the bits for '<f2' and 'bfloat16': widenHalf makes them
+ * float32 exactly, Uint8Array for '|b1'). A zero-size array can have a dimension past
  * Number.MAX_SAFE_INTEGER, which no number holds exactly: without { bigint: true } such a file
  * is refused rather than given a rounded shape. { bool: false } refuses '|b1' as the native CLI's
  * parser does (before any size check). Throws NpyError.
@@ -262,7 +273,8 @@ export function parseNpy(input, { bigint = false, bool = true } = {}) {
     const view = new DataView(bytes.buffer, bytes.byteOffset + offset, n * size);
     data = new TypedArray(n);
     for (let i = 0; i < n; i++) {
-      data[i] = dtype === '<f4' ? view.getFloat32(4 * i, true) : dtype === '<i4' ? view.getInt32(4 * i, true) : view.getBigInt64(8 * i, true);
+      data[i] = dtype === '<f4' ? view.getFloat32(4 * i, true) : dtype === '<i4' ? view.getInt32(4 * i, true)
+        : size === 2 ? view.getUint16(2 * i, true) : view.getBigInt64(8 * i, true);
     }
   }
   if (!bigint) checkSafeShape(dims, shapeText);
@@ -280,8 +292,16 @@ function boolData(bytes, shapeText) {
   return bytes.slice();
 }
 
-const dtypeOf = (data) => (data instanceof Float32Array ? '<f4' : data instanceof Int32Array ? '<i4'
-  : data instanceof BigInt64Array ? '<i8' : null);
+
+const HALF_DTYPES = { '<f2': '<f2', float16: '<f2', bfloat16: 'bfloat16' };
+// The dtype of a tensor to write: from data's type, or for Uint16Array (half-precision bits) from
+// the tensor's dtype ('<f2' | 'float16' | 'bfloat16'). Float16Array is '<f2'.
+function dtypeOf(data, dtype) {
+  if (typeof Float16Array === 'function' && data instanceof Float16Array) return '<f2';
+  if (data instanceof Uint16Array) return Object.hasOwn(HALF_DTYPES, dtype) ? HALF_DTYPES[dtype] : null;
+  return data instanceof Float32Array ? '<f4' : data instanceof Int32Array ? '<i4' : data instanceof BigInt64Array ? '<i8' : null;
+}
+const DATA_TYPES = "a Float32Array, Int32Array, BigInt64Array, Float16Array, or Uint16Array with dtype '<f2' or 'bfloat16'";
 
 /**
  * The header NumPy writes for version 1.0: magic, version, length and the dict, padded with
@@ -299,7 +319,7 @@ function shapeCopy(shape) {
 }
 
 export function npyHeader(dtype, shapeGiven) {
-  if (!(dtype in DTYPES)) throw new TypeError(`npyHeader: dtype must be '<f4', '<i4' or '<i8', got ${String(dtype)}`);
+  if (!Object.hasOwn(DTYPES, dtype)) throw new TypeError(`npyHeader: dtype must be ${EXPECTED}, got ${String(dtype)}`);
   const shape = shapeCopy(shapeGiven);
   const dict = `{'descr': '${dtype}', 'fortran_order': False, 'shape': ${formatShape(shape)}, }`;
   const total = Math.ceil((10 + dict.length + 1) / 64) * 64;
@@ -316,12 +336,13 @@ export function npyHeader(dtype, shapeGiven) {
 }
 
 /**
- * The data section of a .npy file for a Float32Array, Int32Array or BigInt64Array: its
- * little-endian bytes (a view of data itself on little-endian hosts, no copy).
+ * The data section of a .npy file for a Float32Array, Int32Array, BigInt64Array, Float16Array
+ * or Uint16Array (half-precision bits, with dtype): its little-endian bytes (a view of data
+ * itself on little-endian hosts, no copy).
  */
-export function npyDataBytes(data) {
-  const dtype = dtypeOf(data);
-  if (dtype === null) throw new TypeError('serializeNpy: data must be a Float32Array, Int32Array or BigInt64Array');
+export function npyDataBytes(data, dtypeGiven) {
+  const dtype = dtypeOf(data, dtypeGiven);
+  if (dtype === null) throw new TypeError(`serializeNpy: data must be ${DATA_TYPES}`);
   const size = DTYPES[dtype].size;
   if (LITTLE_ENDIAN_HOST) return new Uint8Array(data.buffer, data.byteOffset, data.length * size); // NaN payloads too
   const out = new Uint8Array(data.length * size);
@@ -329,6 +350,7 @@ export function npyDataBytes(data) {
   for (let i = 0; i < data.length; i++) {
     if (dtype === '<f4') view.setFloat32(4 * i, data[i], true);
     else if (dtype === '<i4') view.setInt32(4 * i, data[i], true);
+    else if (size === 2) view.setUint16(2 * i, new Uint16Array(data.buffer, data.byteOffset, data.length)[i], true);
     else view.setBigInt64(8 * i, data[i], true);
   }
   return out;
@@ -337,18 +359,19 @@ export function npyDataBytes(data) {
 /**
  * Serializes { data, shape } as a version 1.0 .npy file with NumPy's header (padded with spaces
  * and a newline so the data starts at a multiple of 64). The dtype follows data: Float32Array
- * → '<f4', Int32Array → '<i4', BigInt64Array → '<i8'.
+ * → '<f4', Int32Array → '<i4', BigInt64Array → '<i8', Float16Array → '<f2'; a Uint16Array holds
+ * half-precision bits and needs dtype: '<f2' (or 'float16') or 'bfloat16'.
  */
-export function serializeNpy({ data, shape }) {
-  const dtype = dtypeOf(data);
-  if (dtype === null) throw new TypeError('serializeNpy: data must be a Float32Array, Int32Array or BigInt64Array');
+export function serializeNpy({ data, shape, dtype: dtypeGiven }) {
+  const dtype = dtypeOf(data, dtypeGiven);
+  if (dtype === null) throw new TypeError(`serializeNpy: data must be ${DATA_TYPES}`);
   const dims = shapeCopy(shape);
   const header = npyHeader(dtype, dims);
   const count = dims.reduce((a, b) => a * b, 1);
   if (count !== data.length) {
     throw new RangeError(`serializeNpy: shape ${formatShape(dims)} has ${count} elements, data has ${data.length}`);
   }
-  const body = npyDataBytes(data);
+  const body = npyDataBytes(data, dtypeGiven);
   const out = new Uint8Array(header.length + body.length);
   out.set(header, 0);
   out.set(body, header.length);
