@@ -175,11 +175,7 @@ static void replay(const msda_plan *p, const msda_tensors *t, int backward, v4 *
             const int n = (int)(left < MSDA_ORDER_CHUNK ? left : MSDA_ORDER_CHUNK);
             sample_order(p, t, &sg, b, q0, n, order);
             for (int i = 0; i < n; i++) {
-#if defined(__wasm__)
-                if (i + 1 < n && !backward) fetch_query(&fa, p, t, b, q0 + (order[i + 1] & MSDA_ORDER_INDEX), 0);
-#else
                 if (i + 1 < n) fetch_query(&fa, p, t, b, q0 + (order[i + 1] & MSDA_ORDER_INDEX), backward);
-#endif
                 for (int64_t h = 0; h < p->num_heads; h++)
                     if (backward) replay_query(p, t, &gc, b, q0 + (order[i] & MSDA_ORDER_INDEX), h, 1, acc);
                     else replay_forward_query(p, t, &gc, &tp, b, q0 + (order[i] & MSDA_ORDER_INDEX), h);
