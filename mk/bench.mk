@@ -36,7 +36,18 @@ $(BENCH)/limit_probe.js: tests/bench/probe.c tests/bench/probe_isa.c $(PROBE_HDR
 	$(BENCH_EMCC) $(BENCH_WASM_CFLAGS) -DPROBE_ISA=base -Isrc -Itests/bench -sALLOW_MEMORY_GROWTH -sINITIAL_MEMORY=64MB \
 	  tests/bench/probe.c tests/bench/probe_isa.c $(LIB_SRC) -o $@
 
-bench-build: native wasm $(BENCH)/limit_probe.js $(BENCH)/limit_probe $(BENCH)/kernel_bench $(BENCH)/kernel_bench_simd.js
+# The memory-floor probe (tests/bench/probe_walk.c): the kernels' own row reads replayed, in
+# their order, on the bench configs; AVX2's flags natively on x86-64 (the library's default ISA
+# there), the kernel's in wasm.
+$(BENCH)/walk_probe: tests/bench/probe_walk.c $(LIB_HDR) $(NATIVE)/libmsda.a mk/bench.mk
+	@mkdir -p $(dir $@)
+	$(CC) -O3 $(CSTD) $(CWARN) $(if $(filter avx2,$(PROBE_ISAS)),$(PROBE_FLAGS_avx2)) -Isrc tests/bench/probe_walk.c \
+	  $(NATIVE)/libmsda.a -lm -pthread -o $@
+$(BENCH)/walk_probe.js: tests/bench/probe_walk.c $(LIB_SRC) $(LIB_HDR) mk/bench.mk $(BENCH)/package.json
+	$(BENCH_EMCC) $(BENCH_WASM_CFLAGS) -Isrc -sALLOW_MEMORY_GROWTH tests/bench/probe_walk.c $(LIB_SRC) -o $@
+
+bench-build: native wasm $(BENCH)/limit_probe.js $(BENCH)/limit_probe $(BENCH)/kernel_bench $(BENCH)/kernel_bench_simd.js \
+  $(BENCH)/walk_probe $(BENCH)/walk_probe.js
 
 # bench.js: the backends through the JS API; then isa.js: the native kernels on every ISA this
 # CPU has, each against its own probe (and wasm SIMD against the wasm probe), in one run.

@@ -52,7 +52,10 @@ for (let i = 0; i < argv.length; i++) {
 const root = (p) => fileURLToPath(new URL(`../${p}`, import.meta.url));
 const PROBE_WASM = root('build/bench/limit_probe.js');
 const PROBE_NATIVE = root('build/bench/limit_probe');
-for (const p of [PROBE_WASM, PROBE_NATIVE]) {
+// The memory floor of each pass's walk (tests/bench/probe_walk.c): the kernel's row reads replayed.
+const WALK_WASM = root('build/bench/walk_probe.js');
+const WALK_NATIVE = root('build/bench/walk_probe');
+for (const p of [PROBE_WASM, PROBE_NATIVE, WALK_WASM, WALK_NATIVE]) {
   if (!existsSync(p)) {
     process.stderr.write(`bench: ${p} is missing; run \`make bench\`, which builds it from tests/bench/probe.c\n`);
     process.exit(1);
@@ -128,10 +131,11 @@ function backwardHeap(msda, kase) {
   return { peak, grew, leaked };
 }
 
-function runProbe(kind, samples) {
+function runProbe(kind, samples, walkConfig = null) {
+  const arg = walkConfig ?? String(samples);
   const [cmd, args] = kind === 'wasm'
-    ? [process.execPath, ['--no-experimental-fetch', '--no-liftoff', PROBE_WASM, String(samples)]]
-    : [PROBE_NATIVE, [String(samples)]];
+    ? [process.execPath, ['--no-experimental-fetch', '--no-liftoff', walkConfig ? WALK_WASM : PROBE_WASM, arg]]
+    : [walkConfig ? WALK_NATIVE : PROBE_NATIVE, [arg]];
   let out;
   try {
     out = execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
@@ -156,18 +160,24 @@ for (const [name, load] of backends) apis[name] = await load();
 
 const results = [];   // { config, backend, fwd, bwd, fwdReuse, bwdReuse, ... }
 const probes = {};    // config -> { wasm: {fwd,bwd}, native: {fwd,bwd} }
+const floors = {};    // the same, of the memory-floor probe
 const heaps = {};
 
 for (const config of configs) {
   progress(`bench: ${config}: making inputs`);
   const kase = makeCase(config);
   const probe = { wasm: { fwd: Infinity, bwd: Infinity }, native: { fwd: Infinity, bwd: Infinity } };
+  const floor = { wasm: { fwd: Infinity, bwd: Infinity }, native: { fwd: Infinity, bwd: Infinity } };
   const probeRound = () => {
     for (const kind of ['wasm', 'native']) {
       progress(`bench: ${config} limit probe (${kind})`);
       const r = runProbe(kind, kase.samples);
       probe[kind].fwd = Math.min(probe[kind].fwd, r.fwd);
       probe[kind].bwd = Math.min(probe[kind].bwd, r.bwd);
+      progress(`bench: ${config} memory floor (${kind})`);
+      const m = runProbe(kind, 0, config);
+      floor[kind].fwd = Math.min(floor[kind].fwd, m.fwd);
+      floor[kind].bwd = Math.min(floor[kind].bwd, m.bwd);
     }
   };
   // Probe rounds before, between and after the backends, so both see the same machine.
@@ -184,6 +194,7 @@ for (const config of configs) {
   if (config === 'small') results.push({ config, backend: 'reference', dims: kase.dims, ...timeBackend(null, kase, 'reference') });
   if (!quick && config === 'encoder') probeRound();
   probes[config] = probe;
+  floors[config] = floor;
   progress(`bench: ${config}: wasm heap of a backward call`);
   heaps[config] = { ...backwardHeap(apis.wasm, kase), ioBytes: kase.ioBytes };
 }
@@ -197,6 +208,7 @@ const find = (config, backend) => results.find((r) => r.config === config && r.b
 // (it does the same kernel call plus copies). The reference has no reuse path.
 const kernelTime = (r, pass) => Math.min(r[`${pass}Reuse`] ?? Infinity, r[pass]);
 const probeOf = (r) => probes[r.config][r.backend === 'native' ? 'native' : 'wasm'];
+const floorOf = (r) => floors[r.config][r.backend === 'native' ? 'native' : 'wasm'];
 const round = (x, d = 2) => (x === null ? null : Number(x.toFixed(d)));
 
 if (json) {
@@ -209,6 +221,8 @@ if (json) {
     line.bwd_speedup_vs_wasm_scalar = round(kernelTime(scalar, 'bwd') / kernelTime(r, 'bwd'), 3);
     line.fwd_x_probe = round(kernelTime(r, 'fwd') / probeOf(r).fwd, 3);
     line.bwd_x_probe = round(kernelTime(r, 'bwd') / probeOf(r).bwd, 3);
+    line.fwd_x_memory_floor = round(kernelTime(r, 'fwd') / floorOf(r).fwd, 3);
+    line.bwd_x_memory_floor = round(kernelTime(r, 'bwd') / floorOf(r).bwd, 3);
     const pixel = PIXEL_ORDER[r.config] && find(PIXEL_ORDER[r.config], r.backend);
     if (pixel) {   // the same problem in pixel order = 1
       line.fwd_x_pixel_order = round(kernelTime(r, 'fwd') / kernelTime(pixel, 'fwd'), 3);
@@ -225,6 +239,8 @@ if (json) {
       const { B, L, Q, H: h, C: c, NL, P: p } = find(config, 'wasm').dims;
       console.log(JSON.stringify({ config, backend: `limit-probe-${kind}`, threads: 1,
         fwd_ms: round(probes[config][kind].fwd), bwd_ms: round(probes[config][kind].bwd), B, L, Q, H: h, C: c, NL, P: p }));
+      console.log(JSON.stringify({ config, backend: `memory-floor-${kind}`, threads: 1,
+        fwd_ms: round(floors[config][kind].fwd), bwd_ms: round(floors[config][kind].bwd), B, L, Q, H: h, C: c, NL, P: p }));
     }
   }
 } else {
@@ -232,9 +248,11 @@ if (json) {
   console.log(`ms-deform-attn benchmark: one thread, min over repeats, ms. ${cpu} (${os.cpus().length} CPUs), node ${process.version}`);
   console.log('fwd/bwd: the copying API (msda.forward/backward); reuse: msda.prepare, no copies.');
   console.log('x scalar: speed-up over wasm scalar; x probe: time / the limit probe (wasm SIMD probe for wasm, native probe for native);');
-  console.log('both on the kernel time (the reuse time, or the copying one where noise made it lower).');
+  console.log('x floor: time / the memory floor of its walk (tests/bench/probe_walk.c: the kernel\'s own row reads, in its order, one add a vector);');
+  console.log('all on the kernel time (the reuse time, or the copying one where noise made it lower).');
   console.log('');
-  const head = ['config', 'backend', 'fwd', 'bwd', 'fwd reuse', 'bwd reuse', 'fwd x scalar', 'bwd x scalar', 'fwd x probe', 'bwd x probe'];
+  const head = ['config', 'backend', 'fwd', 'bwd', 'fwd reuse', 'bwd reuse', 'fwd x scalar', 'bwd x scalar', 'fwd x probe', 'bwd x probe',
+    'fwd x floor', 'bwd x floor'];
   const rows = [head];
   const f = (x, d = 1) => (x === null || x === undefined ? '-' : x.toFixed(d));
   for (const r of results) {
@@ -243,12 +261,15 @@ if (json) {
     rows.push([r.config, r.backend === 'wasm' ? 'wasm SIMD' : r.backend === 'reference' ? 'JS float64 ref' : r.backend,
       f(r.fwd), f(r.bwd), f(r.fwdReuse), f(r.bwdReuse),
       f(kernelTime(scalar, 'fwd') / kernelTime(r, 'fwd'), 2), f(kernelTime(scalar, 'bwd') / kernelTime(r, 'bwd'), 2),
-      probe ? f(kernelTime(r, 'fwd') / probe.fwd, 2) : '-', probe ? f(kernelTime(r, 'bwd') / probe.bwd, 2) : '-']);
+      probe ? f(kernelTime(r, 'fwd') / probe.fwd, 2) : '-', probe ? f(kernelTime(r, 'bwd') / probe.bwd, 2) : '-',
+      probe ? f(kernelTime(r, 'fwd') / floorOf(r).fwd, 2) : '-', probe ? f(kernelTime(r, 'bwd') / floorOf(r).bwd, 2) : '-']);
   }
   for (const config of configs) {
     for (const kind of ['wasm', 'native']) {
       const pr = probes[config][kind];
-      rows.push([config, `limit probe (${kind === 'wasm' ? 'wasm SIMD' : 'native'})`, f(pr.fwd), f(pr.bwd), '-', '-', '-', '-', '1.00', '1.00']);
+      rows.push([config, `limit probe (${kind === 'wasm' ? 'wasm SIMD' : 'native'})`, f(pr.fwd), f(pr.bwd), '-', '-', '-', '-', '1.00', '1.00', '-', '-']);
+      const fl = floors[config][kind];
+      rows.push([config, `memory floor (${kind === 'wasm' ? 'wasm SIMD' : 'native'})`, f(fl.fwd), f(fl.bwd), '-', '-', '-', '-', '-', '-', '1.00', '1.00']);
     }
   }
   const widths = head.map((_, i) => Math.max(...rows.map((row) => row[i].length)));

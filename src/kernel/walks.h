@@ -5,8 +5,8 @@
  * column by column of the widest level (coarser columns, then bands, where that would make more
  * than MSDA_ORDER_CELLS cells). A query's place is the mean of the points of head 0's first level
  * that has a live point (both coordinates not NaN, weight not 0; at most its first four points),
- * clamped into [0, 1]; queries are counting-sorted by the cell of that place (stable: index
- * order within a cell) and walked cell by cell, band by band. Neighbouring queries then share
+ * clamped into [0, 1]; queries are counting-sorted by the cell of that place (within a cell in
+ * an order fixed by the keys alone, sample_order) and walked cell by cell, band by band. Neighbouring queries then share
  * their rows in cache, and one sweep over the image reads each level's rows a few times, in any
  * query order: one query per pixel (encoder self-attention) in pixel order or shuffled, or a
  * two-stage decoder's proposals in score order. More than MSDA_ORDER_CHUNK queries are walked
@@ -131,7 +131,9 @@ static void sample_order(const msda_plan *p, const msda_tensors *t, const sample
  * tensors, so the hardware prefetchers cannot guess them and each row's first touch would wait
  * on memory (and a page walk). Every cache line, not just the first. WebAssembly has no
  * prefetch: a load of each line instead (the sum only keeps the loads), which the CPU issues
- * ahead of the work that follows. The bits are untouched either way. */
+ * ahead of the work that follows; in the threads module only of the rows the pass reads, not of
+ * an output's, which another thread's part may be writing (other heads of the same query). The
+ * bits are untouched either way. */
 #define MSDA_LINE 64
 
 typedef struct fetch_ahead {
@@ -142,7 +144,11 @@ MSDA_INLINE void fetch_rows(fetch_ahead *fa, const void *row, int64_t bytes, int
 {
     const char *r = (const char *)row;
 #if defined(__wasm__)
+#if defined(MSDA_WASM_THREADS)
+    if (write) return;
+#else
     (void)write;
+#endif
     float s = 0.0f;
     for (int64_t k = 0; k < bytes; k += MSDA_LINE) s += *(const float *)(const void *)(r + k);
     fa->sink += s;
@@ -156,7 +162,7 @@ MSDA_INLINE void fetch_rows(fetch_ahead *fa, const void *row, int64_t bytes, int
 }
 
 /* The rows of query q of batch b in every tensor indexed by query (locations: BQHLP2's row; in
- * B2QHLP its x and y rows). `outputs` names the per-query outputs of the pass. */
+ * B2QHLP its x and y rows), the forward's or (`backward`) the backward's. */
 MSDA_INLINE void fetch_query(fetch_ahead *fa, const msda_plan *p, const msda_tensors *t, int64_t b, int64_t q,
                              int backward)
 {
