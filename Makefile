@@ -38,6 +38,7 @@ include mk/native.mk
 -include mk/bundlers.mk
 -include mk/bench.mk
 -include mk/fuzz.mk
+-include mk/webgpu.mk
 
 setup:
 	@scripts/setup.sh

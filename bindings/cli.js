@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { BOUND_RULE, compareWithBounds, coordinates, formatCoordinates, OUTPUT_NAMES as CHECKED_OUTPUTS, referenceWithBounds, UNIT_ROUNDOFF } from './core/crosscheck.js';
 import { narrowToHalf, widenHalf } from './core/half.js';
 import { looksLikeZip, NpzError, parseNpz } from './core/npz.js';
-import { formatShape, npyHeader, NpyError, parseNpy, npyDataBytes } from './npy.js';
+import { formatShape, npyHeader, NpyError, parseNpy, parseNpyHeader, npyDataBytes } from './npy.js';
 
 const USAGE = `usage: msda forward    --in DIR --out DIR [options]
        msda backward   --in DIR --out DIR [options]
@@ -217,7 +217,7 @@ function dtypeHint(path, descr, want, name = path.slice(path.lastIndexOf('/') + 
 
 // As the native CLI reads: open without waiting (a FIFO), check what was opened (so nothing
 // swapped in after a check is read), and read the size it had then.
-function readFileAsNative(path) {
+function readFileAsNative(path, large) {
   let fd;
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
@@ -232,6 +232,7 @@ function readFileAsNative(path) {
       throw bad(`${path}: cannot stat: ${why(e)}`);
     }
     if (!st.isFile()) throw bad(`${path}: not a regular file`);
+    if (large !== undefined && st.size > PARTS.limit) return large(fd, st.size);
     let bytes;
     try {
       bytes = Buffer.allocUnsafe(st.size);
@@ -254,22 +255,99 @@ function readFileAsNative(path) {
   }
 }
 
+// A Node Buffer (a Uint8Array) holds at most 4 GiB: a larger file is read in parts, its preamble
+// and header first (parseNpyHeader: parseNpy's checks, against the file's size), then its data
+// straight into its typed array, so the same files get the same verdicts as from the native CLI.
+// MSDA_TEST_NPY_PARTS=limit,part (tests): files over `limit` bytes, read `part` bytes at a time.
+const PARTS = (() => {
+  const m = /^(\d+),(\d+)$/.exec(process.env.MSDA_TEST_NPY_PARTS ?? '');
+  return m ? { limit: Number(m[1]), part: Math.max(1, Number(m[2])) } : { limit: 2 ** 31, part: 2 ** 30 };
+})();
+
+const FLOAT_DTYPES = ['<f4', '<f2', 'bfloat16'], INT_DTYPES = ['<i4', '<i8'];
+const wrongDtype = (a, want) => !(want === 'float' ? FLOAT_DTYPES : INT_DTYPES).includes(a.dtype);
+
+function readNpyInParts(path, fd, size, want) {
+  const readAt = (buf, at) => {
+    let got = 0;
+    try {
+      while (got < buf.length) {
+        const n = readSync(fd, buf, got, Math.min(buf.length - got, PARTS.part), at + got);
+        if (n === 0) break; // shrank while reading: judge what is there
+        got += n;
+      }
+    } catch (e) {
+      throw new CliError(1, `${path}: read error: ${why(e)}`);
+    }
+    return got;
+  };
+  const pre = new Uint8Array(Math.min(size, 12));
+  let got = readAt(pre, 0);
+  let head = pre.subarray(0, got);
+  let judged = got < pre.length ? got : size;   // shrank while reading: judge what is there
+  if (judged === size && got === 12) {
+    const prefix = pre[6] === 1 ? 10 : 12;
+    const headerLen = pre[8] + pre[9] * 256 + (prefix === 12 ? pre[10] * 65536 + pre[11] * 2 ** 24 : 0);
+    if (prefix + headerLen <= size) {
+      let full;
+      try {
+        full = new Uint8Array(prefix + headerLen);
+      } catch {
+        throw new CliError(1, `${path}: out of memory reading ${size} bytes`);
+      }
+      got = readAt(full, 0);
+      head = full.subarray(0, got);
+      if (got < full.length) judged = got;
+    }
+  }
+  const a = parseNpyHeader(head, judged, { bigint: true, bool: false });
+  if (wrongDtype(a, want)) throw bad(dtypeHint(path, a.dtype, want));   // before reading gigabytes
+  if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1) throw new CliError(1, `${path}: a file this large is read on little-endian machines only`);
+  let data;
+  try {
+    data = new ({ '<f4': Float32Array, '<i4': Int32Array, '<i8': BigInt64Array, '<f2': Uint16Array, bfloat16: Uint16Array })[a.dtype](a.count);
+  } catch {
+    throw new CliError(1, `${path}: out of memory reading ${size} bytes`);
+  }
+  const bytes = data.byteLength;
+  for (let done = 0; done < bytes;) {
+    const part = new Uint8Array(data.buffer, done, Math.min(bytes - done, 2 ** 30));
+    const n = readAt(part, a.dataOffset + done);
+    done += n;
+    if (n < part.length) parseNpyHeader(head, a.dataOffset + done, { bigint: true, bool: false });   // shrank: its verdict (truncated)
+  }
+  return { version: a.version, dtype: a.dtype, shape: a.shape, data, count: a.count };
+}
+
 function readNpyFile(path, want) {
-  return npyFromBytes(path, readFileAsNative(path), want);
+  let a;
+  try {
+    const read = readFileAsNative(path, (fd, size) => readNpyInParts(path, fd, size, want));
+    a = read instanceof Uint8Array ? parseNpy(read, { bigint: true, bool: false }) : read;
+  } catch (e) {
+    if (e instanceof NpyError && e.descr !== undefined) throw bad(dtypeHint(path, e.descr, want));
+    if (e instanceof NpyError) throw bad(`${path}: ${e.message}`);
+    throw e;
+  }
+  return finishNpy(path, a, want);
 }
 
 // name: the file's own name, for the dtype hint (a member's inside an .npz).
-function npyFromBytes(path, bytes, want, name = undefined) {
+function npyFromBytes(path, bytes, want, name) {
   let a;
   try {
-    a = parseNpy(bytes, { bigint: true });
+    a = parseNpy(bytes, { bigint: true, bool: false });
   } catch (e) {
     if (e instanceof NpyError && e.descr !== undefined) throw bad(dtypeHint(path, e.descr, want, name));
     if (e instanceof NpyError) throw bad(`${path}: ${e.message}`);
     throw e;
   }
-  const isFloat = ['<f4', '<f2', 'bfloat16'].includes(a.dtype);
-  if ((want === 'float') !== isFloat) throw bad(dtypeHint(path, a.dtype, want, name));
+  return finishNpy(path, a, want, name);
+}
+
+// The dtype the file must have, half precision widened exactly, the shape for messages and checks.
+function finishNpy(path, a, want, name = undefined) {
+  if (wrongDtype(a, want)) throw bad(dtypeHint(path, a.dtype, want, name));
   if (a.dtype === '<f2' || a.dtype === 'bfloat16') a.data = widenHalf(a.data, a.dtype === '<f2' ? 'float16' : 'bfloat16');
   // Exact dimensions for messages; numbers for the checks (a dimension past 2^53 rounds to a
   // number >= 2^53, which still differs from every size a file can hold).
@@ -306,8 +384,19 @@ function isMissing(path) {
   }
 }
 
+// The name is in its directory (lstat: a dangling symlink too).
+function listed(path) {
+  try {
+    lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * A directory of .npy files or an .npz archive of them (named by flag in messages): has(name)
+ * (a name that is listed but cannot be read, a dangling symlink, is there: reading it says why)
  * and read(name, want), each member named `ARCHIVE:name` in messages.
  */
 function openSource(flag, dir) {
@@ -318,7 +407,7 @@ function openSource(flag, dir) {
     throw bad(`${flag} ${dir}: ${why(e)}`);
   }
   if (st.isDirectory()) {
-    return { has: (name) => exists(joinPath(dir, name)), missing: (name) => isMissing(joinPath(dir, name)),
+    return { has: (name) => exists(joinPath(dir, name)) || listed(joinPath(dir, name)), missing: (name) => isMissing(joinPath(dir, name)),
       read: (name, want) => readNpyFile(joinPath(dir, name), want), path: (name) => joinPath(dir, name) };
   }
   const bytes = st.isFile() ? readFileAsNative(dir) : null;
@@ -761,6 +850,7 @@ async function crosscheck(o, print) {
     expected = {};
     const problems = [];
     for (const n of ['output', 'grad_value', 'grad_sampling_locations', 'grad_attention_weights']) {
+      // A name that is there but cannot be read (a dangling symlink) is an error, as under --in.
       try {
         if (source.has(`${n}.npy`)) expected[n] = source.read(`${n}.npy`, 'float');
       } catch (e) {
@@ -842,7 +932,10 @@ async function crosscheck(o, print) {
 
 // ---- main ------------------------------------------------------------------------------------------
 
-const STDIO = { out: (s) => process.stdout.write(s), err: (s) => process.stderr.write(s) };
+// A reader that went away (`msda crosscheck ... | head -1`): the rest of the output is dropped,
+// the command still finishes and exits with its own status, and nothing is said about it.
+let stdoutGone = false;
+const STDIO = { out: (s) => { if (!stdoutGone) process.stdout.write(s); }, err: (s) => process.stderr.write(s) };
 
 /**
  * Runs the command line on argv (without node and the script); returns the exit status.
@@ -886,4 +979,10 @@ const invokedAs = (() => {
     return '';
   }
 })();
-if (invokedAs === fileURLToPath(import.meta.url)) process.exitCode = await main(process.argv.slice(2));
+if (invokedAs === fileURLToPath(import.meta.url)) {
+  process.stdout.on('error', (e) => {
+    if (e.code !== 'EPIPE') throw e;
+    stdoutGone = true;
+  });
+  process.exitCode = await main(process.argv.slice(2));
+}

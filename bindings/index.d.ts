@@ -214,6 +214,9 @@ export function init(options?: InitOptions): Promise<Msda>;
 /** The native Node addon with the same API (Node only). Where no addon loads (no prebuild for
  *  this platform), rejects with an Error whose code is 'MSDA_NATIVE_UNAVAILABLE'. */
 export function initNative(options?: { addonPath?: string; threads?: number | 'auto' }): Promise<Msda>;
+/** init() on this thread, synchronously: the wasm module on one thread, read from disk (Node
+ *  only; in browsers it throws, use init()). Its instance shares nothing with init()'s. */
+export function initSync(options?: Pick<InitOptions, 'simd' | 'wasmPaths'> & { backend?: 'wasm' | 'wasm-scalar' }): Msda;
 /** True when this runtime can run the SIMD128 module. */
 export function simdSupported(): boolean;
 /** The reference API's defaults. */

@@ -16,14 +16,15 @@ export type NpyData = Float32Array | Int32Array | BigInt64Array | Uint16Array;
 export interface NpyArray {
   /** Format version major number: 1, 2 or 3. */
   version: 1 | 2 | 3;
-  dtype: NpyDtype;
+  /** Also '|b1' (NumPy's bool, e.g. a PyTorch padding mask), read but not written. */
+  dtype: NpyDtype | '|b1';
   shape: number[];
   /**
    * A fresh typed array: Float32Array for '<f4', Int32Array for '<i4', BigInt64Array for '<i8',
    * Uint16Array of the bits for '<f2' and 'bfloat16' (widenHalf below makes them float32
-   * exactly).
+   * exactly), Uint8Array of 0 and 1 for '|b1'.
    */
-  data: NpyData;
+  data: NpyData | Uint8Array;
   count: number;
 }
 
@@ -36,9 +37,13 @@ export interface NpyArrayBigShape extends Omit<NpyArray, 'shape'> {
  * Parses a whole .npy file (versions 1.0-3.0, '<f4' | '<f2' | 'bfloat16' | '<i4' | '<i8', C order). Throws NpyError,
  * also for a (zero-size) array with a dimension past Number.MAX_SAFE_INTEGER unless bigint is set.
  */
-export declare function parseNpy(bytes: Uint8Array | ArrayBuffer | ArrayBufferView, options?: { bigint?: false }): NpyArray;
+export declare function parseNpy(bytes: Uint8Array | ArrayBuffer | ArrayBufferView, options?: { bigint?: false; bool?: boolean }): NpyArray;
 /** The same, with every dimension an exact BigInt. */
-export declare function parseNpy(bytes: Uint8Array | ArrayBuffer | ArrayBufferView, options: { bigint: true }): NpyArrayBigShape;
+export declare function parseNpy(bytes: Uint8Array | ArrayBuffer | ArrayBufferView, options: { bigint: true; bool?: boolean }): NpyArrayBigShape;
+/** parseNpy's checks from a file's first bytes (its preamble and header) and its size, without its
+ *  data (for files over 4 GiB, which no Uint8Array holds): where the data starts and what it is. */
+export declare function parseNpyHeader(head: Uint8Array, fileSize: number, options?: { bigint?: boolean; bool?: boolean }):
+  { version: 1 | 2 | 3; dtype: NpyDtype | '|b1'; shape: number[] | bigint[]; count: number; dataOffset: number };
 
 /**
  * A version 1.0 .npy file with NumPy's 64-byte-aligned header; the dtype follows data

@@ -141,7 +141,8 @@ class Cursor {
   }
 }
 
-function checkDtype(descr) {
+function checkDtype(descr, bool = true) {
+  if (descr === BOOL && bool) return descr;
   if (descr in DTYPES) return descr;
   let what = 'unsupported dtype';
   if (descr[0] === '>') what = 'big-endian dtype';
@@ -152,7 +153,7 @@ function checkDtype(descr) {
   return fail(`${what} '${descr}', expected ${EXPECTED}`, { descr });
 }
 
-function parseHeader(bytes) {
+function parseHeader(bytes, bool) {
   const c = new Cursor(bytes);
   const seen = {};
   let descr, fortran, dims;
@@ -182,34 +183,15 @@ function parseHeader(bytes) {
   c.pos++;
   if (c.peek() !== -1) fail(`header: unexpected ${c.found()} after the closing '}'`);
   for (const key of ['descr', 'fortran_order', 'shape']) if (!seen[key]) fail(`header: missing key '${key}'`);
-  const dtype = checkDtype(descr);
+  const dtype = checkDtype(descr, bool);
   if (fortran) fail('Fortran-order (column-major) arrays are not supported, expected fortran_order False: save np.ascontiguousarray(tensor)');
   return { dtype, dims };
 }
 
-// ---- the file layout --------------------------------------------------------------------------
-
-/**
- * Parses a whole .npy file. Returns { version, dtype, shape, data, count }: shape an array of
- * numbers (of BigInts with { bigint: true }), data a fresh typed array (Float32Array for '<f4',
- * Int32Array for '<i4', BigInt64Array for '<i8', Uint16Array of the bits for '<f2' and
- * 'bfloat16': widenHalf(data, 'float16' | 'bfloat16'), exported here too, makes them float32 exactly). A zero-size array can have a dimension past
- * Number.MAX_SAFE_INTEGER, which no number holds exactly: without { bigint: true } such a file
- * is refused rather than given a rounded shape. Throws NpyError.
- */
-export function parseNpy(input, { bigint = false } = {}) {
-  let bytes;
-  // A plain Uint8Array view (a Node Buffer's slice() would not copy).
-  if (!(input instanceof ArrayBuffer) && !ArrayBuffer.isView(input)) {
-    throw new TypeError(`parseNpy: expected a Uint8Array or ArrayBuffer, got ${input === null ? 'null' : typeof input}`);
-  }
-  try {
-    bytes = input instanceof ArrayBuffer ? new Uint8Array(input) : new Uint8Array(input.buffer, input.byteOffset, input.byteLength);
-  } catch (e) {
-    // A detached (transferred) buffer, or a view whose offsets lie.
-    throw new TypeError(`parseNpy: cannot read the input's bytes (${e.message})`);
-  }
-  const len = bytes.length;
+// The preamble and header of a file of `len` bytes whose first bytes are `bytes` (all of them, or
+// at least the preamble and the header), with every check parseNpy makes on them and on the
+// file's size; the data is not looked at.
+function readHeader(bytes, len, bool) {
   if (len === 0) fail('empty file, expected a .npy file');
   for (let i = 0; i < Math.min(len, 6); i++) {
     if (bytes[i] !== MAGIC[i]) fail('not a .npy file: it does not start with the magic string \\x93NUMPY');
@@ -222,21 +204,71 @@ export function parseNpy(input, { bigint = false } = {}) {
   let headerLen = bytes[8] | (bytes[9] << 8);
   if (major !== 1) headerLen += (bytes[10] << 16) + bytes[11] * 2 ** 24;
   if (headerLen > len - prefix) fail(`truncated: the header is ${headerLen} bytes but only ${len - prefix} follow the preamble`);
-  const { dtype, dims } = parseHeader(bytes.subarray(prefix, prefix + headerLen));
+  if (bytes.length < prefix + headerLen) throw new RangeError('parseNpyHeader: head must hold the whole preamble and header');
+  const { dtype, dims } = parseHeader(bytes.subarray(prefix, prefix + headerLen), bool);
 
   const shapeText = formatShape(dims);
   let count = 1n;
   for (const d of dims) count *= d;
-  const { size, Array: TypedArray } = DTYPES[dtype];
+  const { size, Array: TypedArray } = DTYPES[dtype] ?? BOOL_TYPE;
   const dataBytes = count * BigInt(size);
   if (dataBytes > INT64_MAX) fail(`shape ${shapeText} of '${dtype}' has more elements than fit in 64-bit byte sizes`);
   const offset = prefix + headerLen, have = BigInt(len - offset);
   if (have < dataBytes) fail(`truncated: shape ${shapeText} of '${dtype}' needs ${dataBytes} data bytes, the file has ${have}`);
   if (have > dataBytes) fail(`${have - dataBytes} bytes of trailing data after the ${dataBytes} that shape ${shapeText} of '${dtype}' needs`);
 
+  return { major, dtype, dims, shapeText, count, offset, size, TypedArray };
+}
+
+function checkSafeShape(dims, shapeText) {
+  const unsafe = dims.find((d) => d > BigInt(Number.MAX_SAFE_INTEGER));
+  if (unsafe !== undefined) {
+    fail(`shape ${shapeText} has dimension ${unsafe}, past 2^53 - 1, which a JavaScript number cannot hold exactly (parseNpy(bytes, { bigint: true }) gives BigInt dimensions)`);
+  }
+}
+
+/**
+ * parseNpy's checks from a file's first bytes (`head`: its preamble and header, or more) and its
+ * size, without its data, for files too large to hold in one Uint8Array (over 4 GiB): returns
+ * { version, dtype, shape, count, dataOffset } (shape as parseNpy gives it). Throws NpyError.
+ */
+export function parseNpyHeader(head, fileSize, { bigint = false, bool = true } = {}) {
+  const { major, dtype, dims, shapeText, count, offset } = readHeader(head, fileSize, bool);
+  if (!bigint) checkSafeShape(dims, shapeText);
+  return { version: major, dtype, shape: bigint ? dims : dims.map(Number), count: Number(count), dataOffset: offset };
+}
+
+// ---- the file layout --------------------------------------------------------------------------
+
+/**
+ * Parses a whole .npy file. Returns { version, dtype, shape, data, count }: shape an array of
+ * numbers (of BigInts with { bigint: true }), data a fresh typed array (Float32Array for '<f4',
+ * Int32Array for '<i4', BigInt64Array for '<i8', Uint16Array of the bits for '<f2' and
+ * 'bfloat16': widenHalf(data, 'float16' | 'bfloat16'), exported here too, makes them float32
+ * exactly; Uint8Array for '|b1'). A zero-size array can have a dimension past
+ * Number.MAX_SAFE_INTEGER, which no number holds exactly: without { bigint: true } such a file
+ * is refused rather than given a rounded shape. { bool: false } refuses '|b1' as the native CLI's
+ * parser does (before any size check). Throws NpyError.
+ */
+export function parseNpy(input, { bigint = false, bool = true } = {}) {
+  let bytes;
+  // A plain Uint8Array view (a Node Buffer's slice() would not copy).
+  if (!(input instanceof ArrayBuffer) && !ArrayBuffer.isView(input)) {
+    throw new TypeError(`parseNpy: expected a Uint8Array or ArrayBuffer, got ${input === null ? 'null' : typeof input}`);
+  }
+  try {
+    bytes = input instanceof ArrayBuffer ? new Uint8Array(input) : new Uint8Array(input.buffer, input.byteOffset, input.byteLength);
+  } catch (e) {
+    // A detached (transferred) buffer, or a view whose offsets lie.
+    throw new TypeError(`parseNpy: cannot read the input's bytes (${e.message})`);
+  }
+  const len = bytes.length;
+  const { major, dtype, dims, shapeText, count, offset, size, TypedArray } = readHeader(bytes, len, bool);
   const n = Number(count);
   let data;
-  if (LITTLE_ENDIAN_HOST) {
+  if (dtype === BOOL) {
+    data = boolData(bytes.subarray(offset, offset + n), shapeText);
+  } else if (LITTLE_ENDIAN_HOST) {
     data = new TypedArray(bytes.slice(offset, offset + n * size).buffer); // slice: a fresh, aligned copy
   } else {
     const view = new DataView(bytes.buffer, bytes.byteOffset + offset, n * size);
@@ -246,14 +278,21 @@ export function parseNpy(input, { bigint = false } = {}) {
         : size === 2 ? view.getUint16(2 * i, true) : view.getBigInt64(8 * i, true);
     }
   }
-  if (!bigint) {
-    const unsafe = dims.find((d) => d > BigInt(Number.MAX_SAFE_INTEGER));
-    if (unsafe !== undefined) {
-      fail(`shape ${shapeText} has dimension ${unsafe}, past 2^53 - 1, which a JavaScript number cannot hold exactly (parseNpy(bytes, { bigint: true }) gives BigInt dimensions)`);
-    }
-  }
+  if (!bigint) checkSafeShape(dims, shapeText);
   return { version: major, dtype, shape: bigint ? dims : dims.map(Number), data, count: n };
 }
+
+// '|b1' (NumPy's bool, as PyTorch's padding masks are saved): one byte per element, 0 or 1,
+// read into a Uint8Array. Any other byte is refused: NumPy itself never writes one.
+const BOOL = '|b1';
+const BOOL_TYPE = { size: 1, Array: Uint8Array };
+
+function boolData(bytes, shapeText) {
+  const bad = bytes.findIndex((b) => b > 1);
+  if (bad >= 0) fail(`'|b1' data of shape ${shapeText}: element ${bad} is the byte ${bytes[bad]}, expected 0 (False) or 1 (True)`);
+  return bytes.slice();
+}
+
 
 const HALF_DTYPES = { '<f2': '<f2', float16: '<f2', bfloat16: 'bfloat16' };
 // The dtype of a tensor to write: from data's type, or for Uint16Array (half-precision bits) from

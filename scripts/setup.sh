@@ -22,6 +22,9 @@ if ! $demo; then
     || need_apt+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)   # make test-arm64
   ls /usr/lib/llvm-14/lib/clang/14*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 \
     || need_apt+=(libclang-rt-14-dev)
+  # the Vulkan loader Dawn (the 'webgpu' package, make test-webgpu) opens; its driver here is the
+  # SwiftShader one Debian's chromium ships
+  ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1 ' || need_apt+=(libvulkan1)
 fi
 
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -43,14 +43,15 @@ export const MAX_LEVELS = 2 ** 24;
 
 export const fmtShape = (s) => `[${Array.from(s).join(', ')}]`;
 
-// The named arguments, each read once (a getter or Proxy trap runs once per argument).
-export function readArgs(fn, args, allowed) {
+// The named arguments (or, for the tfjs op, options: `what`), each read once (a getter or Proxy
+// trap runs once per argument).
+export function readArgs(fn, args, allowed, what = 'argument') {
   if (args === null || typeof args !== 'object' || Array.isArray(args)) {
-    throw new TypeError(`${fn}: expected an object of named arguments, got ${describe(args)}`);
+    throw new TypeError(`${fn}: expected an object of named ${what}s, got ${describe(args)}`);
   }
   for (const key of Object.keys(args)) {
     if (!allowed.includes(key)) {
-      throw new TypeError(`${fn}: unknown argument '${key}', expected one of ${allowed.join(', ')}`);
+      throw new TypeError(`${fn}: unknown ${what} '${key}', expected one of ${allowed.join(', ')}`);
     }
   }
   const plain = {};
@@ -230,16 +231,20 @@ function halfOf(fn, name, data, dtype) {
 // types accepted (the float64 reference also takes Float64Array). Half-precision data
 // (Float16Array, or a Uint16Array with dtype 'float16' / 'bfloat16') is accepted too and
 // widened exactly to float32 by widenTensor.
-export function readTensor(fn, name, t, expected, labels, note, kinds = ['Float32Array']) {
-  const want = `{ data: Float32Array, shape: ${fmtShape(labels)} }`;
+// `gpu`: a backend's reader of GPU tensors ({ buffer, shape, byteOffset? }, bindings/webgpu/),
+// called for a tensor without data; what it returns is checked by checkLength.
+export function readTensor(fn, name, t, expected, labels, note, kinds = ['Float32Array'], gpu = undefined) {
+  const want = `{ data: Float32Array, shape: ${fmtShape(labels)} }${gpu ? ` or { buffer: GPUBuffer, shape: ${fmtShape(labels)}, byteOffset? }` : ''}`;
   if (t === null || typeof t !== 'object' || Array.isArray(t) || typedArrayKind(t) !== undefined || t instanceof DataView) {
     throw new TypeError(`${fn}: ${name} is ${t === undefined ? 'missing' : describe(t)}, expected ${want}`);
   }
-  const data = t.data;
+  let data = t.data;
+  const onGpu = gpu !== undefined && data === undefined;
+  if (onGpu) data = gpu.read(fn, name, t);
   const shapeValue = t.shape;
   const given = shapeValue !== undefined ? shapeValue : t.dims;
-  const half = halfOf(fn, name, data, t.dtype);
-  if (half === undefined && !kinds.includes(typedArrayKind(data))) {
+  const half = onGpu ? undefined : halfOf(fn, name, data, t.dtype);
+  if (!onGpu && half === undefined && !kinds.includes(typedArrayKind(data))) {
     const kind = typedArrayKind(data);
     throw new TypeError(`${fn}: ${name}.data is ${kind ?? describe(data)}, expected a ${kinds.join(' or ')}`);
   }
@@ -275,8 +280,12 @@ export function widenTensor({ data, half }) {
 
 // After every argument has been read (no caller code runs from here to the copy): the data's
 // real length against its shape.
-export function checkLength(fn, { name, shape, data }) {
+export function checkLength(fn, { name, shape, data }, gpu = undefined) {
   const count = shape.reduce((a, b) => a * b, 1);
+  if (gpu !== undefined && gpu.owns(data)) {
+    gpu.check(fn, name, data, count);
+    return;
+  }
   const length = typedArrayLength(data);
   if (count !== length) {
     throw new RangeError(`${fn}: ${name}.shape is ${fmtShape(shape)} (${count} elements) but ${name}.data has ${length} elements`);

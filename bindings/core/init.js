@@ -4,11 +4,11 @@
 // `platform` (createApi).
 // Part of bindings/core/: environment-neutral code (no fetch, fs, workers or addon here).
 
-import { describe, loadWasm, simdSupported } from '../wasm/loader.js';
+import { describe, loadWasm, loadWasmSync, simdSupported } from '../wasm/loader.js';
 import { checkThreadsOption, loadThreadedWasm, resolveThreads } from '../wasm/threads.js';
 import { Msda } from './api.js';
 
-const INIT_KEYS = ['simd', 'wasmBinary', 'module', 'backend', 'addonPath', 'threads', 'wasmPaths'];
+const INIT_KEYS = ['simd', 'wasmBinary', 'module', 'backend', 'addonPath', 'threads', 'wasmPaths', 'gpu', 'device'];
 
 /** The `.code` of the Error thrown when the native addon cannot be used here (native.js). */
 export const NATIVE_UNAVAILABLE = 'MSDA_NATIVE_UNAVAILABLE';
@@ -101,8 +101,9 @@ export function createApi(platform) {
    *   wasmBinary / module: the .wasm bytes or a compiled WebAssembly.Module to use instead of
    *         fetching/reading the file next to this package.
    *   wasmPaths: where the .wasm files and the threads' worker are served (resolveWasmPaths).
-   *   backend: 'wasm' (default), 'wasm-scalar' (same as simd: false), 'native' (Node addon) or
-   *         'auto' (native where the addon loads, else wasm).
+   *   backend: 'wasm' (default), 'wasm-scalar' (same as simd: false), 'native' (Node addon),
+   *         'auto' (native where the addon loads, else wasm) or 'webgpu' (bindings/webgpu/, with
+   *         `gpu` (a navigator.gpu-like object) or `device` (a GPUDevice) where given).
    *   threads: a positive integer or 'auto' (this machine's CPUs), default 1: threads every call
    *         uses (bindings/wasm/threads.js). Wasm falls back to 1, with a console notice, where the
    *         runtime cannot (a page that is not cross-origin isolated); msda.threads says which.
@@ -120,8 +121,16 @@ export function createApi(platform) {
     if (simd !== 'auto' && simd !== true && simd !== false) {
       return Promise.reject(new TypeError(`init: simd is ${describe(simd)}, expected 'auto', true or false`));
     }
-    if (!['wasm', 'wasm-scalar', 'native', 'auto'].includes(backend)) {
-      return Promise.reject(new RangeError(`init: backend is ${describe(backend)}, expected 'wasm', 'wasm-scalar', 'native' or 'auto'`));
+    if (!['wasm', 'wasm-scalar', 'native', 'auto', 'webgpu'].includes(backend)) {
+      return Promise.reject(new RangeError(`init: backend is ${describe(backend)}, expected 'wasm', 'wasm-scalar', 'native', 'auto' or 'webgpu'`));
+    }
+    // The GPU only when asked for ('auto' never picks it): the entry's platform loads bindings/webgpu/.
+    if (backend === 'webgpu') {
+      if (platform.initWebGPU === undefined) return Promise.reject(new Error("init: backend 'webgpu' is not offered by this entry (use the package's Node or browser entry)"));
+      return platform.initWebGPU({ gpu: options.gpu, device: options.device });
+    }
+    if (options.gpu !== undefined || options.device !== undefined) {
+      return Promise.reject(new TypeError(`init: ${options.gpu !== undefined ? 'gpu' : 'device'} is an option of backend: 'webgpu', not '${backend}'`));
     }
     let threads, urls;
     try {
@@ -190,5 +199,33 @@ export function createApi(platform) {
       }));
   }
 
-  return { init, initNative };
+  /**
+   * init() on this thread, synchronously, for the wasm backends on one thread: { simd, backend
+   * ('wasm' or 'wasm-scalar'), wasmPaths }. Node only (the module is read from disk); elsewhere
+   * an Error saying to await init(). Its instance shares nothing with init()'s.
+   */
+  function initSync(options = {}) {
+    if (options === null || typeof options !== 'object') throw new TypeError(`initSync: options is ${describe(options)}, expected an object`);
+    const { simd = 'auto', backend = 'wasm', wasmPaths, ...rest } = options;
+    const unknown = Object.keys(rest);
+    if (unknown.length > 0) {
+      throw new TypeError(`initSync: option '${unknown[0]}' needs await init(${INIT_KEYS.includes(unknown[0]) ? '' : ': it is not an init option'}); initSync takes simd, backend and wasmPaths`);
+    }
+    if (platform.readFileSync === undefined) {
+      throw new Error('initSync: the WebAssembly module can only be loaded asynchronously here: use await init()');
+    }
+    if (simd !== 'auto' && simd !== true && simd !== false) throw new TypeError(`initSync: simd is ${describe(simd)}, expected 'auto', true or false`);
+    if (backend !== 'wasm' && backend !== 'wasm-scalar') {
+      throw new RangeError(`initSync: backend is ${describe(backend)}, expected 'wasm' or 'wasm-scalar' (the others need await init())`);
+    }
+    const urls = resolveWasmPaths('initSync', wasmPaths, platform.resolveUrl);
+    const useSimd = backend === 'wasm-scalar' ? false : simd === 'auto' ? simdSupported() : simd;
+    if (useSimd && !simdSupported()) throw new Error('initSync: simd is true but this runtime does not support WebAssembly SIMD128');
+    const file = useSimd ? 'msda-simd.wasm' : 'msda-scalar.wasm';
+    const b = loadWasmSync(platform.readFileSync(urls[file] ?? platform.defaultUrl(file)));
+    if (platform.outputArray !== undefined) b.outputArray = platform.outputArray;
+    return new Msda(b, () => {});
+  }
+
+  return { init, initNative, initSync };
 }

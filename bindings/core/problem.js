@@ -71,8 +71,9 @@ export function problemFromOptions(fn, given) {
 
 // Validates forward/backward arguments; returns the problem and the input tensors' data (read
 // once here, so what was checked is what gets copied). The reference (reference.js) validates
-// with this too, passing dataKinds to also take float64 tensors.
-export function problemFromTensors(fn, given, withGradOutput, dataKinds = undefined) {
+// with this too, passing dataKinds to also take float64 tensors; the WebGPU backend passes `gpu`
+// (readTensor) to also take GPU tensors.
+export function problemFromTensors(fn, given, withGradOutput, dataKinds = undefined, gpu = undefined) {
   const args = readArgs(fn, given, withGradOutput ? BACKWARD_KEYS : FORWARD_KEYS);
   const options = readOptions(fn, args);
   const shapes = readSpatialShapes(fn, args.spatialShapes);
@@ -82,7 +83,7 @@ export function problemFromTensors(fn, given, withGradOutput, dataKinds = undefi
   const lNote = `L = ${L} is the sum of H*W over spatialShapes`;
   const tensors = [];
   const value = readTensor(fn, 'value', args.value, blnc ? [null, L, null, null] : [null, null, L, null],
-    blnc ? ['B', 'L', 'N_h', 'C_h'] : ['B', 'N_h', 'L', 'C_h'], lNote, dataKinds);
+    blnc ? ['B', 'L', 'N_h', 'C_h'] : ['B', 'N_h', 'L', 'C_h'], lNote, dataKinds, gpu);
   tensors.push(value);
   const v = value.shape;
   const B = v[0], H = blnc ? v[2] : v[1], C = v[3];
@@ -90,22 +91,22 @@ export function problemFromTensors(fn, given, withGradOutput, dataKinds = undefi
   let Q, P;
   if (options.samplingLocationsLayout === 'BQHLP2') {
     const t = readTensor(fn, 'samplingLocations', args.samplingLocations, [B, null, H, NL, null, 2],
-      ['B', 'N_q', 'N_h', 'N_l', 'N_p', 2], note, dataKinds);
+      ['B', 'N_q', 'N_h', 'N_l', 'N_p', 2], note, dataKinds, gpu);
     Q = t.shape[1]; P = t.shape[4]; tensors.push(t);
   } else {
     const t = readTensor(fn, 'samplingLocations', args.samplingLocations, [B, 2, null, H, NL, null],
-      ['B', 2, 'N_q', 'N_h', 'N_l', 'N_p'], note, dataKinds);
+      ['B', 2, 'N_q', 'N_h', 'N_l', 'N_p'], note, dataKinds, gpu);
     Q = t.shape[2]; P = t.shape[5]; tensors.push(t);
   }
   tensors.push(readTensor(fn, 'attentionWeights', args.attentionWeights, [B, Q, H, NL, P], ['B', 'N_q', 'N_h', 'N_l', 'N_p'],
-    'B, N_q, N_h, N_l and N_p from value and samplingLocations', dataKinds));
+    'B, N_q, N_h, N_l and N_p from value and samplingLocations', dataKinds, gpu));
   if (withGradOutput) {
     tensors.push(readTensor(fn, 'gradOutput', args.gradOutput, [B, Q, H * C], ['B', 'N_q', 'N_h*C_h'],
-      'the shape of forward\'s output', dataKinds));
+      'the shape of forward\'s output', dataKinds, gpu));
   }
   const inputs = {};
   for (const t of tensors) {
-    checkLength(fn, t);
+    checkLength(fn, t, gpu);
     inputs[t.name] = widenTensor(t);
   }
   const problem = makeProblem({ batch: B, numQueries: Q, numHeads: H, channels: C, numPoints: P, shapes, starts,

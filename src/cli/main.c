@@ -434,11 +434,12 @@ static char *source_path(const source *s, const char *name)
     return p;
 }
 
-/* Present (a directory's file by stat, following links), or absent for sure (lstat: ENOENT). */
+/* Present: a directory's file by stat, or listed at all (lstat: a dangling symlink is there, and
+ * reading it says why); absent for sure: lstat's ENOENT. */
 static int source_has(const source *s, const char *path, const char *name)
 {
     struct stat st;
-    return s->is_npz ? npz_find(&s->z, name) != NULL : stat(path, &st) == 0;
+    return s->is_npz ? npz_find(&s->z, name) != NULL : stat(path, &st) == 0 || lstat(path, &st) == 0;
 }
 
 static int source_missing(const source *s, const char *path, const char *name)

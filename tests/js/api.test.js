@@ -64,7 +64,7 @@ test('init: SIMD detection, forcing either module, memoisation, bytes or a compi
 
   await assert.rejects(init({ simd: 'yes' }), { name: 'TypeError', message: /simd is the string "yes", expected 'auto', true or false/ });
   await assert.rejects(init({ threadz: 2 }), { name: 'TypeError', message: /unknown option 'threadz'/ });
-  await assert.rejects(init({ backend: 'gpu' }), { name: 'RangeError', message: /backend is .*gpu.*expected 'wasm', 'wasm-scalar', 'native' or 'auto'/ });
+  await assert.rejects(init({ backend: 'gpu' }), { name: 'RangeError', message: /backend is .*gpu.*expected 'wasm', 'wasm-scalar', 'native', 'auto' or 'webgpu'/ });
   await assert.rejects(init({ module: 5 }), { name: 'TypeError', message: /module is number 5, expected a WebAssembly.Module/ });
   await assert.rejects(init({ wasmBinary: 'x.wasm' }), { name: 'TypeError', message: /wasmBinary is .*expected an ArrayBuffer or Uint8Array/ });
   await assert.rejects(init({ backend: 'native', addonPath: '/nonexistent/msda.node' }), { code: 'MSDA_NATIVE_UNAVAILABLE', message: /cannot load the native addon \/nonexistent\/msda.node/ });

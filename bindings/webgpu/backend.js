@@ -1,0 +1,659 @@
+// The WebGPU backend: init({ backend: 'webgpu' }) gives an instance whose forward and backward
+// run the WGSL kernels of kernels.js on a GPUDevice (its own, or the caller's) and return
+// Promises. Arguments are read and checked by the core (problemFromTensors, the same messages
+// as the other backends); tensors may be CPU ({ data, shape }) or GPU ({ buffer, shape,
+// byteOffset? }) ones. What is computed: SEMANTICS.md; how and what differs: docs/webgpu.md.
+
+import { DISPOSE } from '../core/api.js';
+import { problemFromTensors } from '../core/problem.js';
+import { describe } from '../wasm/loader.js';
+import { CANONICAL_NAN, FORWARD, GATHER, PLACE, PROBE, SAMPLES, SCAN, SCAN_ADD, SCAN_BLOCK, SORT, WORKGROUP } from './kernels.js';
+
+/** The `.code` of the Error init rejects with when no WebGPU adapter or device can be had. */
+export const WEBGPU_UNAVAILABLE = 'MSDA_WEBGPU_UNAVAILABLE';
+/** The `.code` of the Error calls reject with once the device is lost (or destroyed). */
+export const WEBGPU_DEVICE_LOST = 'MSDA_WEBGPU_DEVICE_LOST';
+
+// GPUBufferUsage / GPUMapMode values (the spec's; Node has no such globals unless a caller sets them).
+const MAP_READ = 0x1, COPY_SRC = 0x4, COPY_DST = 0x8, UNIFORM = 0x40, STORAGE = 0x80;
+const MAP_MODE_READ = 0x1;
+const OUTPUT_USAGE = STORAGE | COPY_SRC | COPY_DST;
+
+const KERNELS = { forward: FORWARD, samples: SAMPLES, scan: SCAN, scanAdd: SCAN_ADD, place: PLACE, sort: SORT, gather: GATHER, probe: PROBE };
+
+const FLOAT_SIDE = 1024;   // src/kernel.c MSDA_FLOAT_SIDE
+const INT32_MAX = 2 ** 31 - 1;
+const BACKWARD_STRIP = 8;  // src/kernel.c MSDA_BACKWARD_STRIP
+const BAND_LIMIT = 2 ** 20;
+const MAX_GRID = 65535;
+
+function unavailable(message, cause) {
+  const err = new Error(`ms-deform-attn: WebGPU is not available: ${message}`, cause ? { cause } : undefined);
+  err.code = WEBGPU_UNAVAILABLE;
+  return err;
+}
+
+const f32bits = (x) => new Uint32Array(new Float32Array([x]).buffer)[0];
+
+// ---------------------------------------------------------------------------------------------
+// Problem constants for the kernels (kernels.js, `md`).
+
+// The position of each query in the CPU backward's walk (src/kernel.c backward_banded: bands of
+// BACKWARD_STRIP rows for one query per pixel, else index order): grad_value sums in this order.
+export function backwardRanks(problem) {
+  const { numQueries: Q, valueLength: L, spatialShapes, levelStartIndex } = problem;
+  const rank = new Uint32Array(Q);
+  let rows = 1, cols = 1, banded = true;
+  for (const [h, w] of spatialShapes) {
+    banded &&= h <= BAND_LIMIT && w <= BAND_LIMIT;
+    rows = Math.max(rows, h);
+    cols = Math.max(cols, w);
+  }
+  const bands = Math.ceil(rows / BACKWARD_STRIP);
+  if (!(Q === L && banded && bands * cols <= L)) {
+    for (let q = 0; q < Q; q++) rank[q] = q;
+    return rank;
+  }
+  const start = (k, n, d) => Math.min(n, Math.floor((k * n + d - 1) / d));
+  let next = 0;
+  for (let k = 0; k < bands; k++) {
+    for (let j = 0; j < cols; j++) {
+      spatialShapes.forEach(([h, w], l) => {
+        const y0 = start(k, h, bands), y1 = start(k + 1, h, bands);
+        const x0 = start(j, w, cols), x1 = start(j + 1, w, cols);
+        for (let x = x0; x < x1; x++) for (let y = y0; y < y1; y++) rank[levelStartIndex[l] + y * w + x] = next++;
+      });
+    }
+  }
+  return rank;
+}
+
+function metaOf(problem, { gradWeightsOffset = 0, ranks = null } = {}) {
+  const { batch: B, numQueries: Q, numHeads: H, channels: C, numLevels: NL, numPoints: P, valueLength: L } = problem;
+  const blnc = problem.valueLayout === 'BLNC';
+  const pixelStride = blnc ? H * C : C;
+  const rankOffset = 16 + 16 * NL;
+  const md = new Uint32Array(rankOffset + (ranks ? ranks.length : 0));
+  md.set([B, Q, H, C, NL, P, L, blnc ? 1 : 0, problem.samplingLocationsLayout === 'BQHLP2' ? 1 : 0,
+    problem.paddingMode === 'border' ? 1 : 0, problem.alignCorners ? 0 : 1, gradWeightsOffset, rankOffset]);
+  problem.spatialShapes.forEach(([h, w], l) => {
+    const ac = problem.alignCorners;
+    const sx = ac ? w - 1 : w, sy = ac ? h - 1 : h;
+    const narrow = h <= FLOAT_SIDE && w <= FLOAT_SIDE && (w + 1) * (h + 1) <= Math.floor(INT32_MAX / pixelStride);
+    md.set([h, w, problem.levelStartIndex[l], narrow ? 1 : 0, f32bits(sx), f32bits(sy), f32bits(w - 1), f32bits(h - 1),
+      f32bits(w), f32bits(h), sx, sy, ac && w === 1 ? 1 : 0, ac && h === 1 ? 1 : 0, pixelStride, w * pixelStride], 16 + 16 * l);
+  });
+  if (ranks) md.set(ranks, rankOffset);
+  return md;
+}
+
+// ---------------------------------------------------------------------------------------------
+// GPU tensors: { buffer: GPUBuffer, shape, byteOffset? }, read once by the core's reader.
+
+class GpuTensor {
+  constructor(buffer, byteOffset, size, usage) {
+    this.buffer = buffer;
+    this.byteOffset = byteOffset;
+    this.size = size;
+    this.usage = usage;
+  }
+}
+
+const gpuReader = {
+  read(fn, name, t) {
+    const buffer = t.buffer;
+    const byteOffset = t.byteOffset === undefined ? 0 : t.byteOffset;
+    if (buffer === null || typeof buffer !== 'object' || typeof buffer.size !== 'number' || typeof buffer.usage !== 'number') {
+      throw new TypeError(`${fn}: ${name}.buffer is ${describe(buffer)}, expected a GPUBuffer (or give ${name}.data, a Float32Array)`);
+    }
+    if (typeof byteOffset !== 'number' || !Number.isSafeInteger(byteOffset) || byteOffset < 0 || byteOffset % 4 !== 0) {
+      throw new RangeError(`${fn}: ${name}.byteOffset is ${describe(byteOffset)}, expected a non-negative multiple of 4`);
+    }
+    const tensor = new GpuTensor(buffer, byteOffset, buffer.size, buffer.usage);
+    if ((tensor.usage & STORAGE) === 0) {
+      throw new TypeError(`${fn}: ${name}.buffer has usage ${tensor.usage}, expected one with GPUBufferUsage.STORAGE (0x80)`);
+    }
+    return tensor;
+  },
+  owns: (data) => data instanceof GpuTensor,
+  check(fn, name, t, count) {
+    if (t.byteOffset + 4 * count > t.size) {
+      throw new RangeError(`${fn}: ${name} needs ${4 * count} bytes (${count} float32) from byteOffset ${t.byteOffset}, but its GPUBuffer has ${t.size} bytes`);
+    }
+    t.bytes = 4 * count;
+  },
+};
+
+// ---------------------------------------------------------------------------------------------
+// Adapters and devices.
+
+async function requestDevice(adapter) {
+  const want = ['maxStorageBufferBindingSize', 'maxBufferSize', 'maxStorageBuffersPerShaderStage', 'maxComputeWorkgroupsPerDimension'];
+  const requiredLimits = {};
+  for (const key of want) if (typeof adapter.limits[key] === 'number') requiredLimits[key] = adapter.limits[key];
+  return adapter.requestDevice({ requiredLimits, label: 'ms-deform-attn' });
+}
+
+/**
+ * init({ backend: 'webgpu', gpu?, device? }): an instance on the caller's device, or on one of
+ * its own from `gpu`, navigator.gpu, or `defaultGpu()` (the entry's: Dawn in Node, node-gpu.js).
+ */
+export async function initWebGPU({ gpu, device, defaultGpu } = {}) {
+  if (device !== undefined) {
+    if (device === null || typeof device !== 'object' || typeof device.createComputePipeline !== 'function' || device.queue === undefined) {
+      throw new TypeError(`init: device is ${describe(device)}, expected a GPUDevice`);
+    }
+    const b = await WebGPUBackend.create(device, false, device.adapterInfo);
+    return new MsdaWebGPU(b);
+  }
+  if (gpu === undefined) {
+    gpu = typeof navigator !== 'undefined' && navigator.gpu ? navigator.gpu : undefined;
+    if (gpu === undefined) {
+      if (defaultGpu !== undefined) gpu = await defaultGpu(unavailable);
+      else throw unavailable('navigator.gpu is missing (WebGPU needs a browser with it enabled and a secure context: https or http://127.0.0.1)');
+    }
+  } else if (gpu === null || typeof gpu !== 'object' || typeof gpu.requestAdapter !== 'function') {
+    throw new TypeError(`init: gpu is ${describe(gpu)}, expected an object with requestAdapter() (navigator.gpu, or the webgpu package's create())`);
+  }
+  let adapter;
+  try {
+    adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
+  } catch (e) {
+    throw unavailable(`requestAdapter() failed: ${e.message}`, e);
+  }
+  if (!adapter) {
+    const hint = defaultGpu !== undefined
+      ? ' (Dawn found no Vulkan driver: install your GPU\'s Vulkan driver and libvulkan1, or point VK_ICD_FILENAMES at an ICD such as /usr/lib/chromium/vk_swiftshader_icd.json for a CPU emulation)'
+      : ' (the browser offers no WebGPU adapter here: check chrome://gpu, or its --enable-unsafe-webgpu flag)';
+    throw unavailable(`requestAdapter() returned no adapter${hint}`);
+  }
+  let dev;
+  try {
+    dev = await requestDevice(adapter);
+  } catch (e) {
+    throw unavailable(`requestDevice() failed: ${e.message}`, e);
+  }
+  const b = await WebGPUBackend.create(dev, true, adapter.info);
+  // Dawn for Node frees its instance (and with it the device's threads) when `gpu` is collected.
+  b.gpu = gpu;
+  return new MsdaWebGPU(b);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The backend: a device, its pipelines, and the passes of a forward and a backward.
+
+class WebGPUBackend {
+  static async create(device, owned, info) {
+    const b = new WebGPUBackend(device, owned, info);
+    await b._start();
+    return b;
+  }
+
+  // Without awaiting (for synchronous callers such as a tfjs kernel): pipelines made with
+  // createComputePipeline (compiled in the background; a compile error surfaces in the first
+  // call's error scope), the probe's answer filled in when it comes.
+  static createSync(device, info) {
+    const b = new WebGPUBackend(device, false, info);
+    b.pipelines = {};
+    for (const [k, code] of Object.entries(KERNELS)) {
+      b.pipelines[k] = device.createComputePipeline({ label: `msda ${k}`, layout: 'auto', compute: { module: device.createShaderModule({ code, label: `msda ${k}` }), entryPoint: 'main' } });
+    }
+    b.numerics = null;
+    b.probe().then((n) => { b.numerics = n; }, () => {});
+    return b;
+  }
+
+  constructor(device, owned, info) {
+    this.device = device;
+    this.owned = owned;
+    this.info = info ? { vendor: info.vendor ?? '', architecture: info.architecture ?? '', device: info.device ?? '', description: info.description ?? '' } : null;
+    this.lost = null;
+    this.refs = 0;
+    this.pending = new Set();
+    const lim = device.limits;
+    this.limits = {
+      maxStorageBufferBindingSize: lim.maxStorageBufferBindingSize,
+      maxBufferSize: lim.maxBufferSize,
+      maxComputeWorkgroupsPerDimension: lim.maxComputeWorkgroupsPerDimension,
+      minStorageBufferOffsetAlignment: lim.minStorageBufferOffsetAlignment,
+      maxStorageBuffersPerShaderStage: lim.maxStorageBuffersPerShaderStage,
+    };
+    this.lostPromise = device.lost.then((info) => {
+      this.lost = info ?? { reason: 'unknown', message: '' };
+      const err = this.lostError();
+      for (const reject of this.pending) reject(err);
+      this.pending.clear();
+    });
+  }
+
+  lostError() {
+    const { reason, message } = this.lost;
+    const err = new Error(`ms-deform-attn: the WebGPU device was lost (reason: ${reason}${message ? `, ${message}` : ''}); init() again for a new one`);
+    err.code = WEBGPU_DEVICE_LOST;
+    return err;
+  }
+
+  async _start() {
+    const d = this.device;
+    d.pushErrorScope('validation');
+    const make = async (code, label) => {
+      const module = d.createShaderModule({ code, label });
+      const info = module.getCompilationInfo ? await module.getCompilationInfo() : { messages: [] };
+      const errors = info.messages.filter((m) => m.type === 'error');
+      if (errors.length > 0) {
+        throw new Error(`ms-deform-attn: the WebGPU kernel '${label}' failed to compile here: ${errors.map((m) => `${m.lineNum}:${m.linePos} ${m.message}`).join('; ')}`);
+      }
+      return d.createComputePipelineAsync({ label, layout: 'auto', compute: { module, entryPoint: 'main' } });
+    };
+    const t0 = performance.now();
+    const names = KERNELS;
+    const pipelines = await this.guard(Promise.all(Object.entries(names).map(([k, code]) => make(code, `msda ${k}`))));
+    this.pipelines = Object.fromEntries(Object.keys(names).map((k, i) => [k, pipelines[i]]));
+    const err = await d.popErrorScope();
+    if (err) throw new Error(`ms-deform-attn: WebGPU kernels failed to compile: ${err.message}`);
+    this.compileMs = performance.now() - t0;
+    this.numerics = await this.probe();
+  }
+
+  // A Promise that also rejects when the device is lost (nothing waits forever on a dead device).
+  guard(promise) {
+    if (this.lost) return Promise.reject(this.lostError());
+    return new Promise((resolve, reject) => {
+      this.pending.add(reject);
+      promise.then((v) => { this.pending.delete(reject); resolve(v); },
+        async (e) => {
+          this.pending.delete(reject);
+          // A mapAsync aborted by a lost device may reject before device.lost resolves.
+          if (!this.lost) await Promise.race([this.lostPromise, new Promise((r) => setTimeout(r, 100))]);
+          reject(this.lost ? this.lostError() : e);
+        });
+    });
+  }
+
+  // fusedMultiplyAdd: a * b + c came back fused; flushesSubnormals: a subnormal input read as 0.
+  async probe() {
+    const io = new Float32Array([1 + 2 ** -12, 1 + 2 ** -12, -(1 + 2 ** -11), 2 ** -130, 0, 0, 0, 0]);
+    const buf = this.buffer(io.byteLength, STORAGE | COPY_SRC | COPY_DST, 'msda probe');
+    this.device.queue.writeBuffer(buf, 0, io);
+    const enc = this.device.createCommandEncoder();
+    const pass = enc.beginComputePass();
+    pass.setPipeline(this.pipelines.probe);
+    pass.setBindGroup(0, this.device.createBindGroup({ layout: this.pipelines.probe.getBindGroupLayout(0), entries: [{ binding: 0, resource: { buffer: buf } }] }));
+    pass.dispatchWorkgroups(1);
+    pass.end();
+    const staging = this.buffer(io.byteLength, MAP_READ | COPY_DST, 'msda probe readback');
+    enc.copyBufferToBuffer(buf, 0, staging, 0, io.byteLength);
+    this.device.queue.submit([enc.finish()]);
+    await this.guard(staging.mapAsync(MAP_MODE_READ));
+    const out = new Float32Array(staging.getMappedRange().slice(0));
+    staging.destroy();
+    buf.destroy();
+    return {
+      fusedMultiplyAdd: out[4] !== 0,
+      flushesSubnormals: out[5] === 0 || out[6] === 0,
+    };
+  }
+
+  buffer(size, usage, label) {
+    return this.device.createBuffer({ size: Math.max(4, Math.ceil(size / 4) * 4), usage, label });
+  }
+
+  uniform(n, perRow) {
+    const u = this.buffer(16, UNIFORM | COPY_DST, 'msda dispatch');
+    this.device.queue.writeBuffer(u, 0, new Uint32Array([n, perRow, 0, 0]));
+    return u;
+  }
+
+  // The workgroup grid for `groups` workgroups: up to the per-dimension limit in x, the rest in y.
+  grid(groups) {
+    const max = Math.min(this.limits.maxComputeWorkgroupsPerDimension ?? MAX_GRID, MAX_GRID);
+    const x = Math.max(1, Math.min(groups, max));
+    const y = Math.ceil(groups / x);
+    if (y > max) throw new RangeError(`ms-deform-attn: ${groups} workgroups exceed this device's grid (${max} x ${max})`);
+    return [x, y];
+  }
+
+  // One compute pass of `name` over n invocations (n values for the scan), bindings by number.
+  dispatch(encoder, name, n, entries, temps, perGroup = WORKGROUP) {
+    if (n === 0) return;
+    const groups = Math.ceil(n / perGroup);
+    const [x, y] = this.grid(groups);
+    const u = this.uniform(n, name === 'scan' ? x : x * perGroup);
+    temps.push(u);
+    const p = this.pipelines[name];
+    const bg = this.device.createBindGroup({
+      layout: p.getBindGroupLayout(0),
+      entries: [...Object.entries(entries).map(([binding, r]) => ({ binding: Number(binding), resource: r })),
+        { binding: 15, resource: { buffer: u } }],
+    });
+    // Benchmarks' GPU time: timestamps around every pass while a profile is set (bench-webgpu).
+    const prof = this.profile;
+    const timestampWrites = prof && prof.next + 2 <= prof.capacity
+      ? { querySet: prof.querySet, beginningOfPassWriteIndex: prof.next++, endOfPassWriteIndex: prof.next++ } : undefined;
+    const pass = encoder.beginComputePass(timestampWrites ? { label: `msda ${name}`, timestampWrites } : { label: `msda ${name}` });
+    pass.setPipeline(p);
+    pass.setBindGroup(0, bg);
+    pass.dispatchWorkgroups(x, y);
+    pass.end();
+  }
+
+  // Exclusive prefix sums of src[0 .. n) into dst (both u32 buffers), in blocks, recursively.
+  scan(encoder, src, dst, n, temps) {
+    const blocks = Math.ceil(n / SCAN_BLOCK);
+    const sums = this.buffer(4 * blocks, STORAGE | COPY_DST, 'msda scan sums');
+    temps.push(sums);
+    this.dispatch(encoder, 'scan', n, { 0: { buffer: src }, 1: { buffer: dst }, 2: { buffer: sums } }, temps, SCAN_BLOCK);
+    if (blocks === 1) return;
+    const scanned = this.buffer(4 * blocks, STORAGE | COPY_DST, 'msda scan offsets');
+    temps.push(scanned);
+    this.scan(encoder, sums, scanned, blocks, temps);
+    this.dispatch(encoder, 'scanAdd', n, { 0: { buffer: scanned }, 1: { buffer: dst } }, temps);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The instance init() gives out.
+
+const CALL_OPTIONS = "{ outputs?: 'cpu' | 'gpu' }";
+
+function readCallOptions(fn, options) {
+  if (options === undefined) return 'cpu';
+  if (options === null || typeof options !== 'object') throw new TypeError(`${fn}: options is ${describe(options)}, expected ${CALL_OPTIONS}`);
+  const { outputs = 'cpu', ...rest } = options;
+  const unknown = Object.keys(rest);
+  if (unknown.length > 0) throw new TypeError(`${fn}: unknown option '${unknown[0]}', expected ${CALL_OPTIONS}`);
+  if (outputs !== 'cpu' && outputs !== 'gpu') throw new RangeError(`${fn}: outputs is ${describe(outputs)}, expected 'cpu' or 'gpu'`);
+  return outputs;
+}
+
+const product = (shape) => shape.reduce((a, b) => a * b, 1);
+
+export class MsdaWebGPU {
+  constructor(backend) {
+    this._b = backend;
+    this._backendKept = backend;
+    this.backend = 'webgpu';
+    this.device = backend.device;
+    /** The adapter's vendor, architecture, device and description where the runtime says. */
+    this.adapterInfo = backend.info;
+
+    /** The limits this instance plans its calls against. */
+    this.limits = backend.limits;
+    this.threads = 1;
+  }
+
+  /** { fusedMultiplyAdd, flushesSubnormals }: what the startup probe saw this device do (null until it answers on an instance made without awaiting). */
+  get numerics() { return this._backendKept.numerics; }
+
+  get disposed() { return this._b === null; }
+
+  /** For benchmarks: timestamps of every pass into querySet (a 'timestamp' GPUQuerySet of
+   *  `capacity` entries) from index 0 on, until profile(null); returns how many were written. */
+  profile(querySet, capacity = 0) {
+    const b = this._live('profile');
+    const written = b.profile ? b.profile.next : 0;
+    b.profile = querySet ? { querySet, capacity, next: 0 } : null;
+    return written;
+  }
+
+  /** An instance on `device` made without awaiting (its kernels compile in the background): for synchronous callers. */
+  static onDeviceSync(device) {
+    return new MsdaWebGPU(WebGPUBackend.createSync(device, device.adapterInfo));
+  }
+
+  /** Frees what this instance holds; destroys the device only when init() created it. */
+  dispose() {
+    const b = this._b;
+    if (b === null) return;
+    this._b = null;
+    if (b.owned) b.device.destroy();
+  }
+
+  [DISPOSE]() { this.dispose(); }
+
+  _live(fn) {
+    if (this._b === null) throw new Error(`ms-deform-attn: ${fn} on a disposed instance (dispose() was called)`);
+    if (this._b.lost) throw this._b.lostError();
+    return this._b;
+  }
+
+  forward(args, options) {
+    return this._call('forward', args, options);
+  }
+
+  backward(args, options) {
+    return this._call('backward', args, options);
+  }
+
+  /**
+   * The forward without waiting: encoded and submitted now, the output a GPU tensor
+   * { buffer, shape } (the caller's to destroy) usable at once by later GPU work on this device
+   * (the queue keeps the order). For code that must not await, e.g. a tfjs kernel.
+   */
+  dispatchForward(args) {
+    return this._prepare('dispatchForward', 'forward', args, dispatchNow);
+  }
+
+  /** The backward without waiting, as dispatchForward: { gradValue, gradSamplingLocations, gradAttentionWeights } on the GPU. */
+  dispatchBackward(args) {
+    return this._prepare('dispatchBackward', 'backward', args, dispatchNow);
+  }
+
+  async _call(fn, args, options) {
+    const outputs = readCallOptions(fn, options);
+    return this._prepare(fn, fn, args, (b, kind, problem, inputs, plan) => run(b, kind, problem, inputs, plan, outputs));
+  }
+
+  _prepare(fn, kind, args, go) {
+    const b = this._live(fn);
+    const { problem, inputs } = problemFromTensors(fn, args, kind === 'backward', undefined, gpuReader);
+    this._live(fn);
+    const plan = kind === 'forward' ? planForward(b, problem) : planBackward(b, problem);
+    for (const [name, data] of Object.entries(inputs)) plan.buffers[`${name} (input)`] = data instanceof GpuTensor ? data.bytes : data.byteLength;
+    checkPlan(fn, b, plan);
+    return go(b, kind, problem, inputs, plan);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Plans: every buffer a call makes, its bytes checked against the device's limits first.
+
+function planForward(b, problem) {
+  const s = problem.shapes;
+  return { fn: 'forward', buffers: { output: 4 * product(s.output) }, invocations: { forward: product(s.output) / problem.channels * Math.ceil(problem.channels / 4) } };
+}
+
+function planBackward(b, problem) {
+  const s = problem.shapes;
+  const samples = product(s.attentionWeights);
+  const pixels = problem.batch * problem.numHeads * problem.valueLength;
+  return {
+    fn: 'backward',
+    samples,
+    pixels,
+    buffers: {
+      gradValue: 4 * product(s.gradValue),
+      gradSamplingLocations: 4 * product(s.gradSamplingLocations),
+      gradAttentionWeights: 4 * samples,
+      'location and weight gradients (scratch)': 4 * (product(s.gradSamplingLocations) + samples),
+      'corner records (scratch)': 32 * samples,
+      'sorted records (scratch)': 16 * samples,
+      'pixel counts (scratch)': 4 * (pixels + 1),
+      'pixel offsets (scratch)': 4 * (pixels + 1),
+    },
+    invocations: { samples: 4 * samples, gather: product(s.gradValue) },
+  };
+}
+
+function checkPlan(fn, b, plan) {
+  const { maxStorageBufferBindingSize: bind, maxBufferSize: most } = b.limits;
+  for (const [name, bytes] of Object.entries(plan.buffers)) {
+    const limit = Math.min(bind, most);
+    if (bytes > limit) {
+      throw new RangeError(`${fn}: ${name} needs ${bytes} bytes on the GPU, more than this device binds in one buffer (maxStorageBufferBindingSize ${bind}, maxBufferSize ${most} bytes)`);
+    }
+  }
+  const max = Math.min(b.limits.maxComputeWorkgroupsPerDimension ?? MAX_GRID, MAX_GRID);
+  for (const [name, n] of Object.entries(plan.invocations)) {
+    if (n >= 2 ** 32 || Math.ceil(n / WORKGROUP) > max * max) {
+      throw new RangeError(`${fn}: the ${name} pass needs ${n} invocations, more than one dispatch can index (32-bit indices, ${max} x ${max} workgroups)`);
+    }
+  }
+  if (plan.fn === 'backward' && plan.pixels + 1 >= 2 ** 32) {
+    throw new RangeError(`${fn}: ${plan.pixels} (batch, head, pixel) triples exceed the 32-bit indices of the backward's gather`);
+  }
+}
+
+// An input as a binding: a GPU tensor in place (or copied when its offset is not aligned for a
+// binding), a CPU one uploaded.
+function bindInput(b, name, data, temps, encoder) {
+  if (data instanceof GpuTensor) {
+    const align = b.limits.minStorageBufferOffsetAlignment ?? 256;
+    if (data.byteOffset % align === 0) return { buffer: data.buffer, offset: data.byteOffset, size: data.bytes };
+    if ((data.usage & COPY_SRC) === 0) {
+      throw new RangeError(`ms-deform-attn: ${name}.byteOffset ${data.byteOffset} is not a multiple of this device's minStorageBufferOffsetAlignment (${align}), and its buffer lacks GPUBufferUsage.COPY_SRC to copy it from`);
+    }
+    const copy = b.buffer(data.bytes, STORAGE | COPY_DST, `msda ${name}`);
+    temps.push(copy);
+    encoder.copyBufferToBuffer(data.buffer, data.byteOffset, copy, 0, data.bytes);
+    return { buffer: copy, size: data.bytes };
+  }
+  const buf = b.buffer(data.byteLength, STORAGE | COPY_DST, `msda ${name}`);
+  temps.push(buf);
+  b.device.queue.writeBuffer(buf, 0, data.buffer, data.byteOffset, data.byteLength);
+  return { buffer: buf, size: data.byteLength };
+}
+
+// Encodes and submits one call, synchronously, inside its own error scopes (pushed and popped
+// here, so that calls in flight together never pop each other's): the result buffers, a staging
+// copy of them when `readBack`, and a Promise of what the scopes caught. Scratch buffers are
+// destroyed at once (the submitted work keeps them).
+function submitCall(b, fn, problem, inputs, plan, readBack) {
+  const d = b.device;
+  const temps = [];
+  const made = [];
+  d.pushErrorScope('out-of-memory');
+  d.pushErrorScope('validation');
+  let results, staging = null, at = null;
+  try {
+    const encoder = d.createCommandEncoder({ label: `msda ${fn}` });
+    const bind = {};
+    for (const [name, data] of Object.entries(inputs)) bind[name] = bindInput(b, name, data, temps, encoder);
+    const out = (name, bytes) => {
+      const buf = b.buffer(bytes, OUTPUT_USAGE, `msda ${name}`);
+      made.push(buf);
+      return buf;
+    };
+    if (fn === 'forward') {
+      const md = metaBuffer(b, metaOf(problem), temps);
+      const output = out('output', plan.buffers.output);
+      b.dispatch(encoder, 'forward', plan.invocations.forward,
+        { 0: { buffer: md }, 1: bind.value, 2: bind.samplingLocations, 3: bind.attentionWeights, 4: { buffer: output } }, temps);
+      results = { output };
+    } else {
+      results = encodeBackward(b, encoder, problem, plan, bind, out, temps);
+    }
+    if (readBack) {
+      const names = Object.keys(results);
+      let total = 0;
+      at = names.map((name) => { const o = total; total += plan.buffers[name]; return o; });
+      staging = b.buffer(total, MAP_READ | COPY_DST, 'msda readback');
+      names.forEach((name, i) => encoder.copyBufferToBuffer(results[name], 0, staging, at[i], plan.buffers[name]));
+    }
+    d.queue.submit([encoder.finish()]);
+  } catch (e) {
+    for (const buf of made) buf.destroy();
+    staging?.destroy();
+    throw e;
+  } finally {
+    for (const t of temps) t.destroy();
+  }
+  const validation = d.popErrorScope();
+  const oom = d.popErrorScope();
+  const scopes = Promise.all([validation, oom]).then(([v, o]) => {
+    const err = v ?? o;
+    return err ? new Error(`${fn}: WebGPU ${o && !v ? 'ran out of memory' : 'refused the call'}: ${err.message}`) : null;
+  }, () => null);
+  return { results, made, staging, at, scopes };
+}
+
+async function run(b, fn, problem, inputs, plan, outputs) {
+  const call = submitCall(b, fn, problem, inputs, plan, outputs === 'cpu');
+  const names = Object.keys(call.results);
+  const shapes = (name) => problem.shapes[name].slice();
+  let result = {};
+  try {
+    const err = await b.guard(call.scopes);
+    if (err) throw err;
+    if (outputs === 'gpu') {
+      for (const name of names) result[name] = { buffer: call.results[name], shape: shapes(name) };
+    } else {
+      await b.guard(call.staging.mapAsync(MAP_MODE_READ));
+      const all = call.staging.getMappedRange();
+      names.forEach((name, i) => {
+        result[name] = { data: new Float32Array(all.slice(call.at[i], call.at[i] + plan.buffers[name])), shape: shapes(name) };
+      });
+      call.staging.unmap();
+    }
+  } catch (e) {
+    result = null;
+    throw e;
+  } finally {
+    call.staging?.destroy();
+    if (outputs === 'cpu' || result === null) for (const buf of call.made) buf.destroy();
+  }
+  return fn === 'forward' ? result.output : result;
+}
+
+// The synchronous form (dispatchForward / dispatchBackward): submitted, results on the GPU at
+// once; an error the device reports later goes to the console, as WebGPU's own do.
+function dispatchNow(b, fn, problem, inputs, plan) {
+  const call = submitCall(b, fn, problem, inputs, plan, false);
+  call.scopes.then((err) => { if (err) console.error(`ms-deform-attn: ${err.message}`); });
+  const result = {};
+  for (const [name, buffer] of Object.entries(call.results)) result[name] = { buffer, shape: problem.shapes[name].slice() };
+  return fn === 'forward' ? result.output : result;
+}
+
+function metaBuffer(b, md, temps) {
+  const buf = b.buffer(md.byteLength, STORAGE | COPY_DST, 'msda problem');
+  temps.push(buf);
+  b.device.queue.writeBuffer(buf, 0, md);
+  return buf;
+}
+
+function encodeBackward(b, encoder, problem, plan, bind, out, temps) {
+  const { samples, pixels } = plan;
+  const locElements = product(problem.shapes.gradSamplingLocations);
+  const md = metaBuffer(b, metaOf(problem, { gradWeightsOffset: locElements, ranks: backwardRanks(problem) }), temps);
+  const scratch = (bytes, label, usage = STORAGE | COPY_DST | COPY_SRC) => {
+    const buf = b.buffer(bytes, usage, `msda ${label}`);
+    temps.push(buf);
+    return buf;
+  };
+  const grads = scratch(4 * (locElements + samples), 'grads');
+  const recs = scratch(32 * samples, 'records');
+  const counts = scratch(4 * (pixels + 1), 'counts');
+  const offsets = scratch(4 * (pixels + 1), 'offsets');
+  const sorted = scratch(16 * samples, 'sorted');
+  encoder.clearBuffer(counts);
+  b.dispatch(encoder, 'samples', samples, {
+    0: { buffer: md }, 1: bind.value, 2: bind.samplingLocations, 3: bind.attentionWeights, 4: bind.gradOutput,
+    5: { buffer: grads }, 6: { buffer: recs }, 7: { buffer: counts },
+  }, temps);
+  b.scan(encoder, counts, offsets, pixels + 1, temps);
+  encoder.clearBuffer(counts);
+  b.dispatch(encoder, 'place', 4 * samples, { 0: { buffer: recs }, 1: { buffer: offsets }, 2: { buffer: counts }, 3: { buffer: sorted } }, temps);
+  b.dispatch(encoder, 'sort', pixels, { 0: { buffer: md }, 1: { buffer: offsets }, 2: { buffer: sorted } }, temps);
+  const gradValue = out('gradValue', plan.buffers.gradValue);
+  b.dispatch(encoder, 'gather', product(problem.shapes.gradValue), {
+    0: { buffer: md }, 1: { buffer: offsets }, 2: { buffer: sorted }, 3: { buffer: recs }, 4: bind.gradOutput, 5: { buffer: gradValue },
+  }, temps);
+  const gradSamplingLocations = out('gradSamplingLocations', plan.buffers.gradSamplingLocations);
+  const gradAttentionWeights = out('gradAttentionWeights', plan.buffers.gradAttentionWeights);
+  encoder.copyBufferToBuffer(grads, 0, gradSamplingLocations, 0, 4 * locElements);
+  encoder.copyBufferToBuffer(grads, 4 * locElements, gradAttentionWeights, 0, 4 * samples);
+  return { gradValue, gradSamplingLocations, gradAttentionWeights };
+}
+
+export { CANONICAL_NAN };

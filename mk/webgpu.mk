@@ -1,0 +1,16 @@
+# The WebGPU backend (bindings/webgpu/): its tests and its benchmark. Dawn for Node (the optional
+# 'webgpu' package) needs a Vulkan loader (libvulkan1, scripts/setup.sh) and a driver: SwiftShader,
+# the one Debian's Chromium ships, unless VK_ICD_FILENAMES already names another (a real GPU's).
+
+WEBGPU_ICD ?= /usr/lib/chromium/vk_swiftshader_icd.json
+WEBGPU_ENV = VK_ICD_FILENAMES="$${VK_ICD_FILENAMES:-$(WEBGPU_ICD)}"
+WEBGPU_TESTS = $(sort $(wildcard tests/webgpu/*.test.js))
+
+.PHONY: test-webgpu bench-webgpu
+test-webgpu: wasm
+	$(WEBGPU_ENV) node --test --test-concurrency=1 $(WEBGPU_TESTS)
+
+TEST_SUITES += test-webgpu
+
+bench-webgpu: wasm
+	$(WEBGPU_ENV) node tests/bench/webgpu_bench.js

@@ -1,0 +1,311 @@
+// The WebGPU backend in Node (Dawn, the optional 'webgpu' package; SwiftShader here): bits
+// against wasm SIMD on random problems with every option, the non-finite rules, wide levels and
+// the banded walk; determinism; GPU tensors in and out; the same argument errors as the other
+// backends; limits; a lost device; init's errors.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { SWIFTSHADER_ICD, firstDiff, nonFiniteCase, sameBits } from './helpers.js';
+import { OPTION_COMBOS, assertClose, randomCase, rng } from '../js/helpers.js';
+import { init } from '../../bindings/node.js';
+import { backwardRanks } from '../../bindings/webgpu/backend.js';
+
+let gpu, wasm;
+const totals = {};
+
+before(async () => {
+  gpu = await init({ backend: 'webgpu' });
+  wasm = await init({ backend: 'wasm', simd: true });
+});
+
+after(() => {
+  gpu?.dispose();
+  wasm?.dispose();
+});
+
+// Counts equal bits per tensor (into totals) and checks: forward, grad_sampling_locations and
+// grad_attention_weights bit for bit (one writer, the CPU's order) where the device neither fuses
+// nor flushes inputs these problems have; grad_value within SEMANTICS.md's tolerance (its order
+// follows the CPU walk, which other work may change) with its NaNs where the CPU has them.
+function compare(label, got, want, exact) {
+  for (const [name, g] of Object.entries(got)) {
+    const w = want[name];
+    assert.deepEqual(g.shape, w.shape, `${label} ${name}: shape`);
+    const same = sameBits(g.data, w.data);
+    const t = (totals[name] ??= { same: 0, all: 0 });
+    t.same += same;
+    t.all += w.data.length;
+    if (exact && name !== 'gradValue') assert.equal(same, w.data.length, `${label} ${name}: ${firstDiff(g.data, w.data)}`);
+    assertClose(g.data, w.data, `${label} ${name}`);
+    for (let i = 0; i < w.data.length; i++) {
+      if (Number.isNaN(w.data[i]) !== Number.isNaN(g.data[i])) assert.fail(`${label} ${name}[${i}] is ${g.data[i]}, expected ${w.data[i]}`);
+    }
+  }
+}
+
+async function both(label, args, gradOutput, exact = !gpu.numerics.fusedMultiplyAdd) {
+  compare(label, { output: await gpu.forward(args) }, { output: wasm.forward(args) }, exact);
+  const b = { ...args, gradOutput };
+  compare(label, await gpu.backward(b), wasm.backward(b), exact);
+}
+
+function problem(seed, { shapes, B = 1, H = 2, C = 3, Q = 8, P = 2, lo = -0.1, hi = 1.1, ...options }) {
+  const r = rng(seed);
+  const L = shapes.reduce((a, [h, w]) => a + h * w, 0), NL = shapes.length;
+  const fill = (n, f) => Float32Array.from({ length: n }, f);
+  const blnc = (options.valueLayout ?? 'BLNC') === 'BLNC';
+  const qhlp2 = (options.samplingLocationsLayout ?? 'BQHLP2') === 'BQHLP2';
+  return {
+    args: {
+      value: { data: fill(B * L * H * C, () => r.uniform(-1, 1)), shape: blnc ? [B, L, H, C] : [B, H, L, C] },
+      spatialShapes: shapes,
+      samplingLocations: { data: fill(B * Q * H * NL * P * 2, () => r.uniform(lo, hi)), shape: qhlp2 ? [B, Q, H, NL, P, 2] : [B, 2, Q, H, NL, P] },
+      attentionWeights: { data: fill(B * Q * H * NL * P, () => r.uniform(-1, 1)), shape: [B, Q, H, NL, P] },
+      ...options,
+    },
+    gradOutput: { data: fill(B * Q * H * C, () => r.uniform(-1, 1)), shape: [B, Q, H * C] },
+  };
+}
+
+test('the adapter and what the startup probe saw', () => {
+  assert.equal(gpu.backend, 'webgpu');
+  assert.equal(typeof gpu.device.createBuffer, 'function');
+  assert.equal(typeof gpu.numerics.fusedMultiplyAdd, 'boolean');
+  assert.equal(typeof gpu.numerics.flushesSubnormals, 'boolean');
+  console.log(`# adapter: ${JSON.stringify(gpu.adapterInfo)}; numerics: ${JSON.stringify(gpu.numerics)}; VK_ICD_FILENAMES=${process.env.VK_ICD_FILENAMES ?? ''}`);
+  if (process.env.VK_ICD_FILENAMES === SWIFTSHADER_ICD) {
+    // What WEBGPU.md measured on SwiftShader: no contraction, subnormals flushed.
+    assert.deepEqual(gpu.numerics, { fusedMultiplyAdd: false, flushesSubnormals: true });
+  }
+});
+
+test('the probe agrees with the kernels: a subnormal value is kept or flushed as it says', async () => {
+  const tiny = 2 ** -130;
+  const args = {
+    value: { data: new Float32Array([tiny, 1, 1, 1]), shape: [1, 4, 1, 1] }, spatialShapes: [[2, 2]],
+    samplingLocations: { data: new Float32Array([0.25, 0.25]), shape: [1, 1, 1, 1, 1, 2] },
+    attentionWeights: { data: new Float32Array([1]), shape: [1, 1, 1, 1, 1] },
+  };
+  assert.equal(wasm.forward(args).data[0], tiny);
+  const { data } = await gpu.forward(args);
+  assert.equal(data[0], gpu.numerics.flushesSubnormals ? 0 : tiny);
+});
+
+test('forward and backward against wasm SIMD: random problems with every option', async () => {
+  for (const [i, options] of OPTION_COMBOS.entries()) {
+    for (const seed of [100 + i, 200 + i]) {
+      const c = randomCase(seed, options);
+      await both(`seed ${seed} ${JSON.stringify(options)}`, c.args, c.gradOutput);
+    }
+  }
+});
+
+test('forward and backward against wasm SIMD: awkward sizes, levels wider than 1024, the banded walk', async () => {
+  const cases = [
+    ['C 1, one level, one point', { shapes: [[3, 4]], C: 1, P: 1, Q: 5 }],
+    ['C 33, 5 points, batch 2', { shapes: [[4, 3], [2, 2]], B: 2, C: 33, P: 5, Q: 6, H: 3 }],
+    ['a 1 x 1 and a 1 x n level, BNLC', { shapes: [[1, 1], [1, 9], [5, 1]], valueLayout: 'BNLC', samplingLocationsLayout: 'B2QHLP', C: 5 }],
+  ];
+  for (const alignCorners of [false, true]) {
+    for (const paddingMode of ['zeros', 'border']) {
+      // sides past 1024: the CPU's double positions, integers here
+      cases.push([`wide ${alignCorners} ${paddingMode}`, { shapes: [[2, 1500], [1030, 2]], C: 2, Q: 40, P: 4, H: 1, lo: -0.01, hi: 1.01, alignCorners, paddingMode }]);
+    }
+  }
+  // one query per pixel: the backward's banded walk (grad_value's summation order)
+  cases.push(['encoder-style, banded walk', { shapes: [[10, 9], [5, 5], [3, 2]], Q: 121, C: 4, P: 2, H: 2 }]);
+  for (const [i, [label, spec]] of cases.entries()) {
+    const c = problem(300 + i, spec);
+    await both(label, c.args, c.gradOutput);
+  }
+});
+
+test('the non-finite rules: +-Inf weights at pixel centres, NaN and Inf everywhere, one canonical NaN', async () => {
+  for (const [i, options] of OPTION_COMBOS.entries()) {
+    const c = nonFiniteCase(400 + i, options);
+    await both(`non-finite ${JSON.stringify(options)}`, c.args, c.gradOutput);
+    const out = await gpu.forward(c.args);
+    const bits = new Uint32Array(out.data.buffer);
+    for (let k = 0; k < bits.length; k++) if (Number.isNaN(out.data[k])) assert.equal(bits[k], 0x7fc00000);
+    assert.ok(out.data.some((x) => x === Infinity) && out.data.some(Number.isNaN), 'the case makes both Inf and NaN outputs');
+  }
+});
+
+test("grad_value's order: the CPU backward's walk, banded for one query per pixel (src/kernel.c backward_banded), else index order", () => {
+  // 4 x 2 and 2 x 1 levels, one band (8 rows a band), two columns: level 0's column 0, level 1's
+  // column 0, then level 0's column 1; each column top to bottom.
+  const banded = { numQueries: 10, valueLength: 10, spatialShapes: [[4, 2], [2, 1]], levelStartIndex: [0, 8] };
+  assert.deepEqual([...backwardRanks(banded)], [0, 6, 1, 7, 2, 8, 3, 9, 4, 5]);
+  assert.deepEqual([...backwardRanks({ ...banded, numQueries: 3 })], [0, 1, 2]);
+});
+
+test('same bits on every run: a backward whose samples crowd a few pixels', async () => {
+  const c = problem(500, { shapes: [[3, 3], [2, 2]], Q: 300, P: 4, H: 2, C: 3, lo: 0.3, hi: 0.7 });
+  const b = { ...c.args, gradOutput: c.gradOutput };
+  const first = await gpu.backward(b);
+  for (let run = 0; run < 3; run++) {
+    const again = await gpu.backward(b);
+    for (const name of Object.keys(first)) {
+      assert.equal(sameBits(again[name].data, first[name].data), first[name].data.length, `run ${run} ${name}: ${firstDiff(again[name].data, first[name].data)}`);
+    }
+  }
+  const out = await gpu.forward(c.args);
+  assert.equal(sameBits((await gpu.forward(c.args)).data, out.data), out.data.length);
+  compare('crowded', first, wasm.backward(b), !gpu.numerics.fusedMultiplyAdd);
+});
+
+// A GPU buffer holding `data` at `offset` bytes.
+function upload(device, data, offset = 0, usage = 0x80 | 0x4 | 0x8) {
+  const buffer = device.createBuffer({ size: offset + data.byteLength, usage });
+  device.queue.writeBuffer(buffer, offset, data);
+  return buffer;
+}
+
+async function download(device, buffer, bytes) {
+  const staging = device.createBuffer({ size: bytes, usage: 0x1 | 0x8 });
+  const enc = device.createCommandEncoder();
+  enc.copyBufferToBuffer(buffer, 0, staging, 0, bytes);
+  device.queue.submit([enc.finish()]);
+  await staging.mapAsync(0x1);
+  const out = new Float32Array(staging.getMappedRange().slice(0));
+  staging.destroy();
+  return out;
+}
+
+test('GPU tensors in, GPU tensors out ({ outputs: "gpu" }), byteOffset aligned or not, mixed with CPU ones', async () => {
+  const d = gpu.device;
+  const c = problem(600, { shapes: [[4, 4], [2, 3]], Q: 10, C: 5, P: 3, H: 2 });
+  const want = wasm.forward(c.args);
+  const wantB = wasm.backward({ ...c.args, gradOutput: c.gradOutput });
+  const made = [];
+  const onGpu = (t, offset = 0) => {
+    const buffer = upload(d, t.data, offset);
+    made.push(buffer);
+    return { buffer, shape: t.shape, byteOffset: offset };
+  };
+  for (const offset of [0, 256, 4]) {   // 4: not a binding alignment, copied first
+    const args = { ...c.args, value: onGpu(c.args.value, offset), samplingLocations: onGpu(c.args.samplingLocations, offset) };
+    const cpuOut = await gpu.forward(args);
+    assert.equal(sameBits(cpuOut.data, want.data), want.data.length, `offset ${offset}, CPU output`);
+    const out = await gpu.forward(args, { outputs: 'gpu' });
+    assert.deepEqual(out.shape, want.shape);
+    assert.ok((out.buffer.usage & 0x80) && (out.buffer.usage & 0x4), 'the output buffer can be bound and copied');
+    assert.equal(sameBits(await download(d, out.buffer, 4 * want.data.length), want.data), want.data.length, `offset ${offset}, GPU output`);
+    out.buffer.destroy();
+    const grads = await gpu.backward({ ...args, attentionWeights: onGpu(c.args.attentionWeights, offset), gradOutput: onGpu(c.gradOutput, offset) }, { outputs: 'gpu' });
+    for (const [name, t] of Object.entries(grads)) {
+      assert.deepEqual(t.shape, wantB[name].shape);
+      const got = await download(d, t.buffer, 4 * wantB[name].data.length);
+      assertClose(got, wantB[name].data, `offset ${offset}, ${name}`);
+      if (name !== 'gradValue') assert.equal(sameBits(got, wantB[name].data), got.length, name);
+      t.buffer.destroy();
+    }
+  }
+  for (const b of made) b.destroy();
+});
+
+test('bad input: the messages of the other backends, and GPU tensors checked', async () => {
+  const c = problem(700, { shapes: [[2, 2]], Q: 2 });
+  const bad = [
+    { ...c.args, value: undefined },
+    { ...c.args, value: { data: new Float64Array(24), shape: [1, 4, 2, 3] } },
+    { ...c.args, value: { data: c.args.value.data, shape: [1, 5, 2, 3] } },
+    { ...c.args, paddingMode: 'reflect' },
+    { ...c.args, alignCorners: 1 },
+    { ...c.args, levelStartIndex: [1] },
+    { ...c.args, spatialShapes: [[2, 3]] },
+    { ...c.args, attentionWeights: { data: new Float32Array(3), shape: [1, 2, 2, 1, 2] } },
+    { ...c.args, extra: 1 },
+  ];
+  for (const args of bad) {
+    let want;
+    try { wasm.forward(args); } catch (e) { want = e; }
+    assert.ok(want, 'wasm refuses it');
+    await assert.rejects(gpu.forward(args), (e) => {
+      assert.equal(e.constructor, want.constructor);
+      // the same message, save the GPU tensor form named among what is expected
+      assert.equal(e.message.replace(/ or \{ buffer: GPUBuffer[^}]*\}/, ''), want.message);
+      return true;
+    });
+  }
+  const d = gpu.device;
+  const noStorage = d.createBuffer({ size: 64, usage: 0x8 | 0x4 });
+  const small = d.createBuffer({ size: 16, usage: 0x80 });
+  const g = (buffer, extra = {}) => ({ ...c.args, value: { buffer, shape: c.args.value.shape, ...extra } });
+  await assert.rejects(gpu.forward(g(noStorage)), { name: 'TypeError', message: /value\.buffer has usage 12, expected one with GPUBufferUsage\.STORAGE/ });
+  await assert.rejects(gpu.forward(g(small)), { name: 'RangeError', message: /value needs 96 bytes \(24 float32\) from byteOffset 0, but its GPUBuffer has 16 bytes/ });
+  await assert.rejects(gpu.forward(g(small, { byteOffset: 2 })), { name: 'RangeError', message: /value\.byteOffset is number 2, expected a non-negative multiple of 4/ });
+  await assert.rejects(gpu.forward(g({ size: 99 })), { name: 'TypeError', message: /value\.buffer is Object, expected a GPUBuffer/ });
+  await assert.rejects(gpu.forward(c.args, { outputs: 'host' }), { name: 'RangeError', message: /outputs is the string "host", expected 'cpu' or 'gpu'/ });
+  await assert.rejects(gpu.backward(c.args, { copy: true }), { name: 'TypeError', message: /unknown option 'copy'/ });
+  await assert.rejects(gpu.backward(c.args), { name: 'TypeError', message: /backward: gradOutput is missing/ });
+  noStorage.destroy();
+  small.destroy();
+});
+
+test('limits: what one buffer cannot hold is refused with a RangeError naming the bytes, before any GPU work', async () => {
+  const bind = gpu.limits.maxStorageBufferBindingSize;
+  assert.ok(bind > 0);
+  const side = 2 ** 14, C = Math.ceil(bind / 4 / side / side) + 1;   // value just past one binding
+  const fake = (bytes) => ({ buffer: { size: bytes, usage: 0x80 }, byteOffset: 0 });
+  const args = {
+    value: { ...fake(4 * side * side * C), shape: [1, side * side, 1, C] }, spatialShapes: [[side, side]],
+    samplingLocations: { data: new Float32Array(2), shape: [1, 1, 1, 1, 1, 2] },
+    attentionWeights: { data: new Float32Array(1), shape: [1, 1, 1, 1, 1] },
+  };
+  await assert.rejects(gpu.forward(args), (e) => {
+    assert.equal(e.name, 'RangeError');
+    assert.match(e.message, new RegExp(`forward: value \\(input\\) needs ${4 * side * side * C} bytes on the GPU, more than this device binds in one buffer \\(maxStorageBufferBindingSize ${bind}`));
+    return true;
+  });
+  // a backward's scratch: 32 bytes of corner records a sample
+  const Q = Math.ceil(bind / 32) + 1;
+  const big = {
+    value: { data: new Float32Array(4), shape: [1, 4, 1, 1] }, spatialShapes: [[2, 2]],
+    samplingLocations: { ...fake(8 * Q), shape: [1, Q, 1, 1, 1, 2] },
+    attentionWeights: { ...fake(4 * Q), shape: [1, Q, 1, 1, 1] },
+    gradOutput: { ...fake(4 * Q), shape: [1, Q, 1] },
+  };
+  await assert.rejects(gpu.backward(big), { name: 'RangeError', message: new RegExp(`corner records \\(scratch\\) needs ${32 * Q} bytes`) });
+});
+
+test('a lost device: the pending call and later ones reject with MSDA_WEBGPU_DEVICE_LOST, nothing hangs', async () => {
+  const { create } = await import('webgpu');
+  const instance = create([]);
+  const adapter = await instance.requestAdapter();
+  const device = await adapter.requestDevice();
+  const msda = await init({ backend: 'webgpu', device });
+  assert.equal(msda.device, device);
+  const c = problem(800, { shapes: [[8, 8], [4, 4]], Q: 200, P: 4, H: 2, C: 8 });
+  assert.equal(sameBits((await msda.forward(c.args)).data, wasm.forward(c.args).data), 200 * 16);
+  const pending = msda.backward({ ...c.args, gradOutput: c.gradOutput });
+  device.destroy();
+  const lost = (e) => e.code === 'MSDA_WEBGPU_DEVICE_LOST' && /the WebGPU device was lost \(reason: destroyed/.test(e.message);
+  await assert.rejects(pending, lost);
+  await assert.rejects(msda.forward(c.args), lost);
+  msda.dispose();   // the caller's device: not ours to destroy, and nothing left to free
+  await assert.rejects(msda.forward(c.args), /forward on a disposed instance/);
+  assert.ok(instance);
+});
+
+test('init: no adapter, bad gpu or device, and backend "auto" never picks the GPU', async () => {
+  await assert.rejects(init({ backend: 'webgpu', gpu: { requestAdapter: async () => null } }), (e) => {
+    assert.equal(e.code, 'MSDA_WEBGPU_UNAVAILABLE');
+    assert.match(e.message, /WebGPU is not available: requestAdapter\(\) returned no adapter/);
+    return true;
+  });
+  await assert.rejects(init({ backend: 'webgpu', gpu: { requestAdapter: async () => { throw new Error('blocked'); } } }),
+    { code: 'MSDA_WEBGPU_UNAVAILABLE', message: /requestAdapter\(\) failed: blocked/ });
+  await assert.rejects(init({ backend: 'webgpu', gpu: 7 }), { name: 'TypeError', message: /init: gpu is number 7, expected an object with requestAdapter/ });
+  await assert.rejects(init({ backend: 'webgpu', device: {} }), { name: 'TypeError', message: /init: device is Object, expected a GPUDevice/ });
+  await assert.rejects(init({ backend: 'wasm', device: gpu.device }), { name: 'TypeError', message: /device is an option of backend: 'webgpu', not 'wasm'/ });
+  const auto = await init({ backend: 'auto' });
+  assert.notEqual(auto.backend, 'webgpu');
+  auto.dispose();
+});
+
+test('bits counted (printed for the record)', () => {
+  for (const [name, { same, all }] of Object.entries(totals)) {
+    console.log(`# ${name}: ${same} of ${all} elements have wasm SIMD's bits (${((100 * same) / all).toFixed(3)} %)`);
+  }
+  assert.ok(totals.output.all > 0 && totals.gradValue.all > 0);
+});
