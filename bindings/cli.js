@@ -264,8 +264,8 @@ const PARTS = (() => {
   return m ? { limit: Number(m[1]), part: Math.max(1, Number(m[2])) } : { limit: 2 ** 31, part: 2 ** 30 };
 })();
 
-const FLOAT_DTYPES = ['<f4', '<f2', 'bfloat16'], INT_DTYPES = ['<i4', '<i8'];
-const wrongDtype = (a, want) => !(want === 'float' ? FLOAT_DTYPES : INT_DTYPES).includes(a.dtype);
+const FLOAT_DTYPES = ['<f4', '<f2', 'bfloat16'];
+const wrongDtype = (a, want) => (want === 'float') !== FLOAT_DTYPES.includes(a.dtype);
 
 function readNpyInParts(path, fd, size, want) {
   const readAt = (buf, at) => {
@@ -305,7 +305,7 @@ function readNpyInParts(path, fd, size, want) {
   if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1) throw new CliError(1, `${path}: a file this large is read on little-endian machines only`);
   let data;
   try {
-    data = new ({ '<f4': Float32Array, '<i4': Int32Array, '<i8': BigInt64Array, '<f2': Uint16Array, bfloat16: Uint16Array })[a.dtype](a.count);
+    data = new ({ '<f4': Float32Array, '<f2': Uint16Array, bfloat16: Uint16Array, '<i4': Int32Array, '<i8': BigInt64Array })[a.dtype](a.count);
   } catch {
     throw new CliError(1, `${path}: out of memory reading ${size} bytes`);
   }
@@ -320,33 +320,22 @@ function readNpyInParts(path, fd, size, want) {
 }
 
 function readNpyFile(path, want) {
-  let a;
-  try {
-    const read = readFileAsNative(path, (fd, size) => readNpyInParts(path, fd, size, want));
-    a = read instanceof Uint8Array ? parseNpy(read, { bigint: true, bool: false }) : read;
-  } catch (e) {
-    if (e instanceof NpyError && e.descr !== undefined) throw bad(dtypeHint(path, e.descr, want));
-    if (e instanceof NpyError) throw bad(`${path}: ${e.message}`);
-    throw e;
-  }
-  return finishNpy(path, a, want);
+  return npyFromBytes(path, () => readFileAsNative(path, (fd, size) => readNpyInParts(path, fd, size, want)), want);
 }
 
-// name: the file's own name, for the dtype hint (a member's inside an .npz).
-function npyFromBytes(path, bytes, want, name) {
+// bytes: the file's bytes, or a function reading them (or, for a file too large for one buffer,
+// the array itself: readNpyInParts). name: the file's own name, for the dtype hint (a member's
+// inside an .npz).
+function npyFromBytes(path, bytes, want, name = undefined) {
   let a;
   try {
-    a = parseNpy(bytes, { bigint: true, bool: false });
+    const read = typeof bytes === 'function' ? bytes() : bytes;
+    a = read instanceof Uint8Array ? parseNpy(read, { bigint: true, bool: false }) : read;
   } catch (e) {
     if (e instanceof NpyError && e.descr !== undefined) throw bad(dtypeHint(path, e.descr, want, name));
     if (e instanceof NpyError) throw bad(`${path}: ${e.message}`);
     throw e;
   }
-  return finishNpy(path, a, want, name);
-}
-
-// The dtype the file must have, half precision widened exactly, the shape for messages and checks.
-function finishNpy(path, a, want, name = undefined) {
   if (wrongDtype(a, want)) throw bad(dtypeHint(path, a.dtype, want, name));
   if (a.dtype === '<f2' || a.dtype === 'bfloat16') a.data = widenHalf(a.data, a.dtype === '<f2' ? 'float16' : 'bfloat16');
   // Exact dimensions for messages; numbers for the checks (a dimension past 2^53 rounds to a
@@ -384,19 +373,8 @@ function isMissing(path) {
   }
 }
 
-// The name is in its directory (lstat: a dangling symlink too).
-function listed(path) {
-  try {
-    lstatSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /**
  * A directory of .npy files or an .npz archive of them (named by flag in messages): has(name)
- * (a name that is listed but cannot be read, a dangling symlink, is there: reading it says why)
  * and read(name, want), each member named `ARCHIVE:name` in messages.
  */
 function openSource(flag, dir) {
@@ -407,7 +385,8 @@ function openSource(flag, dir) {
     throw bad(`${flag} ${dir}: ${why(e)}`);
   }
   if (st.isDirectory()) {
-    return { has: (name) => exists(joinPath(dir, name)) || listed(joinPath(dir, name)), missing: (name) => isMissing(joinPath(dir, name)),
+    // has: the name is in the directory (lstat), so a dangling symlink is read, and refused, not skipped.
+    return { has: (name) => !isMissing(joinPath(dir, name)), missing: (name) => isMissing(joinPath(dir, name)),
       read: (name, want) => readNpyFile(joinPath(dir, name), want), path: (name) => joinPath(dir, name) };
   }
   const bytes = st.isFile() ? readFileAsNative(dir) : null;
@@ -850,7 +829,6 @@ async function crosscheck(o, print) {
     expected = {};
     const problems = [];
     for (const n of ['output', 'grad_value', 'grad_sampling_locations', 'grad_attention_weights']) {
-      // A name that is there but cannot be read (a dangling symlink) is an error, as under --in.
       try {
         if (source.has(`${n}.npy`)) expected[n] = source.read(`${n}.npy`, 'float');
       } catch (e) {

@@ -243,9 +243,8 @@ export function parseNpyHeader(head, fileSize, { bigint = false, bool = true } =
 /**
  * Parses a whole .npy file. Returns { version, dtype, shape, data, count }: shape an array of
  * numbers (of BigInts with { bigint: true }), data a fresh typed array (Float32Array for '<f4',
- * Int32Array for '<i4', BigInt64Array for '<i8', Uint16Array of the bits for '<f2' and
- * 'bfloat16': widenHalf(data, 'float16' | 'bfloat16'), exported here too, makes them float32
- * exactly; Uint8Array for '|b1'). A zero-size array can have a dimension past
+ * Int32Array for '<i4', BigInt64Array for '<i8', Uint16Array of the bits for '<f2' and 'bfloat16': widenHalf makes them
+ * float32 exactly, Uint8Array for '|b1'). A zero-size array can have a dimension past
  * Number.MAX_SAFE_INTEGER, which no number holds exactly: without { bigint: true } such a file
  * is refused rather than given a rounded shape. { bool: false } refuses '|b1' as the native CLI's
  * parser does (before any size check). Throws NpyError.

@@ -243,7 +243,11 @@ export function readTensor(fn, name, t, expected, labels, note, kinds = ['Float3
   if (onGpu) data = gpu.read(fn, name, t);
   const shapeValue = t.shape;
   const given = shapeValue !== undefined ? shapeValue : t.dims;
-  const half = onGpu ? undefined : halfOf(fn, name, data, t.dtype);
+  const dtype = t.dtype;
+  if (onGpu && dtype !== undefined && dtype !== 'float32') {
+    throw new TypeError(`${fn}: ${name}.dtype is ${describe(dtype)}, expected 'float32' (GPU tensors are float32)`);
+  }
+  const half = onGpu ? undefined : halfOf(fn, name, data, dtype);
   if (!onGpu && half === undefined && !kinds.includes(typedArrayKind(data))) {
     const kind = typedArrayKind(data);
     throw new TypeError(`${fn}: ${name}.data is ${kind ?? describe(data)}, expected a ${kinds.join(' or ')}`);
