@@ -434,11 +434,12 @@ static char *source_path(const source *s, const char *name)
     return p;
 }
 
-/* Present (a directory's file by stat, following links), or absent for sure (lstat: ENOENT). */
+/* Present unless absent for sure (lstat's ENOENT): a dangling symlink, or a name lstat cannot
+ * look at, is there, and reading it says why (as the JS CLI does). */
 static int source_has(const source *s, const char *path, const char *name)
 {
     struct stat st;
-    return s->is_npz ? npz_find(&s->z, name) != NULL : stat(path, &st) == 0;
+    return s->is_npz ? npz_find(&s->z, name) != NULL : !(lstat(path, &st) != 0 && errno == ENOENT);
 }
 
 static int source_missing(const source *s, const char *path, const char *name)

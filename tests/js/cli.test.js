@@ -237,10 +237,15 @@ test("'<f2' and 'bfloat16' inputs: both CLIs compute on the float32 values the b
       assert.equal(j.status, 0, j.err);
       const w = await js([op, '--in', halfDir, '--out', `${halfDir}/wasm`, ...flags]);
       assert.equal(w.status, 0, w.err);
+      // the reader of files too large for one Buffer (forced here: every file, 7 bytes at a time)
+      const parts = spawnSync(process.execPath, [JS_CLI, op, '--in', halfDir, '--out', `${halfDir}/parts`, '--backend', 'native', ...flags],
+        { encoding: 'utf8', env: { ...process.env, MSDA_TEST_NPY_PARTS: '0,7' } });
+      assert.equal(parts.status, 0, parts.stderr);
       for (const name of op === 'forward' ? ['output'] : OUTPUTS.slice(1)) {
         const want = readFileSync(`${wideDir}/out/${name}.npy`);
         assert.deepEqual(readFileSync(`${halfDir}/native/${name}.npy`), want, `${dtype} ${name}: native CLI`);
         assert.deepEqual(readFileSync(`${halfDir}/js/${name}.npy`), want, `${dtype} ${name}: JS CLI on native`);
+        assert.deepEqual(readFileSync(`${halfDir}/parts/${name}.npy`), want, `${dtype} ${name}: JS CLI reading in parts`);
         assertClose(load(`${halfDir}/wasm/${name}.npy`).data, parseNpy(want).data, `${dtype} ${name}: JS CLI on wasm`);
       }
     }
