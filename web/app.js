@@ -2,14 +2,16 @@
 // each drawn from what the ms-deform-attn wasm package computed (model.js). One module per step
 // (step-*.js); they share one context (page-state.js), passed explicitly. This file wires them:
 // the module choice, the prepared problems, recompute-and-redraw after every change, the
-// controls, and window.__msda for the tests.
+// controls, and window.__msda for the tests. Under the hood the page can also compute on
+// WebGPU, whose calls return Promises: see "WebGPU" below.
 import { init } from '../bindings/index.js';
-import { LEVELS, HEADS, drawPicture, buildPyramid } from './scene.js';
-import { Session, newOptimizer, softmaxInto, logitsOf, setSoftmaxWeight, MIN_WEIGHT } from './model.js';
+import { LEVELS, HEADS, NUM_HEADS, CHANNELS, drawPicture, buildPyramid } from './scene.js';
+import { Session, GpuSession, newOptimizer, softmaxInto, logitsOf, setSoftmaxWeight, MIN_WEIGHT, compareBits, mergeComparisons } from './model.js';
+import { request, dropWaiting, serial, settled, againstWasm, probeWebGPU, unavailable, adapterName, renderBackendChoice, renderGpuNote } from './webgpu.js';
 import { $, SLOTS, slot, clamp01, createContext } from './page-state.js';
 import { levelImage, attachPositionCanvas } from './draw.js';
-import { SAMPLE_LEVEL, prepareSample, computeSample, drawSample, renderSample } from './step-sample.js';
-import { preparePointSamples, computePointSamples, renderSum, buildPyramid as buildSumPyramid } from './step-sum.js';
+import { SAMPLE_LEVEL, prepareSample, computeSample, sampleAt, prepareSampleGpu, sampleGpu, drawSample, renderSample } from './step-sample.js';
+import { preparePointSamples, computePointSamples, pointSamplesGpu, renderSum, buildPyramid as buildSumPyramid } from './step-sum.js';
 import { drawTargetCanvas, renderLoss } from './step-loss.js';
 import { buildLevels, buildPoints, drawLevel, renderLegends, renderPoints } from './step-gradients.js';
 import { buildPull, renderPull } from './step-pull.js';
@@ -31,14 +33,44 @@ function instance(ctx, options) {
   return ctx.instances.get(key);
 }
 
-// (Re)prepares every problem of the page for the current module and options.
+const GPU_OPTIONS = { backend: 'webgpu' };
+
+// (Re)prepares every problem of the page for the current module, backend and options. The wasm
+// problems are always there (on WebGPU every frame is checked against them). Returns false when
+// a newer call took over while this one waited for a module.
 async function prepareAll(ctx) {
-  ctx.msda = await instance(ctx, moduleOptions(ctx));
+  const ticket = ++ctx.rebuilds;
+  const msda = await instance(ctx, moduleOptions(ctx));
+  let gpu = null;
+  if (ctx.ui.backend === 'webgpu') {
+    renderBackendChoice(ctx);
+    try {
+      gpu = await instance(ctx, GPU_OPTIONS);
+    } catch (e) {
+      ctx.instances.delete(JSON.stringify(GPU_OPTIONS));
+      if (ticket === ctx.rebuilds) unavailable(ctx, e.message);
+    }
+  }
+  if (ticket !== ctx.rebuilds) return false;
+  ctx.epoch += 1;           // what is still in flight belongs to the problems replaced here
+  dropWaiting(ctx);
+  ctx.msda = msda;
+  ctx.gpu = gpu;
   ctx.timings.forward = []; ctx.timings.backward = [];
-  for (const p of [ctx.session, ctx.sample.sampler, ctx.points.sampler]) if (p) p.dispose();
+  for (const p of [ctx.session, ctx.sample.sampler, ctx.points.sampler, ctx.gpuSession]) if (p) p.dispose();
   ctx.session = new Session(ctx.msda, ctx.data, ctx.ui.opts);
   prepareSample(ctx);
   preparePointSamples(ctx);
+  ctx.gpuSession = null;
+  ctx.check = { main: null, sample: null };
+  if (gpu) {
+    const session = new GpuSession(gpu, ctx.data, ctx.ui.opts);
+    ctx.gpuSession = session;
+    prepareSampleGpu(ctx, session);
+    // Step 2's readings take the value in BLNC, whatever the playground's layout.
+    ctx.points.gpuValue = ctx.ui.opts.valueLayout === 'BLNC' ? session.value : session.tensor(ctx.data.value, [1, ctx.data.length, NUM_HEADS, CHANNELS]);
+  }
+  return true;
 }
 
 // ---- computing ----------------------------------------------------------------------------
@@ -52,13 +84,51 @@ function compute(ctx) {
   computePointSamples(ctx);
 }
 
+// Computes for the current state, then runs `after`: at once on wasm; on WebGPU when the
+// result is in (a Promise that resolves then, or when a newer request replaced this one).
+function computeThen(ctx, after) {
+  if (!ctx.gpu) {
+    compute(ctx);
+    after();
+    return undefined;
+  }
+  return request(ctx, ctx.lanes.main, async () => {
+    const { gpu, gpuSession, data } = ctx, opts = { ...ctx.ui.opts }, value = ctx.points.gpuValue;
+    const r = await gpuSession.evaluate(ctx.state);
+    const samples = await pointSamplesGpu(gpu, data, opts, value, r.snapshot.loc);
+    return { r, samples };
+  }, ({ r, samples }) => {
+    ctx.result = r;
+    ctx.timings.forward = [...ctx.timings.forward, r.forwardMs].slice(-TIMED_CALLS);
+    ctx.timings.backward = [...ctx.timings.backward, r.backwardMs].slice(-TIMED_CALLS);
+    ctx.points.samples = samples;
+    ctx.check.main = againstWasm(ctx, r, samples);
+    after();
+  });
+}
+
 // A change made by hand: recompute, and start a fresh descent from here.
 function changed(ctx) {
-  compute(ctx);
-  ctx.optimizer = newOptimizer();
-  ctx.ui.history = [ctx.result.loss];
-  ctx.ui.stuck = null;
-  render(ctx);
+  return computeThen(ctx, () => {
+    ctx.optimizer = newOptimizer();
+    ctx.ui.history = [ctx.result.loss];
+    ctx.ui.stuck = null;
+    render(ctx);
+  });
+}
+
+// Step 1's reading at its point, drawn when computed.
+function sample(ctx) {
+  if (!ctx.gpu) {
+    computeSample(ctx);
+    renderStepOne(ctx);
+    return undefined;
+  }
+  return request(ctx, ctx.lanes.sample, () => sampleGpu(ctx, ctx.gpu), (res) => {
+    ctx.sample.result = res;
+    ctx.check.sample = compareBits(res.output, sampleAt(ctx, res.point).output);
+    renderStepOne(ctx);
+  });
 }
 
 function setWeight(ctx, i, w) {
@@ -77,14 +147,20 @@ function setWeight(ctx, i, w) {
 const median = (a) => { const s = [...a].sort((x, y) => x - y); return s[Math.floor(s.length / 2)]; };
 
 function renderHood(ctx) {
-  const { msda, ui, timings } = ctx;
+  const { msda, ui, timings, gpu } = ctx;
   // The median of the last calls: one call of a few microseconds is mostly timer noise.
   $('t-forward').textContent = `${median(timings.forward).toFixed(3)} ms`;
   $('t-backward').textContent = `${median(timings.backward).toFixed(3)} ms`;
-  $('module').textContent = msda.simd ? 'wasm SIMD' : 'wasm scalar';
+  $('module').textContent = gpu ? `WebGPU (${adapterName(gpu.adapterInfo)})` : msda.simd ? 'wasm SIMD' : 'wasm scalar';
+  $('module').dataset.backend = ctx.result.backend ?? msda.backend;
   // What the module in use runs with (1 unless threaded); only the SIMD module has threads.
-  $('threads').textContent = String(msda.threads ?? 1);
-  $('threads-select').disabled = ui.module === 'scalar' || !ctx.simdAvailable;
+  $('threads').textContent = gpu ? '–' : String(msda.threads ?? 1);
+  $('threads-select').disabled = ui.module === 'scalar' || !ctx.simdAvailable || Boolean(gpu);
+  $('simd').disabled = Boolean(gpu);
+  $('t-caption-wasm').hidden = Boolean(gpu);
+  $('t-caption-webgpu').hidden = !gpu;
+  if (gpu) renderGpuNote(ctx);
+  else renderBackendChoice(ctx);
 }
 
 // Draws everything that depends on the playground's state (step 1 has its own point).
@@ -153,6 +229,14 @@ function publish(ctx) {
     module: ui.module,
     simd: msda.simd,
     threads: msda.threads ?? 1,
+    // The backend chosen, the one that computed the numbers shown, and WebGPU's availability.
+    backend: ctx.gpu ? ctx.gpu.backend : msda.backend,
+    settled: () => settled(ctx),
+    computing: () => Object.values(ctx.lanes).some((l) => l.busy),
+    computedBy: r.backend ?? msda.backend,
+    sampleComputedBy: sampleResult && (sampleResult.backend ?? msda.backend),
+    webgpu: { ...ctx.webgpu, numerics: ctx.gpu ? { ...ctx.gpu.numerics } : null,
+      check: ctx.gpu ? mergeComparisons([ctx.check.main, ctx.check.sample].filter(Boolean)) : null },
     options: { ...ui.opts },
     weightMode: ui.weightMode,
     learningRate: ui.learningRate,
@@ -209,9 +293,15 @@ function bindControls(ctx) {
   HEADS.forEach((h, i) => { const o = document.createElement('option'); o.value = String(i); o.textContent = `${i}: ${h.name}`; head.append(o); });
   head.addEventListener('change', () => { ui.head = Number(head.value); guarded(ctx, () => render(ctx)); });
   // Options the prepared problems are built with: prepare again, then recompute.
-  const rebuild = () => guardedAsync(ctx, async () => {
-    stop(ctx); await prepareAll(ctx); computeSample(ctx); renderStepOne(ctx); changed(ctx);
-  });
+  const rebuild = () => {
+    ctx.rebuilding = guardedAsync(ctx, async () => {
+      stop(ctx);
+      ctx.stepTicket += 1;
+      if (!await prepareAll(ctx)) return;
+      sample(ctx);
+      changed(ctx);
+    });
+  };
   const opt = (id, key, parse = (x) => x) => {
     $(id).addEventListener('change', (ev) => {
       ui.opts[key] = parse(ev.target.type === 'checkbox' ? ev.target.checked : ev.target.value);
@@ -224,6 +314,8 @@ function bindControls(ctx) {
   opt('align-corners', 'alignCorners', Boolean);
   $('simd').addEventListener('change', (ev) => { ui.module = ev.target.value; rebuild(); });
   $('threads-select').addEventListener('change', (ev) => { ui.threads = ev.target.value; rebuild(); });
+  $('backend').addEventListener('change', (ev) => { ui.backend = ev.target.value; rebuild(); });
+  $('hood').addEventListener('toggle', () => { if ($('hood').open) probeWebGPU(ctx); });
   $('heat').addEventListener('change', (ev) => { ui.heat = ev.target.checked; guarded(ctx, () => render(ctx)); });
   $('lr').addEventListener('change', (ev) => { ui.learningRate = Number(ev.target.value); ctx.optimizer = newOptimizer(); guarded(ctx, () => render(ctx)); });
   for (const radio of document.querySelectorAll('input[name=weight-mode]')) {
@@ -256,7 +348,7 @@ function bindControls(ctx) {
   });
   attachPositionCanvas($('sample-canvas'), () => ctx.sample.point, (p) => {
     ctx.sample.point = p;
-    guarded(ctx, () => { computeSample(ctx); renderStepOne(ctx); });
+    guarded(ctx, () => sample(ctx));
   });
   attachPositionCanvas($('target-canvas'), () => ctx.state.target, (p) => { stop(ctx); ctx.state.target = p; guarded(ctx, () => changed(ctx)); });
   // Whatever the page scrolls into view (focus, find, links) stops above the pinned bar.
@@ -284,7 +376,9 @@ function bindControls(ctx) {
 async function main() {
   const ctx = createContext();
   ctx.actions = {
-    compute: () => compute(ctx),
+    computeThen: (after) => computeThen(ctx, after),
+    serial: (fn) => serial(ctx, fn),
+    fail: (e) => { stop(ctx); showError(e); },
     changed: () => changed(ctx),
     render: () => render(ctx),
     stop: () => stop(ctx),

@@ -10,9 +10,11 @@ const now = () => (globalThis.performance ? performance.now() : Date.now());
 
 // The arguments of msda.forward for the given state, in the layouts chosen in `opts`.
 // Exposed as-is on the page (window.__msda) so a test can replay the exact call in Node.
-export function forwardArgs(data, locations, weights, opts) {
+// `value`: the value tensor when the caller has it already (a GPU tensor on WebGPU).
+export function forwardArgs(data, locations, weights, opts,
+  value = { data: valueToLayout(data.value, opts.valueLayout, data.length), shape: valueShape(opts.valueLayout, data.length) }) {
   return {
-    value: { data: valueToLayout(data.value, opts.valueLayout, data.length), shape: valueShape(opts.valueLayout, data.length) },
+    value,
     spatialShapes: data.spatialShapes,
     levelStartIndex: data.levelStartIndex,
     samplingLocations: { data: locationsToLayout(locations, opts.samplingLocationsLayout), shape: locationsShape(opts.samplingLocationsLayout) },
@@ -26,11 +28,11 @@ export function forwardArgs(data, locations, weights, opts) {
 
 // The feature at the target: the same operator with every point on the target and equal
 // weights summing to 1 per head, i.e. the mean over levels of each level sampled there.
-export function targetArgs(data, target, opts) {
+export function targetArgs(data, target, opts, value) {
   const loc = new Float32Array(NUM_SLOTS * 2);
   for (let i = 0; i < NUM_SLOTS; i++) { loc[2 * i] = target[0]; loc[2 * i + 1] = target[1]; }
   const w = new Float32Array(NUM_SLOTS).fill(1 / (LEVELS.length * NUM_POINTS));
-  return forwardArgs(data, loc, w, opts);
+  return forwardArgs(data, loc, w, opts, value);
 }
 
 // loss = ½ Σ_c (output_c − target_c)², summed in float64 over the float32 outputs;
@@ -142,6 +144,98 @@ export class Session {
     this.main.dispose();
     this.target.dispose();
   }
+}
+
+// The same computation on the WebGPU backend (an init({ backend: 'webgpu' }) instance), whose
+// calls return Promises. As prepare() keeps the value in the wasm heap, the value is uploaded
+// once and stays on the GPU (a GPU tensor); each call uploads the locations, the weights and
+// gradOutput and reads its results back. evaluate() works on a copy of the state taken when it
+// is called, so a later change cannot reach a call in flight. Same fields as Session.evaluate().
+export class GpuSession {
+  constructor(gpu, data, opts) {
+    this.gpu = gpu;
+    this.data = data;
+    this.opts = { ...opts };
+    this.buffers = [];
+    this.value = this.tensor(valueToLayout(data.value, opts.valueLayout, data.length), valueShape(opts.valueLayout, data.length));
+  }
+
+  // A float32 GPU tensor holding `array`, destroyed by dispose().
+  tensor(array, shape) {
+    const device = this.gpu.device;
+    const buffer = device.createBuffer({ size: array.byteLength, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST, label: 'page value' });
+    device.queue.writeBuffer(buffer, 0, array);
+    this.buffers.push(buffer);
+    return { buffer, shape: shape.slice() };
+  }
+
+  async evaluate(state) {
+    const { gpu, data, opts, value } = this;
+    const snapshot = { loc: state.samplingLocations.slice(), w: state.attentionWeights.slice(), target: state.target.slice() };
+    const target = await gpu.forward(targetArgs(data, snapshot.target, opts, value));
+    this.alive();
+    const args = forwardArgs(data, snapshot.loc, snapshot.w, opts, value);
+    const t0 = now();
+    const output = await gpu.forward(args);
+    const t1 = now();
+    this.alive();
+    const { loss, gradOutput } = lossAndGrad(output.data, target.data);
+    const t2 = now();
+    const grads = await gpu.backward({ ...args, gradOutput: { data: gradOutput, shape: output.shape } });
+    const t3 = now();
+    this.alive();
+    let argsMemo = null;
+    const result = {
+      backend: 'webgpu',
+      snapshot,
+      targetFeature: target.data, output: output.data, loss, gradOutput,
+      gradSamplingLocations: locationsFromLayout(grads.gradSamplingLocations.data, opts.samplingLocationsLayout),
+      gradAttentionWeights: grads.gradAttentionWeights.data,
+      heat: heatOf(grads.gradValue.data, opts.valueLayout, data.length),
+      raw: grads,
+      forwardMs: t1 - t0,
+      backwardMs: t3 - t2,
+    };
+    // What the copying API would be called with (CPU tensors, as on wasm).
+    Object.defineProperties(result, {
+      args: { get: () => (argsMemo ??= forwardArgs(data, snapshot.loc, snapshot.w, opts)) },
+      gradArgs: { get: () => ({ ...result.args, gradOutput: { data: gradOutput, shape: output.shape.slice() } }) },
+    });
+    return result;
+  }
+
+  // An evaluate() still running when the page moved on (dispose) stops at its next step.
+  alive() {
+    if (this.buffers === null) throw new Error('superseded: the page rebuilt its problems during this call');
+  }
+
+  dispose() {
+    for (const b of this.buffers ?? []) b.destroy();
+    this.buffers = null;
+  }
+}
+
+// How far `got` is from `want`, element by element: how many differ in their bits (NaN equals
+// NaN), and the largest absolute and relative difference among them (Infinity where one is not
+// finite; 0 for 0 against -0).
+export function compareBits(got, want) {
+  const n = Math.max(got.length, want.length);
+  let differ = Math.abs(got.length - want.length), maxAbs = 0, maxRel = 0;
+  for (let i = 0; i < Math.min(got.length, want.length); i++) {
+    const a = got[i], b = want[i];
+    if (Object.is(a, b) || (Number.isNaN(a) && Number.isNaN(b))) continue;
+    differ += 1;
+    const d = Number.isFinite(a) && Number.isFinite(b) ? Math.abs(a - b) : Infinity;
+    maxAbs = Math.max(maxAbs, d);
+    maxRel = Math.max(maxRel, d === 0 || d === Infinity ? d : d / Math.max(Math.abs(a), Math.abs(b)));
+  }
+  return { count: n, differ, maxAbs, maxRel };
+}
+
+// Several compareBits() in one (the numbers of one frame).
+export function mergeComparisons(list) {
+  return list.reduce((m, c) => ({ count: m.count + c.count, differ: m.differ + c.differ,
+    maxAbs: Math.max(m.maxAbs, c.maxAbs), maxRel: Math.max(m.maxRel, c.maxRel) }), { count: 0, differ: 0, maxAbs: 0, maxRel: 0 });
 }
 
 // |∂loss/∂value| summed over each head's channels, per pixel and head (BLNC order: (L, N_h)).

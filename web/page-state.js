@@ -21,6 +21,7 @@ export function createContext() {
     ui: {
       opts: { alignCorners: false, paddingMode: 'zeros', valueLayout: 'BLNC', samplingLocationsLayout: 'BQHLP2' },
       module: 'simd',
+      backend: 'wasm',          // or 'webgpu' (under the hood)
       threads: 'auto',
       head: 0,
       heat: true,
@@ -34,7 +35,19 @@ export function createContext() {
       stuck: null,
     },
     simdAvailable: true,
-    msda: null,                 // the module in use
+    msda: null,                 // the wasm module in use (always there: WebGPU is checked against it)
+    gpu: null,                  // the WebGPU instance while that backend is chosen
+    gpuSession: null,
+    webgpu: { status: 'unknown', reason: null, adapter: null },   // checking, available, unavailable
+    check: { main: null, sample: null },   // on WebGPU: how the last results compare with wasm's
+    // WebGPU's asynchronous results (app.js): rebuilds drop what is in flight (epoch); two lanes
+    // of requests; steps one after the other.
+    epoch: 0,
+    rebuilds: 0,
+    lanes: { main: { busy: false, next: null, idle: [] }, sample: { busy: false, next: null, idle: [] } },
+    stepTicket: 0,
+    stepTail: Promise.resolve(),
+    rebuilding: Promise.resolve(),
     instances: new Map(),       // one per module choice, kept for the page's life
     data: null,                 // the value tensor and its shapes (scene.js)
     state: null,                // locations, weights, logits, target

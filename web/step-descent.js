@@ -18,18 +18,24 @@ export function freshState(ctx) {
   return s;
 }
 
+// One descent step from the last result. On wasm it is done when this returns; on WebGPU it
+// returns a Promise, and steps asked for quickly run one after the other (app.js, serial).
 export function step(ctx) {
-  const { ui } = ctx;
-  descend(ctx.state, ctx.result, ctx.optimizer, { weights: ui.weightMode, learningRate: ui.learningRate });
-  ui.steps += 1;
-  ctx.actions.compute();
-  ui.history.push(ctx.result.loss);
-  ui.stuck = findStuck(ctx);
-  ctx.actions.render();
+  return ctx.actions.serial(() => {
+    const { ui } = ctx;
+    descend(ctx.state, ctx.result, ctx.optimizer, { weights: ui.weightMode, learningRate: ui.learningRate });
+    ui.steps += 1;
+    return ctx.actions.computeThen(() => {
+      ui.history.push(ctx.result.loss);
+      ui.stuck = findStuck(ctx);
+      ctx.actions.render();
+    });
+  });
 }
 
 export function reset(ctx) {
   stop(ctx);
+  ctx.stepTicket += 1;      // steps still waiting (WebGPU) are dropped
   ctx.state = freshState(ctx);
   ctx.ui.steps = 0;
   ctx.actions.changed();
@@ -42,12 +48,17 @@ export function play(ctx) {
   $('play').textContent = 'Pause';
   $('play').setAttribute('aria-pressed', 'true');
   let count = 0;
-  const tick = () => {
-    if (!ui.playing) return;
-    ctx.actions.guarded(() => step(ctx));
+  const next = () => {
     count += 1;
     if (count >= PLAY_MAX_STEPS || ctx.result.loss < 1e-9) { stop(ctx); return; }
-    ctx.play.frame = requestAnimationFrame(tick);
+    if (ui.playing) ctx.play.frame = requestAnimationFrame(tick);
+  };
+  const tick = () => {
+    if (!ui.playing) return;
+    let pending;
+    ctx.actions.guarded(() => { pending = step(ctx); });
+    // WebGPU: the next frame's step once this one's result is drawn.
+    if (pending) pending.then(next); else next();
   };
   ctx.play.frame = requestAnimationFrame(tick);
 }

@@ -18,14 +18,47 @@ export function prepareSample(ctx) {
   ctx.sample.sampler = sampler;
 }
 
-export function computeSample(ctx) {
-  const s = ctx.sample;
+function sampleLocations(point) {
   const loc = new Float32Array(NUM_HEADS * 2);
-  for (let hd = 0; hd < NUM_HEADS; hd++) { loc[2 * hd] = s.point[0]; loc[2 * hd + 1] = s.point[1]; }
-  s.sampler.samplingLocations.set(loc);
-  const out = s.sampler.forward().data.slice();
+  for (let hd = 0; hd < NUM_HEADS; hd++) { loc[2 * hd] = point[0]; loc[2 * hd + 1] = point[1]; }
+  return loc;
+}
+
+function sampleResult(out, point, loc, opts) {
   const [h, w] = LEVELS[SAMPLE_LEVEL];
-  s.result = { output: out, point: s.point.slice(), loc, ...bilinearCorners(loc[0], loc[1], h, w, ctx.ui.opts) };
+  return { output: out, point, loc, ...bilinearCorners(loc[0], loc[1], h, w, opts) };
+}
+
+// What the wasm sampler reads at `point`.
+export function sampleAt(ctx, point) {
+  const loc = sampleLocations(point);
+  ctx.sample.sampler.samplingLocations.set(loc);
+  const out = ctx.sample.sampler.forward().data.slice();
+  return sampleResult(out, point, loc, ctx.ui.opts);
+}
+
+export function computeSample(ctx) {
+  ctx.sample.result = sampleAt(ctx, ctx.sample.point.slice());
+}
+
+// WebGPU: the coarse map kept on the GPU (a GpuSession's tensor), read with gpu.forward.
+export function prepareSampleGpu(ctx, session) {
+  const [h, w] = LEVELS[SAMPLE_LEVEL];
+  const start = ctx.data.levelStartIndex[SAMPLE_LEVEL] * NUM_HEADS * CHANNELS;
+  ctx.sample.gpuValue = session.tensor(ctx.data.value.subarray(start, start + h * w * NUM_HEADS * CHANNELS), [1, h * w, NUM_HEADS, CHANNELS]);
+}
+
+// The reading at the point as it is now, as computeSample's result, later (a Promise).
+export async function sampleGpu(ctx, gpu) {
+  const point = ctx.sample.point.slice(), opts = { ...ctx.ui.opts };
+  const loc = sampleLocations(point);
+  const out = await gpu.forward({
+    value: ctx.sample.gpuValue, spatialShapes: [LEVELS[SAMPLE_LEVEL].slice()], levelStartIndex: [0],
+    samplingLocations: { data: loc, shape: [1, 1, NUM_HEADS, 1, 1, 2] },
+    attentionWeights: { data: new Float32Array(NUM_HEADS).fill(1), shape: [1, 1, NUM_HEADS, 1, 1] },
+    alignCorners: opts.alignCorners, paddingMode: opts.paddingMode,
+  });
+  return { ...sampleResult(out.data, point, loc, opts), backend: 'webgpu' };
 }
 
 export function drawSample(ctx) {

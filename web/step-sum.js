@@ -13,18 +13,44 @@ export function preparePointSamples(ctx) {
     numPoints: NUM_POINTS, spatialShapes: data.spatialShapes, alignCorners: ui.opts.alignCorners,
     paddingMode: ui.opts.paddingMode }, { mode: 'forward' });
   sampler.value.set(data.value);
-  const w1 = new Float32Array(NL * NUM_POINTS * SLOTS);
-  for (let q = 0; q < NL * NUM_POINTS; q++) for (let hd = 0; hd < NUM_HEADS; hd++) w1[q * SLOTS + hd * NL * NUM_POINTS + q] = 1;
-  sampler.attentionWeights.set(w1);
+  sampler.attentionWeights.set(pointSampleWeights());
   ctx.points.sampler = sampler;
 }
 
-export function computePointSamples(ctx) {
+function pointSampleWeights() {
+  const w1 = new Float32Array(NL * NUM_POINTS * SLOTS);
+  for (let q = 0; q < NL * NUM_POINTS; q++) for (let hd = 0; hd < NUM_HEADS; hd++) w1[q * SLOTS + hd * NL * NUM_POINTS + q] = 1;
+  return w1;
+}
+
+function pointSampleLocations(samplingLocations) {
   const nq = NL * NUM_POINTS;
   const loc = new Float32Array(nq * SLOTS * 2);
-  for (let q = 0; q < nq; q++) loc.set(ctx.state.samplingLocations, q * SLOTS * 2);
-  ctx.points.sampler.samplingLocations.set(loc);
-  ctx.points.samples = ctx.points.sampler.forward().data.slice();    // (1, nq, N_h · C_h)
+  for (let q = 0; q < nq; q++) loc.set(samplingLocations, q * SLOTS * 2);
+  return loc;
+}
+
+// (1, nq, N_h · C_h) for the given locations (the state's unless given).
+export function pointSamplesOf(ctx, samplingLocations = ctx.state.samplingLocations) {
+  ctx.points.sampler.samplingLocations.set(pointSampleLocations(samplingLocations));
+  return ctx.points.sampler.forward().data.slice();
+}
+
+export function computePointSamples(ctx) {
+  ctx.points.samples = pointSamplesOf(ctx);
+}
+
+// WebGPU: the same readings through gpu.forward on the value kept on the GPU (BLNC, a
+// GpuSession's tensor), for the locations given: a Promise of pointSamplesOf's result.
+export async function pointSamplesGpu(gpu, data, opts, value, samplingLocations) {
+  const nq = NL * NUM_POINTS;
+  const out = await gpu.forward({
+    value, spatialShapes: data.spatialShapes, levelStartIndex: data.levelStartIndex,
+    samplingLocations: { data: pointSampleLocations(samplingLocations), shape: [1, nq, NUM_HEADS, NL, NUM_POINTS, 2] },
+    attentionWeights: { data: pointSampleWeights(), shape: [1, nq, NUM_HEADS, NL, NUM_POINTS] },
+    alignCorners: opts.alignCorners, paddingMode: opts.paddingMode,
+  });
+  return out.data;
 }
 
 export function pointSample(ctx, head, l, p) {

@@ -13,10 +13,13 @@ export const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
   '--disable-component-update', '--disable-sync', '--no-first-run'];
 
-export async function launch() {
+// WebGPU on SwiftShader, Chromium's CPU Vulkan (a page on http://127.0.0.1 is a secure context).
+export const WEBGPU_ARGS = ['--enable-unsafe-webgpu', '--use-webgpu-adapter=swiftshader'];
+
+export async function launch({ args = [] } = {}) {
   if (!fs.existsSync(CHROMIUM)) throw new Error(`Chromium not found at ${CHROMIUM} (make setup installs Debian's chromium)`);
   const { server, url } = await startServer({ port: 0 });
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: [...ARGS, ...args], headless: true });
   return {
     url,
     browser,
@@ -27,19 +30,28 @@ export async function launch() {
   };
 }
 
-// Opens the page and collects every page error, console error/warning and failed request.
+// Opens the page and collects every page error, console error/warning and failed request, save
+// Chromium's own "No available adapters." (it says so when the page asks for a WebGPU adapter
+// where there is none, as it does once "Under the hood" is opened).
+// extra: newContext's options, and initScript (run before the page's own scripts).
 export async function openPage(browser, url, viewport = { width: 1280, height: 800 }, extra = {}) {
-  const context = await browser.newContext({ viewport, deviceScaleFactor: 1, ...extra });
+  const { initScript, ...options } = extra;
+  const context = await browser.newContext({ viewport, deviceScaleFactor: 1, ...options });
+  if (initScript) await context.addInitScript(initScript);
   const page = await context.newPage();
   const problems = [];
   page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
-  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(`console.${m.type()}: ${m.text()}`); });
+  page.on('console', (m) => {
+    if ((m.type() === 'error' || m.type() === 'warning') && m.text() !== NO_ADAPTER) problems.push(`console.${m.type()}: ${m.text()}`);
+  });
   page.on('requestfailed', (r) => problems.push(`requestfailed: ${r.url()} ${r.failure()?.errorText}`));
   page.on('response', (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`); });
   await page.goto(url);
   await page.waitForFunction(() => window.__msda && window.__msda.ready, null, { timeout: 15000 });
   return { page, context, problems };
 }
+
+export const NO_ADAPTER = 'No available adapters.';
 
 export function screenshotPath(name) {
   fs.mkdirSync(SCREENSHOTS, { recursive: true });
