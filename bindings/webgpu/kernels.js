@@ -233,6 +233,22 @@ fn load4(i: u32, c0: u32, C: u32) -> vec4<f32> {
   return v;
 }
 
+struct Tap { mask: u32, off: i32, aw: vec4<f32> }
+
+// Point p of (b, q, h, l) as taps: its inside corners and a * w_k; none past the last point, and
+// none for an infinite weight (added after, below).
+fn tap_point(b: u32, q: u32, h: u32, l: u32, p: u32, wbase: u32) -> Tap {
+  if (p >= md[5]) { return Tap(0u, 0, vec4<f32>(0.0)); }
+  let pt = point(l, locs[loc_index(b, q, h, l, p, 0u)], locs[loc_index(b, q, h, l, p, 1u)]);
+  let a = weights[wbase + l * md[5] + p];
+  return Tap(select(pt.mask, 0u, is_inf(a)), pt.off, a * pt.w);
+}
+
+fn tap(acc: vec4<f32>, t: Tap, k: u32, base: i32, c0: u32, C: u32) -> vec4<f32> {
+  if (((t.mask >> k) & 1u) == 0u) { return acc; }
+  return acc + t.aw[k] * load4(u32(base + t.off), c0, C);
+}
+
 @compute @workgroup_size(${WORKGROUP})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let idx = invocation(gid);
@@ -244,27 +260,17 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let vbh = value_base(b, h);
   let wbase = bqh * NL * P;
   var acc = vec4<f32>(0.0);
-  var pts: array<Pt, 4>;
-  var aw: array<vec4<f32>, 4>;
   for (var l = 0u; l < NL; l = l + 1u) {
     let g = 16u + 16u * l;
     let vlev = i32(vbh + md[g + 2u] * md[g + 14u] + c0);
     for (var p0 = 0u; p0 < P; p0 = p0 + 4u) {
-      let count = min(4u, P - p0);
-      for (var i = 0u; i < count; i = i + 1u) {
-        let p = p0 + i;
-        pts[i] = point(l, locs[loc_index(b, q, h, l, p, 0u)], locs[loc_index(b, q, h, l, p, 1u)]);
-        let a = weights[wbase + l * P + p];
-        aw[i] = a * pts[i].w;
-        if (is_inf(a)) { pts[i].mask = 0u; }   // added after the taps, below
-      }
+      // four points in registers (no arrays: private arrays indexed at run time spill to memory)
+      let t0 = tap_point(b, q, h, l, p0, wbase); let t1 = tap_point(b, q, h, l, p0 + 1u, wbase);
+      let t2 = tap_point(b, q, h, l, p0 + 2u, wbase); let t3 = tap_point(b, q, h, l, p0 + 3u, wbase);
       for (var k = 0u; k < 4u; k = k + 1u) {
-        let dk = corner_delta(g, k);
-        for (var i = 0u; i < count; i = i + 1u) {
-          if (((pts[i].mask >> k) & 1u) != 0u) {
-            acc = acc + aw[i][k] * load4(u32(vlev + pts[i].off + dk), c0, C);
-          }
-        }
+        let base = vlev + corner_delta(g, k);
+        acc = tap(acc, t0, k, base, c0, C); acc = tap(acc, t1, k, base, c0, C);
+        acc = tap(acc, t2, k, base, c0, C); acc = tap(acc, t3, k, base, c0, C);
       }
     }
   }
