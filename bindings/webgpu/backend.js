@@ -6,6 +6,7 @@
 
 import { DISPOSE } from '../core/api.js';
 import { problemFromTensors } from '../core/problem.js';
+import { typedArrayBuffer, typedArrayByteOffset, typedArrayLength } from '../core/typed.js';
 import { describe } from '../wasm/loader.js';
 import { CANONICAL_NAN, FORWARD, GATHER, PLACE, PROBE, SAMPLES, SCAN, SCAN_ADD, SCAN_BLOCK, SORT, WORKGROUP } from './kernels.js';
 
@@ -449,7 +450,7 @@ export class MsdaWebGPU {
     const { problem, inputs } = problemFromTensors(fn, args, kind === 'backward', undefined, gpuReader);
     this._live(fn);
     const plan = kind === 'forward' ? planForward(b, problem) : planBackward(b, problem);
-    for (const [name, data] of Object.entries(inputs)) plan.buffers[`${name} (input)`] = data instanceof GpuTensor ? data.bytes : data.byteLength;
+    for (const [name, data] of Object.entries(inputs)) plan.buffers[`${name} (input)`] = data instanceof GpuTensor ? data.bytes : 4 * typedArrayLength(data);
     checkPlan(fn, b, plan);
     return go(b, kind, problem, inputs, plan);
   }
@@ -528,10 +529,18 @@ function bindInput(b, name, data, temps, encoder) {
     encoder.copyBufferToBuffer(data.buffer, data.byteOffset, copy, 0, data.bytes);
     return { buffer: copy, size: data.bytes };
   }
-  const buf = b.buffer(data.byteLength, STORAGE | COPY_DST, `msda ${name}`);
+  // The intrinsics, not the array's own (redefinable) properties; a SharedArrayBuffer's view is
+  // copied first (Dawn for Node refuses to write from one).
+  const bytes = 4 * typedArrayLength(data);
+  const buf = b.buffer(bytes, STORAGE | COPY_DST, `msda ${name}`);
   temps.push(buf);
-  b.device.queue.writeBuffer(buf, 0, data.buffer, data.byteOffset, data.byteLength);
-  return { buffer: buf, size: data.byteLength };
+  const backing = typedArrayBuffer(data);
+  if (typeof SharedArrayBuffer !== 'undefined' && backing instanceof SharedArrayBuffer) {
+    b.device.queue.writeBuffer(buf, 0, new Float32Array(data));
+  } else {
+    b.device.queue.writeBuffer(buf, 0, backing, typedArrayByteOffset(data), bytes);
+  }
+  return { buffer: buf, size: bytes };
 }
 
 // Encodes and submits one call, synchronously, inside its own error scopes (pushed and popped

@@ -203,6 +203,18 @@ test('GPU tensors in, GPU tensors out ({ outputs: "gpu" }), byteOffset aligned o
   for (const b of made) b.destroy();
 });
 
+test('CPU tensors read through the intrinsics: a view of a SharedArrayBuffer, an array whose buffer property lies', async () => {
+  const c = problem(650, { shapes: [[3, 3]], Q: 4 });
+  const want = wasm.forward(c.args);
+  const shared = new Float32Array(new SharedArrayBuffer(c.args.value.data.byteLength));
+  shared.set(c.args.value.data);
+  const liar = new Float32Array(c.args.attentionWeights.data);
+  Object.defineProperty(liar, 'buffer', { get() { throw new Error('read buffer'); } });
+  Object.defineProperty(liar, 'byteLength', { value: 4 });
+  const got = await gpu.forward({ ...c.args, value: { data: shared, shape: c.args.value.shape }, attentionWeights: { data: liar, shape: c.args.attentionWeights.shape } });
+  assert.equal(sameBits(got.data, want.data), want.data.length);
+});
+
 test('bad input: the messages of the other backends, and GPU tensors checked', async () => {
   const c = problem(700, { shapes: [[2, 2]], Q: 2 });
   const bad = [
