@@ -47,14 +47,15 @@ setup:
 # suite's output is printed whole when it ends and goes to build/test.log, whose counts make
 # the closing total (scripts/run-suites.sh). `make check` is the quick tier for an edit-test loop.
 TEST_JOBS    ?= 2
-TEST_LONGEST := test-c-sanitize test-web test-bundlers test-js test-webgpu test-arm64 test-cli-sanitize test-fuzz
+TEST_LONGEST := test-arm64 test-js test-fuzz test-web test-webgpu test-c-sanitize test-c test-bundlers test-cli-sanitize
 TEST_ORDER    = $(filter $(TEST_SUITES),$(TEST_LONGEST)) $(filter-out $(TEST_LONGEST),$(TEST_SUITES))
 CHECK_SUITES := test-js test-c test-isa
 
 test-build: native wasm $(TEST_BUILD)
 
 test: setup
-	@$(MAKE) --no-print-directory -j$(TEST_JOBS) test-build
+	@start=$$(date +%s); $(MAKE) --no-print-directory -j$(TEST_JOBS) test-build && \
+	  echo "== build of every suite's programs: $$(( $$(date +%s) - start )) s"
 	@scripts/run-suites.sh $(TEST_JOBS) $(TEST_ORDER)
 	@echo "make test: all suites passed ($(TEST_ORDER))"
 	@scripts/test-summary.sh $(BUILD)/test.log

@@ -80,7 +80,7 @@ const platform = {
   initWebGPU: async (options) => (await import('./webgpu/backend.js')).initWebGPU(options),
 };
 
-export const { init, initNative } = createApi(platform);
+export const { init, initNative, initSync } = createApi(platform);
 
 // initWorker: the instance in a module Web Worker, started by the literal pattern bundlers
 // follow (they bundle remote-worker.js and what it imports), or from another origin (a CDN)
@@ -95,12 +95,19 @@ function startRemoteWorker() {
 }
 
 function spawnRemote(urls) {
-  const worker = urls['msda-worker.js'] !== undefined ? workerAt(urls['msda-worker.js']) : startRemoteWorker();
+  const given = urls['msda-worker.js'];
+  const worker = given !== undefined ? workerAt(given) : startRemoteWorker();
+  // A script that does not load fires an 'error' event with no message: say which script, and
+  // where wasmPaths put it, as init's errors name the .wasm URL.
+  const notLoaded = given !== undefined
+    ? `the worker script ${given} failed to load or threw (initWorker's wasmPaths places dist/msda-worker.js there: is it served at that URL?)`
+    : `the worker script workers/remote-worker.js (beside ${here}, or your bundler's copy of it) failed to load or threw `
+      + "(where the package's dist/ files are served elsewhere, pass initWorker({ wasmPaths }) with dist/msda-worker.js there)";
   return {
     post: (message, transfer) => worker.postMessage(message, transfer),
     onMessage: (fn) => worker.addEventListener('message', (e) => fn(e.data)),
     onFailure(fn) {
-      worker.addEventListener('error', (e) => fn(e && e.message ? e.message : 'the worker script failed to load or threw'));
+      worker.addEventListener('error', (e) => fn(e && e.message ? e.message : notLoaded));
       worker.addEventListener('messageerror', () => fn('a message from the worker could not be read'));
     },
     ref() {},

@@ -3,6 +3,7 @@
 //
 //   msda forward|backward --in DIR --out DIR [options] [--backend wasm|wasm-scalar|native]
 //   msda crosscheck --in DIR [--expect DIR] [options]
+//   msda demo [--port N] [--host H]          (the interactive page: bindings/demo.js)
 //
 // Same arguments, files, messages and exit codes as the native CLI (CONTRACT.md): 0 done; 2 bad
 // arguments or input, with one line on stderr starting "msda:" naming the file or flag; 1 any
@@ -15,19 +16,26 @@ import {
 } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { inflateRawSync } from 'node:zlib';
 import { fileURLToPath } from 'node:url';
-import { formatShape, npyHeader, NpyError, parseNpy, npyDataBytes } from './npy.js';
+import { BOUND_RULE, compareWithBounds, coordinates, formatCoordinates, OUTPUT_NAMES as CHECKED_OUTPUTS, referenceWithBounds, UNIT_ROUNDOFF } from './core/crosscheck.js';
+import { narrowToHalf, widenHalf } from './core/half.js';
+import { looksLikeZip, NpzError, parseNpz } from './core/npz.js';
+import { formatShape, npyHeader, NpyError, parseNpy, parseNpyHeader, npyDataBytes } from './npy.js';
 
 const USAGE = `usage: msda forward    --in DIR --out DIR [options]
        msda backward   --in DIR --out DIR [options]
        msda crosscheck --in DIR [--expect DIR] [options]
+       msda demo       [--port N] [--host H]   serves the interactive page (msda demo --help)
 
-Multi-scale deformable attention on a case directory of NumPy .npy files.
+Multi-scale deformable attention on a case directory of NumPy .npy files (or an .npz of them,
+from np.savez or np.savez_compressed, in place of DIR).
 
   --in DIR        reads value.npy (<f4), spatial_shapes.npy (<i8|<i4, (N_l, 2)),
-                  level_start_index.npy (<i8|<i4, (N_l,)), sampling_locations.npy (<f4),
+                  level_start_index.npy (<i8|<i4, (N_l,); optional, derived), sampling_locations.npy (<f4),
                   attention_weights.npy (<f4, (B, N_q, N_h, N_l, N_p)) and, for backward,
-                  grad_output.npy (<f4, (B, N_q, N_h*C_h))
+                  grad_output.npy (<f4, (B, N_q, N_h*C_h)); float inputs may also be <f2
+                  (float16) or 'bfloat16', widened exactly to float32
   --out DIR       writes output.npy (forward) or grad_value.npy, grad_sampling_locations.npy,
                   grad_attention_weights.npy (backward); created if missing
   --value-layout BLNC|BNLC                   value is (B, L, N_h, C_h) or (B, N_h, L, C_h); default BLNC
@@ -36,6 +44,8 @@ Multi-scale deformable attention on a case directory of NumPy .npy files.
   --align-corners                            pixel centres at the ends of [0, 1]; default off
   --padding-mode zeros|border                default zeros
   --threads N                                default 1; results do not depend on it
+  --out-dtype float32|float16|bfloat16       the outputs rounded to float16 ('<f2' files) or to
+                                             bfloat16 (float32 files holding them); default float32
   --backend wasm|wasm-scalar|native          default wasm (the SIMD module where the runtime has SIMD)
   -h, --help                                 this text
   --version                                  the package version
@@ -43,11 +53,22 @@ Multi-scale deformable attention on a case directory of NumPy .npy files.
 crosscheck runs forward, and backward when DIR has grad_output.npy, on --backend (default wasm)
 and on native where the native addon loads, else on the float64 reference (always for
 --backend native), says which, and prints the largest absolute and relative difference per
-output. With --expect DIR it compares --backend's results with the .npy outputs in that
-directory instead (for example your own kernel's dumps: output.npy, grad_value.npy,
-grad_sampling_locations.npy, grad_attention_weights.npy, whichever are there). Elements agree
-when |got - ref| <= 1e-5 + 1e-4*|ref| (ref: native, or ours under --expect); against the
+output: elements agree when |got - ref| <= 1e-5 + 1e-4*|ref| (ref: native); against the
 float64 reference, + 1e-4*max|ref| (float32 rounding of pixel positions, docs/guarantees.md "Semantics").
+
+crosscheck --expect DIR compares your kernel's dumps in DIR (output.npy, grad_value.npy,
+grad_sampling_locations.npy, grad_attention_weights.npy, whichever are there; <f4, <f2 or
+'bfloat16') with the float64 reference, each element against its own bound:
+  --dtype float32|float16|bfloat16   the precision your kernel stores tensors in (default: the
+                                     files' own when all are <f2 or all 'bfloat16', else float32);
+                                     |yours - ours| <= 4*u*M + 2*(n+4)*2^-24*M + P, u the dtype's
+                                     unit roundoff, M the sum of |contributions| to the element,
+                                     n their count, P its change when pixel positions move by
+                                     float32 rounding (docs/cli.md, For kernel authors)
+  --rtol R --atol A                  instead: |yours - ours| <= A + R*|ours|
+  --top K                            list the K elements of each output that disagree most
+                                     (largest |yours - ours|; default 5)
+  --json                             one JSON document on stdout instead of the text
 
 Exit status: 0 done (crosscheck: everything agrees), 2 bad arguments or input (one line on
 stderr naming the file or flag), 1 any other failure (crosscheck: a disagreement).
@@ -83,12 +104,16 @@ const joinPath = (dir, name) => (dir.endsWith('/') ? dir + name : `${dir}/${name
 // ---- arguments ---------------------------------------------------------------------------------
 
 const VALUE_FLAGS = ['--in', '--out', '--value-layout', '--sampling-locations-layout', '--padding-mode', '--threads',
-  '--backend', '--expect'];
+  '--backend', '--expect', '--dtype', '--rtol', '--atol', '--top', '--out-dtype'];
+const CROSSCHECK_FLAGS = ['--expect', '--dtype', '--rtol', '--atol', '--top', '--json'];
+const EXPECT_FLAGS = ['--dtype', '--rtol', '--atol', '--top', '--json'];
 const CHOICES = {
   '--value-layout': ['BLNC', 'BNLC'],
   '--sampling-locations-layout': ['BQHLP2', 'B2QHLP'],
   '--padding-mode': ['zeros', 'border'],
   '--backend': ['wasm', 'wasm-scalar', 'native'],
+  '--dtype': ['float32', 'float16', 'bfloat16'],
+  '--out-dtype': ['float32', 'float16', 'bfloat16'],
 };
 const orList = (xs) => (xs.length === 2 ? `${xs[0]} or ${xs[1]}` : `${xs.slice(0, -1).join(', ')} or ${xs[xs.length - 1]}`);
 
@@ -104,6 +129,7 @@ export function parseArgs(argv) {
   const o = {
     command, in: null, out: null, expect: null, valueLayout: 'BLNC', samplingLocationsLayout: 'BQHLP2',
     alignCorners: false, paddingMode: 'zeros', threads: 1, backend: 'wasm', backendNamed: false,
+    dtype: null, rtol: null, atol: null, top: 5, json: false, outDtype: 'float32',
   };
   const seen = new Set();
   for (let i = 1; i < argv.length; i++) {
@@ -114,7 +140,7 @@ export function parseArgs(argv) {
     const eq = arg.indexOf('=');
     const name = eq >= 0 ? arg.slice(0, eq) : arg;
     const takesValue = VALUE_FLAGS.includes(name);
-    if (!takesValue && name !== '--align-corners') {
+    if (!takesValue && name !== '--align-corners' && name !== '--json') {
       throw bad(`unknown option '${name.length >= 64 ? `${name.slice(0, 40)}...` : name}' (see msda --help)`);
     }
     let value = null;
@@ -125,10 +151,11 @@ export function parseArgs(argv) {
     } else if (eq >= 0) {
       throw bad(`${name} takes no value, got '${arg.slice(eq + 1)}'`);
     }
+    if (command === 'crosscheck' && name === '--out-dtype') throw bad('--out-dtype is not used by crosscheck (it writes nothing)');
     if (command === 'crosscheck' && name === '--out') {
       throw bad('--out is not used by crosscheck (it writes nothing); --expect DIR compares with outputs in DIR');
     }
-    if (command !== 'crosscheck' && name === '--expect') throw bad('--expect is only for msda crosscheck');
+    if (command !== 'crosscheck' && CROSSCHECK_FLAGS.includes(name)) throw bad(`${name} is only for msda crosscheck`);
     if (name === '--in' || name === '--out' || name === '--expect') {
       if (value === '') throw bad(`${name}: empty path, expected a directory`);
       o[name.slice(2)] = value;
@@ -136,7 +163,21 @@ export function parseArgs(argv) {
       if (!CHOICES[name].includes(value)) throw bad(`${name}: '${value}', expected ${orList(CHOICES[name])}`);
       const key = { '--value-layout': 'valueLayout', '--sampling-locations-layout': 'samplingLocationsLayout',
         '--padding-mode': 'paddingMode', '--backend': 'backend' }[name];
-      o[key] = value;
+      if (name === '--dtype') o.dtype = value;
+      else if (name === '--out-dtype') o.outDtype = value;
+      else o[key] = value;
+    } else if (name === '--rtol' || name === '--atol') {
+      // a plain non-negative decimal number (Number() alone would take '', '0x10', 'Infinity')
+      if (!/^(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(value) || !Number.isFinite(Number(value))) {
+        throw bad(`${name}: '${value}', expected a number >= 0 such as 1e-3`);
+      }
+      o[name.slice(2)] = Number(value);
+    } else if (name === '--top') {
+      if (!/^\d+$/.test(value) || Number(value) > 1000) throw bad(`--top: '${value}', expected an integer from 0 to 1000`);
+      o.top = Number(value);
+    } else if (name === '--json') {
+      if (eq >= 0) throw bad(`--json takes no value, got '${arg.slice(eq + 1)}'`);
+      o.json = true;
     } else if (name === '--threads') {
       if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 4096) {
         throw bad(`--threads: '${value}', expected an integer from 1 to 4096`);
@@ -151,23 +192,32 @@ export function parseArgs(argv) {
   if (o.in === null) throw bad('missing --in DIR (see msda --help)');
   if (o.out === null && command !== 'crosscheck') throw bad('missing --out DIR (see msda --help)');
   o.backendNamed = seen.has('--backend');
+  if (command === 'crosscheck' && o.expect === null) {
+    const given = EXPECT_FLAGS.find((f) => seen.has(f));
+    if (given) throw bad(`${given} needs --expect DIR (it sets how your outputs are compared with ours)`);
+  }
+  if (o.dtype !== null && (o.rtol !== null || o.atol !== null)) {
+    throw bad(`--dtype and ${o.rtol !== null ? '--rtol' : '--atol'} both set the tolerance: give one of them`);
+  }
   return o;
 }
 
 // ---- the case directory ------------------------------------------------------------------------
 
 // What to do about a file of the wrong dtype, in NumPy's words (the native CLI prints the same).
-function dtypeHint(path, descr, want) {
-  const name = path.slice(path.lastIndexOf('/') + 1);
+function dtypeHint(path, descr, want, name = path.slice(path.lastIndexOf('/') + 1)) {
+  if (want === 'float' && (descr === '<V2' || descr === '|V2')) {
+    return `${path}: dtype '${descr}': a 2-byte void, which is how np.save writes ml_dtypes' bfloat16, but its bits cannot be told from any other 2-byte record: save bfloat16 as float32, which is exact: tensor.astype(np.float32)`;
+  }
   const bigEndian = descr.startsWith('>');
-  const what = want === 'float' ? 'float32' : 'int64 or int32';
+  const what = want === 'float' ? 'float32 or float16' : 'int64 or int32';
   const fix = want === 'float' ? (bigEndian ? "'<f4'" : 'np.float32') : (bigEndian ? "'<i8'" : 'np.int64');
   return `${path}: dtype '${descr}'${bigEndian ? ' (big-endian)' : ''}: ${name} must be ${bigEndian ? 'little-endian ' : ''}${what}: save tensor.astype(${fix})`;
 }
 
 // As the native CLI reads: open without waiting (a FIFO), check what was opened (so nothing
 // swapped in after a check is read), and read the size it had then.
-function readFileAsNative(path) {
+function readFileAsNative(path, large) {
   let fd;
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
@@ -182,6 +232,7 @@ function readFileAsNative(path) {
       throw bad(`${path}: cannot stat: ${why(e)}`);
     }
     if (!st.isFile()) throw bad(`${path}: not a regular file`);
+    if (large !== undefined && st.size > PARTS.limit) return large(fd, st.size);
     let bytes;
     try {
       bytes = Buffer.allocUnsafe(st.size);
@@ -204,17 +255,89 @@ function readFileAsNative(path) {
   }
 }
 
+// A Node Buffer (a Uint8Array) holds at most 4 GiB: a larger file is read in parts, its preamble
+// and header first (parseNpyHeader: parseNpy's checks, against the file's size), then its data
+// straight into its typed array, so the same files get the same verdicts as from the native CLI.
+// MSDA_TEST_NPY_PARTS=limit,part (tests): files over `limit` bytes, read `part` bytes at a time.
+const PARTS = (() => {
+  const m = /^(\d+),(\d+)$/.exec(process.env.MSDA_TEST_NPY_PARTS ?? '');
+  return m ? { limit: Number(m[1]), part: Math.max(1, Number(m[2])) } : { limit: 2 ** 31, part: 2 ** 30 };
+})();
+
+const FLOAT_DTYPES = ['<f4', '<f2', 'bfloat16'];
+const wrongDtype = (a, want) => (want === 'float') !== FLOAT_DTYPES.includes(a.dtype);
+
+function readNpyInParts(path, fd, size, want) {
+  const readAt = (buf, at) => {
+    let got = 0;
+    try {
+      while (got < buf.length) {
+        const n = readSync(fd, buf, got, Math.min(buf.length - got, PARTS.part), at + got);
+        if (n === 0) break; // shrank while reading: judge what is there
+        got += n;
+      }
+    } catch (e) {
+      throw new CliError(1, `${path}: read error: ${why(e)}`);
+    }
+    return got;
+  };
+  const pre = new Uint8Array(Math.min(size, 12));
+  let got = readAt(pre, 0);
+  let head = pre.subarray(0, got);
+  let judged = got < pre.length ? got : size;   // shrank while reading: judge what is there
+  if (judged === size && got === 12) {
+    const prefix = pre[6] === 1 ? 10 : 12;
+    const headerLen = pre[8] + pre[9] * 256 + (prefix === 12 ? pre[10] * 65536 + pre[11] * 2 ** 24 : 0);
+    if (prefix + headerLen <= size) {
+      let full;
+      try {
+        full = new Uint8Array(prefix + headerLen);
+      } catch {
+        throw new CliError(1, `${path}: out of memory reading ${size} bytes`);
+      }
+      got = readAt(full, 0);
+      head = full.subarray(0, got);
+      if (got < full.length) judged = got;
+    }
+  }
+  const a = parseNpyHeader(head, judged, { bigint: true, bool: false });
+  if (wrongDtype(a, want)) throw bad(dtypeHint(path, a.dtype, want));   // before reading gigabytes
+  if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1) throw new CliError(1, `${path}: a file this large is read on little-endian machines only`);
+  let data;
+  try {
+    data = new ({ '<f4': Float32Array, '<f2': Uint16Array, bfloat16: Uint16Array, '<i4': Int32Array, '<i8': BigInt64Array })[a.dtype](a.count);
+  } catch {
+    throw new CliError(1, `${path}: out of memory reading ${size} bytes`);
+  }
+  const bytes = data.byteLength;
+  for (let done = 0; done < bytes;) {
+    const part = new Uint8Array(data.buffer, done, Math.min(bytes - done, 2 ** 30));
+    const n = readAt(part, a.dataOffset + done);
+    done += n;
+    if (n < part.length) parseNpyHeader(head, a.dataOffset + done, { bigint: true, bool: false });   // shrank: its verdict (truncated)
+  }
+  return { version: a.version, dtype: a.dtype, shape: a.shape, data, count: a.count };
+}
+
 function readNpyFile(path, want) {
-  const bytes = readFileAsNative(path);
+  return npyFromBytes(path, () => readFileAsNative(path, (fd, size) => readNpyInParts(path, fd, size, want)), want);
+}
+
+// bytes: the file's bytes, or a function reading them (or, for a file too large for one buffer,
+// the array itself: readNpyInParts). name: the file's own name, for the dtype hint (a member's
+// inside an .npz).
+function npyFromBytes(path, bytes, want, name = undefined) {
   let a;
   try {
-    a = parseNpy(bytes, { bigint: true });
+    const read = typeof bytes === 'function' ? bytes() : bytes;
+    a = read instanceof Uint8Array ? parseNpy(read, { bigint: true, bool: false }) : read;
   } catch (e) {
-    if (e instanceof NpyError && e.descr !== undefined) throw bad(dtypeHint(path, e.descr, want));
+    if (e instanceof NpyError && e.descr !== undefined) throw bad(dtypeHint(path, e.descr, want, name));
     if (e instanceof NpyError) throw bad(`${path}: ${e.message}`);
     throw e;
   }
-  if ((want === 'float' && a.dtype !== '<f4') || (want === 'int' && a.dtype === '<f4')) throw bad(dtypeHint(path, a.dtype, want));
+  if (wrongDtype(a, want)) throw bad(dtypeHint(path, a.dtype, want, name));
+  if (a.dtype === '<f2' || a.dtype === 'bfloat16') a.data = widenHalf(a.data, a.dtype === '<f2' ? 'float16' : 'bfloat16');
   // Exact dimensions for messages; numbers for the checks (a dimension past 2^53 rounds to a
   // number >= 2^53, which still differs from every size a file can hold).
   a.exactShape = a.shape;
@@ -241,20 +364,79 @@ function exists(path) {
   }
 }
 
-/** Reads the case's files (grad_output.npy when withGrad); checks --in first. */
-export function loadCase(dir, withGrad) {
+function isMissing(path) {
+  try {
+    lstatSync(path);
+    return false;
+  } catch (e) {
+    return e.code === 'ENOENT';
+  }
+}
+
+/**
+ * A directory of .npy files or an .npz archive of them (named by flag in messages): has(name)
+ * and read(name, want), each member named `ARCHIVE:name` in messages.
+ */
+function openSource(flag, dir) {
   let st;
   try {
     st = statSync(dir);
   } catch (e) {
-    throw bad(`--in ${dir}: ${why(e)}`);
+    throw bad(`${flag} ${dir}: ${why(e)}`);
   }
-  if (!st.isDirectory()) throw bad(`--in ${dir}: not a directory`);
+  if (st.isDirectory()) {
+    // has: the name is in the directory (lstat), so a dangling symlink is read, and refused, not skipped.
+    return { has: (name) => !isMissing(joinPath(dir, name)), missing: (name) => isMissing(joinPath(dir, name)),
+      read: (name, want) => readNpyFile(joinPath(dir, name), want), path: (name) => joinPath(dir, name) };
+  }
+  const bytes = st.isFile() ? readFileAsNative(dir) : null;
+  if (bytes === null || !looksLikeZip(bytes)) throw bad(`${flag} ${dir}: not a directory (nor an .npz archive)`);
+  let members;
+  try {
+    members = parseNpz(bytes, (b) => inflateRawSync(b));
+  } catch (e) {
+    if (e instanceof NpzError) throw bad(`${flag} ${dir}: ${e.message}`);
+    throw e;
+  }
+  const path = (name) => `${dir}:${name}`;
+  return {
+    has: (name) => members.has(name),
+    missing: (name) => !members.has(name),
+    path,
+    read(name, want) {
+      const m = members.get(name);
+      if (m === undefined) throw bad(`${path(name)}: not in the archive`);
+      let data;
+      try {
+        data = m.read();
+      } catch (e) {
+        if (e instanceof NpzError) throw bad(`${path(name)}: ${e.message}`);
+        throw e;
+      }
+      return npyFromBytes(path(name), data, want, name);
+    },
+  };
+}
+
+/** Reads the case's files (grad_output.npy when withGrad) from a directory or an .npz; checks --in first. */
+export function loadCase(dir, withGrad) {
+  const source = openSource('--in', dir);
   const files = {};
+  // Every file is read, and every bad one named: "first problem; also: second; also: third".
+  const problems = [];
+  let code = 0;
   for (const [key, name, want] of INPUTS) {
     if (key === 'gradOutput' && !withGrad) continue;
-    files[key] = readNpyFile(joinPath(dir, name), want);
+    if (key === 'levelStartIndex' && source.missing(name)) continue; // derived
+    try {
+      files[key] = source.read(name, want);
+    } catch (e) {
+      if (!(e instanceof CliError)) throw e;
+      problems.push(e.message);
+      code ||= e.exitCode;
+    }
   }
+  if (problems.length) throw new CliError(code, problems.join('; also: '));
   return files;
 }
 
@@ -294,9 +476,11 @@ export function deriveProblem(o, f) {
     pairs.push([Number(h), Number(w)]);
   }
   if (BigInt(L) !== total) {
-    throw bad(`${value.path}: shape ${formatShape(value.exactShape)} has L = ${L}, expected ${total} (the sum of H*W over ${shapes.path}) ${valueDims}`);
+    const otherFits = BigInt(vs[blnc ? 2 : 1]) === total;
+    throw bad(`${value.path}: shape ${formatShape(value.exactShape)} has L = ${L}, expected ${total} (the sum of H*W over ${shapes.path}) ${valueDims}${
+      otherFits ? `; --value-layout ${blnc ? 'BNLC' : 'BLNC'} makes the shapes fit` : ''}`);
   }
-  if (!sameShape(starts.shape, [NL])) {
+  if (starts && !sameShape(starts.shape, [NL])) {
     throw bad(`${starts.path}: shape ${formatShape(starts.exactShape)}, expected ${formatShape([NL])} = (N_l,) with N_l from ${shapes.path}`);
   }
   const ws = weights.shape;
@@ -305,10 +489,12 @@ export function deriveProblem(o, f) {
   }
   const Q = ws[1], P = ws[4];
   const locShape = bqhlp2 ? [B, Q, H, NL, P, 2] : [B, 2, Q, H, NL, P];
+  const otherShape = bqhlp2 ? [B, 2, Q, H, NL, P] : [B, Q, H, NL, P, 2];
   if (!sameShape(loc.shape, locShape)) {
     throw bad(`${loc.path}: shape ${formatShape(loc.exactShape)}, expected ${formatShape(locShape)} = ${bqhlp2
       ? '(B, N_q, N_h, N_l, N_p, 2) per --sampling-locations-layout BQHLP2'
-      : '(B, 2, N_q, N_h, N_l, N_p) per --sampling-locations-layout B2QHLP'} with N_q and N_p from ${weights.path}`);
+      : '(B, 2, N_q, N_h, N_l, N_p) per --sampling-locations-layout B2QHLP'} with N_q and N_p from ${weights.path}${
+      sameShape(loc.shape, otherShape) ? `; --sampling-locations-layout ${bqhlp2 ? 'B2QHLP' : 'BQHLP2'} makes the shapes fit` : ''}`);
   }
   if (f.gradOutput) {
     const goShape = [B, Q, H * C];
@@ -317,7 +503,7 @@ export function deriveProblem(o, f) {
     }
   }
   // The library's level-start rule and message, with the file name.
-  const startValues = Array.from(starts.data, BigInt);
+  const startValues = starts ? Array.from(starts.data, BigInt) : expectedStarts;
   for (let l = 0; l < NL; l++) {
     if (startValues[l] !== expectedStarts[l]) {
       throw bad(l === 0
@@ -441,7 +627,7 @@ const EXCLUSIVE = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | co
  * (SIGINT, SIGTERM, SIGHUP, SIGQUIT) during the writing removes the private directory and
  * leaves every older output as it was.
  */
-async function writeOutputs(dir, outputs) {
+async function writeOutputs(dir, outputs, outDtype = 'float32') {
   const names = Object.keys(outputs);
   const final = names.map((n) => joinPath(dir, `${n}.npy`));
   let staging = null;
@@ -474,8 +660,12 @@ async function writeOutputs(dir, outputs) {
         throw new CliError(1, `${final[i]}: cannot create: ${why(e)}`);
       }
       try {
-        await fh.write(npyHeader('<f4', shape));
-        const body = npyDataBytes(data);
+        // float16: '<f2' bits; bfloat16: the float32 values of the nearest bfloat16 numbers
+        // (NumPy has no bfloat16; float32 holds them exactly). As the native CLI writes them.
+        const half = outDtype === 'float32' ? null : narrowToHalf(data, outDtype);
+        await fh.write(npyHeader(outDtype === 'float16' ? '<f2' : '<f4', shape));
+        const body = outDtype === 'float16' ? npyDataBytes(half, '<f2')
+          : npyDataBytes(outDtype === 'bfloat16' ? widenHalf(half, 'bfloat16') : data);
         for (let off = 0; off < body.length; off += WRITE_CHUNK) {
           const n = Math.min(WRITE_CHUNK, body.length - off);
           for (let done = 0; done < n;) done += (await fh.write(body, off + done, n - done)).bytesWritten;
@@ -539,28 +729,121 @@ export function compareArrays(got, ref, tol = TOLERANCE) {
 
 const fmt = (x) => (x === 0 ? '0' : x.toExponential(2));
 
+// Numbers as short as tell two apart: 6 significant digits, more where both would print alike.
+function pair(a, b) {
+  for (let digits = 6; digits < 17; digits++) {
+    const x = String(Number(a.toPrecision(digits))), y = String(Number(b.toPrecision(digits)));
+    if (x !== y || digits === 16) return [x, y];
+  }
+  return [String(a), String(b)];
+}
+const jsonNumber = (x) => (Number.isFinite(x) ? x : String(x));
+
+// Which inputs hold values the dtype cannot: then the user's kernel did not read these very
+// inputs, and the comparison would measure the rounding of its inputs, not the kernel.
+function notRepresentable(files, dtype) {
+  if (dtype === 'float32') return [];
+  const notes = [];
+  for (const key of ['value', 'samplingLocations', 'attentionWeights', 'gradOutput']) {
+    const f = files[key];
+    if (!f) continue;
+    const bits = narrowToHalf(f.data, dtype), back = widenHalf(bits, dtype);
+    const i = f.data.findIndex((x, k) => !Object.is(x, back[k]) && !(Number.isNaN(x) && Number.isNaN(back[k])));
+    if (i >= 0) notes.push(`${f.path} holds values that ${dtype} cannot (element ${i}: ${f.data[i]})`);
+  }
+  return notes;
+}
+
+// --expect: the user's files against the float64 reference with per-element bounds.
+async function crosscheckExpected(o, print, expected) {
+  const wantForward = 'output' in expected;
+  const wantBackward = Object.keys(expected).some((n) => n !== 'output');
+  const files = loadCase(o.in, wantBackward);
+  const args = deriveProblem(o, files);
+  const names = CHECKED_OUTPUTS.filter((n) => n in expected);
+  const ref = referenceWithBounds(args, { forward: wantForward, backward: wantBackward });
+  for (const n of names) {
+    const e = expected[n], want = n === 'output' ? [args.value.shape[0], args.attentionWeights.shape[1],
+      (o.valueLayout === 'BLNC' ? args.value.shape[2] : args.value.shape[1]) * args.value.shape[3]]
+      : n === 'grad_value' ? args.value.shape : n === 'grad_sampling_locations' ? args.samplingLocations.shape
+        : args.attentionWeights.shape;
+    if (!sameShape(e.shape, want)) {
+      throw bad(`${e.path}: shape ${formatShape(e.exactShape)}, expected ${formatShape(want)} (the shape of ${n})`);
+    }
+  }
+  // The dtype: as given, else the files' own when they are all half precision of one kind.
+  let dtype = o.dtype, dtypeFrom = '--dtype';
+  if (dtype === null && o.rtol === null && o.atol === null) {
+    const kinds = new Set(names.map((n) => expected[n].dtype));
+    dtype = kinds.size === 1 && kinds.has('<f2') ? 'float16' : kinds.size === 1 && kinds.has('bfloat16') ? 'bfloat16' : 'float32';
+    dtypeFrom = dtype === 'float32' ? 'the default' : 'the dtype of the files';
+  }
+  const tol = dtype === null ? { rtol: o.rtol ?? 0, atol: o.atol ?? 0 } : { dtype };
+  const rule = dtype === null ? `|yours - ours| <= ${tol.atol} + ${tol.rtol}*|ours|` : `${BOUND_RULE}, u = 2^${Math.log2(UNIT_ROUNDOFF[dtype])}`;
+  const results = names.map((n) => [n, compareWithBounds(n, expected[n].data, ref[n], args, tol, o.top)]);
+  const notes = dtype ? notRepresentable(files, dtype) : [];
+  const failures = results.filter(([, r]) => r.disagree).map(([n, r]) => `${n} (${r.disagree} of ${r.count} elements)`);
+  if (o.backendNamed) notes.push(`--backend ${o.backend} is not used with --expect: ours is the float64 reference`);
+  if (o.json) {
+    const doc = {
+      in: o.in, expect: o.expect, yours: `the files in ${o.expect}`, ours: 'the float64 reference (docs/SEMANTICS.md)',
+      tolerance: dtype === null ? { rtol: tol.rtol, atol: tol.atol, rule } : { dtype, from: dtypeFrom, unitRoundoff: UNIT_ROUNDOFF[dtype], rule },
+      agree: failures.length === 0, notes,
+      outputs: Object.fromEntries(results.map(([n, r]) => [n, {
+        file: expected[n].path, dtype: expected[n].dtype, count: r.count, disagree: r.disagree,
+        maxAbsDiff: jsonNumber(r.maxAbsDiff), maxRatioToBound: jsonNumber(r.maxRatio), perLevel: r.perLevel,
+        worst: r.worst.map((w) => ({
+          coordinates: w.coordinates, index: w.index, yours: jsonNumber(w.yours), ours: jsonNumber(w.ours),
+          diff: jsonNumber(w.diff), bound: jsonNumber(w.bound),
+        })),
+      }])),
+    };
+    print(JSON.stringify(doc, null, 2));
+  } else {
+    print(`crosscheck ${o.in}: yours = the files in ${o.expect}, ours = the float64 reference (docs/SEMANTICS.md)`);
+    print(dtype === null ? `  tolerance (--rtol/--atol): ${rule}, per element`
+      : `  tolerance for ${dtype} (${dtypeFrom}): ${rule}, per element`);
+    for (const note of notes) {
+      print(note.startsWith('--backend') ? `  note: ${note}` : `  note: ${note}; if your kernel read them rounded to ${dtype}, save the rounded inputs`);
+    }
+    for (const [n, r] of results) {
+      const maxText = `max |yours - ours| ${fmt(r.maxAbsDiff)}, max |yours - ours| / bound ${fmt(r.maxRatio)}`;
+      const levels = r.perLevel ? ` (per level: ${r.perLevel.map((c, l) => `l=${l}: ${c}`).join(', ')})` : '';
+      print(r.disagree ? `  ${n.padEnd(24)} DISAGREE  ${r.disagree} of ${r.count} elements beyond their bound${levels}; ${maxText}`
+        : `  ${n.padEnd(24)} ok        ${r.count} elements; ${maxText}`);
+      for (const w of r.worst) {
+        const [y, u] = pair(w.yours, w.ours);
+        print(`    ${formatCoordinates(n, w.coordinates)}: yours ${y}, ours ${u}, |diff| ${fmt(w.diff)} > bound ${fmt(w.bound)}`);
+      }
+    }
+    if (!failures.length) print(`crosscheck: all ${results.length} outputs agree`);
+  }
+  if (failures.length) throw new CliError(1, `crosscheck: ${failures.join(', ')} beyond tolerance`);
+}
+
 async function crosscheck(o, print) {
   const gradPath = joinPath(o.in, 'grad_output.npy');
   let expected = null;
   if (o.expect !== null) {
-    let st;
-    try {
-      st = statSync(o.expect);
-    } catch (e) {
-      throw bad(`--expect ${o.expect}: ${why(e)}`);
-    }
-    if (!st.isDirectory()) throw bad(`--expect ${o.expect}: not a directory`);
+    const source = openSource('--expect', o.expect);
     expected = {};
+    const problems = [];
     for (const n of ['output', 'grad_value', 'grad_sampling_locations', 'grad_attention_weights']) {
-      const p = joinPath(o.expect, `${n}.npy`);
-      if (exists(p)) expected[n] = readNpyFile(p, 'float');
+      try {
+        if (source.has(`${n}.npy`)) expected[n] = source.read(`${n}.npy`, 'float');
+      } catch (e) {
+        if (!(e instanceof CliError)) throw e;
+        problems.push(e.message);
+      }
     }
+    if (problems.length) throw bad(problems.join('; also: '));
     if (Object.keys(expected).length === 0) {
       throw bad(`--expect ${o.expect}: none of output.npy, grad_value.npy, grad_sampling_locations.npy, grad_attention_weights.npy is there`);
     }
+    return crosscheckExpected(o, print, expected);
   }
-  const wantForward = expected === null || 'output' in expected;
-  const wantBackward = expected === null ? exists(gradPath) : Object.keys(expected).some((n) => n !== 'output');
+  const wantForward = true;
+  const wantBackward = exists(gradPath);
   const files = loadCase(o.in, wantBackward);
   const args = deriveProblem(o, files);
 
@@ -571,9 +854,9 @@ async function crosscheck(o, print) {
   if (wantForward) mine = { ...mine, ...compute(tested, 'forward', args, named) };
   if (wantBackward) mine = { ...mine, ...compute(tested, 'backward', args, named) };
 
-  let pairs; // [name, got, ref]
+  let pairs, refName; // [name, got, ref]
   let tolerance = TOLERANCE;
-  if (expected === null) {
+  {
     // Native where the addon loads (and is not what is tested), else the float64 reference.
     let native = null, whyNot = '';
     if (tested.backend !== 'native') {
@@ -590,6 +873,7 @@ async function crosscheck(o, print) {
       if (wantForward) ref = { ...ref, ...compute(native, 'forward', args, true) };
       if (wantBackward) ref = { ...ref, ...compute(native, 'backward', args, true) };
       print(`crosscheck ${o.in}: ${testedName} against native`);
+      refName = 'native';
     } else {
       const { referenceBackward, referenceForward } = await import('./reference.js');
       const { gradOutput, threads, ...forwardArgs } = args;
@@ -600,20 +884,12 @@ async function crosscheck(o, print) {
           grad_attention_weights: g.gradAttentionWeights });
       }
       tolerance = REFERENCE_TOLERANCE;
+      refName = 'reference';
       print(`crosscheck ${o.in}: ${testedName} against the float64 reference${whyNot ? ` (${whyNot})` : ''}`);
     }
     pairs = Object.keys(mine).map((n) => [n, mine[n].data, ref[n].data]);
-  } else {
-    pairs = Object.keys(expected).map((n) => {
-      const e = expected[n];
-      if (!sameShape(e.shape, mine[n].shape)) {
-        throw bad(`${e.path}: shape ${formatShape(e.exactShape)}, expected ${formatShape(mine[n].shape)} (the shape of ${n})`);
-      }
-      return [n, e.data, mine[n].data];
-    });
-    print(`crosscheck ${o.in}: the files in ${o.expect} against ${testedName}`);
   }
-  if (!wantBackward && expected === null) print(`  backward skipped: no ${gradPath}`);
+  if (!wantBackward) print(`  backward skipped: no ${gradPath}`);
   print(tolerance.scale
     ? '  pass when |got - ref| <= 1e-5 + 1e-4*|ref| + 1e-4*max|ref| for every element (max rel diff: over ref != 0)'
     : '  pass when |got - ref| <= 1e-5 + 1e-4*|ref| for every element (max rel diff: over ref != 0)');
@@ -622,7 +898,8 @@ async function crosscheck(o, print) {
     const c = compareArrays(got, ref, tolerance);
     let verdict = 'ok';
     if (c.bad) {
-      verdict = `DISAGREE: ${c.bad} of ${c.count} elements, worst [${c.worst}] ${got[c.worst]} vs ${ref[c.worst]}`;
+      const [g, r] = pair(got[c.worst], ref[c.worst]);
+      verdict = `DISAGREE: ${c.bad} of ${c.count} elements, worst ${formatCoordinates(name, coordinates(name, c.worst, args))}: ${testedName} ${g}, ${refName} ${r}`;
       failures.push(`${name} (${c.bad} of ${c.count} elements)`);
     }
     print(`  ${name.padEnd(24)} max abs diff ${fmt(c.maxAbs).padEnd(9)} max rel diff ${fmt(c.maxRel).padEnd(9)} ${verdict}`);
@@ -633,7 +910,10 @@ async function crosscheck(o, print) {
 
 // ---- main ------------------------------------------------------------------------------------------
 
-const STDIO = { out: (s) => process.stdout.write(s), err: (s) => process.stderr.write(s) };
+// A reader that went away (`msda crosscheck ... | head -1`): the rest of the output is dropped,
+// the command still finishes and exits with its own status, and nothing is said about it.
+let stdoutGone = false;
+const STDIO = { out: (s) => { if (!stdoutGone) process.stdout.write(s); }, err: (s) => process.stderr.write(s) };
 
 /**
  * Runs the command line on argv (without node and the script); returns the exit status.
@@ -641,6 +921,7 @@ const STDIO = { out: (s) => process.stdout.write(s), err: (s) => process.stderr.
  */
 export async function main(argv, io = STDIO) {
   try {
+    if (argv[0] === 'demo') return await (await import('./demo.js')).demo(argv.slice(1), io);
     const o = parseArgs(argv);
     if (o === null) {
       io.out(USAGE);
@@ -659,7 +940,7 @@ export async function main(argv, io = STDIO) {
     const msda = await backendApi(o.backend, o.threads, o.backendNamed);
     prepareOut(o.out);
     checkDestinations(o.out, OUTPUT_NAMES[o.command], 2);
-    await writeOutputs(o.out, compute(msda, o.command, args, o.backendNamed));
+    await writeOutputs(o.out, compute(msda, o.command, args, o.backendNamed), o.outDtype);
     return 0;
   } catch (e) {
     const code = e instanceof CliError ? e.exitCode : 1;
@@ -676,4 +957,10 @@ const invokedAs = (() => {
     return '';
   }
 })();
-if (invokedAs === fileURLToPath(import.meta.url)) process.exitCode = await main(process.argv.slice(2));
+if (invokedAs === fileURLToPath(import.meta.url)) {
+  process.stdout.on('error', (e) => {
+    if (e.code !== 'EPIPE') throw e;
+    stdoutGone = true;
+  });
+  process.exitCode = await main(process.argv.slice(2));
+}

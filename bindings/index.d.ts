@@ -10,7 +10,15 @@ export interface Tensor<Buffer extends ArrayBufferLike = ArrayBuffer> {
   data: Float32Array<Buffer>;
   shape: number[];
 }
-export type TensorInput = { data: Float32Array; shape: readonly number[] } | { data: Float32Array; dims: readonly number[] };
+/**
+ * A tensor argument. Half precision is accepted too and widened exactly to float32 (the same bits
+ * on every backend): a Uint16Array of the bits with dtype 'float16' or 'bfloat16' (and at run time
+ * Float16Array data, where the runtime has it, which these typings do not name).
+ */
+export type TensorInput =
+  | { data: Float32Array; shape: readonly number[]; dtype?: 'float32' }
+  | { data: Float32Array; dims: readonly number[]; dtype?: 'float32' }
+  | { data: Uint16Array; shape: readonly number[]; dtype: 'float16' | 'bfloat16' };
 
 /** Integer lists: plain arrays, any integer typed array (BigInt64Array too), or a { data } tensor. */
 export type IntegerList = readonly (number | bigint)[] | Int32Array | Uint32Array | BigInt64Array | BigUint64Array | Float64Array;
@@ -253,6 +261,9 @@ export function init(options?: InitOptions): Promise<Msda>;
 /** The native Node addon with the same API (Node only). Where no addon loads (no prebuild for
  *  this platform), rejects with an Error whose code is 'MSDA_NATIVE_UNAVAILABLE'. */
 export function initNative(options?: { addonPath?: string; threads?: number | 'auto' }): Promise<Msda>;
+/** init() on this thread, synchronously: the wasm module on one thread, read from disk (Node
+ *  only; in browsers it throws, use init()). Its instance shares nothing with init()'s. */
+export function initSync(options?: Pick<InitOptions, 'simd' | 'wasmPaths'> & { backend?: 'wasm' | 'wasm-scalar' }): Msda;
 /** True when this runtime can run the SIMD128 module. */
 export function simdSupported(): boolean;
 /** The reference API's defaults. */

@@ -6,10 +6,10 @@
 // prebuilds/<platform>-<arch>/ms-deform-attn.node, N-API so one binary serves every Node);
 // a checkout of the repository also has build/native/msda.node from `make native`.
 
-import { constants } from 'node:buffer';
-import { existsSync } from 'node:fs';
+import { Buffer, constants } from 'node:buffer';
+import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NATIVE_UNAVAILABLE } from './core/init.js';
 
@@ -40,16 +40,83 @@ export function nativeAddonPath() {
     "init({ backend: 'native', addonPath: '<checkout>/build/native/msda.node' }).");
 }
 
+// The version the addon must say it is (bindings/c/addon.c's MSDA_VERSION): this package's.
+const PACKAGE_VERSION = createRequire(import.meta.url)('../package.json').version;
+
+// dlopen maps an ELF file's segments as its headers describe them; pages past the end of a
+// truncated file (an interrupted install) are mapped too, and the first touch of one kills the
+// process with SIGBUS, which nothing can catch. So the headers are checked against the file's
+// size first: the program header table, every segment's bytes and the section header table
+// (usually the file's last bytes) must all lie within it. Returns why not, or null.
+export function elfProblem(path) {
+  let fd;
+  try {
+    fd = openSync(path, 'r');
+  } catch (e) {
+    return `cannot open ${path} (${e.code ?? e.message})`;
+  }
+  try {
+    const size = fstatSync(fd).size;
+    if (!fstatSync(fd).isFile()) return 'it is not a regular file';
+    const read = (offset, length) => {
+      const b = Buffer.alloc(length);
+      return readSync(fd, b, 0, length, offset) === length ? b : null;
+    };
+    const ident = read(0, 16);
+    if (ident === null || ident.readUInt32BE(0) !== 0x7f454c46) {
+      // Not ELF: on the ELF platforms never a loadable addon; elsewhere (Mach-O, PE) the loader judges.
+      return process.platform === 'darwin' || process.platform === 'win32' ? null : `it is not an ELF shared object (${size} bytes)`;
+    }
+    const is64 = ident[4] === 2, le = ident[5] === 1;
+    if ((ident[4] !== 1 && !is64) || (ident[5] !== 1 && ident[5] !== 2)) return 'its ELF header is damaged';
+    const h = read(0, is64 ? 64 : 52);
+    if (h === null) return `it is truncated: ${size} bytes, shorter than an ELF header`;
+    const u16 = (b, o) => (le ? b.readUInt16LE(o) : b.readUInt16BE(o));
+    const u32 = (b, o) => (le ? b.readUInt32LE(o) : b.readUInt32BE(o));
+    const word = (b, o) => (is64 ? Number(le ? b.readBigUInt64LE(o) : b.readBigUInt64BE(o)) : u32(b, o));
+    const phoff = word(h, is64 ? 0x20 : 0x1c), shoff = word(h, is64 ? 0x28 : 0x20);
+    const phentsize = u16(h, is64 ? 0x36 : 0x2a), phnum = u16(h, is64 ? 0x38 : 0x2c);
+    const shentsize = u16(h, is64 ? 0x3a : 0x2e), shnum = u16(h, is64 ? 0x3c : 0x30);
+    const truncated = (what, end) => `it is truncated: ${size} bytes, but its ${what} ends at byte ${end}`;
+    if (phoff + phnum * phentsize > size) return truncated('program header table', phoff + phnum * phentsize);
+    if (shoff + shnum * shentsize > size) return truncated('section header table', shoff + shnum * shentsize);
+    const ph = read(phoff, phnum * phentsize) ?? Buffer.alloc(0);
+    for (let i = 0; i < phnum; i++) {
+      const at = i * phentsize;
+      const offset = word(ph, at + (is64 ? 8 : 4)), filesz = word(ph, at + (is64 ? 32 : 16));
+      if (offset + filesz > size) return truncated(`segment ${i}`, offset + filesz);
+    }
+    return null;
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** Loads the addon (from addonPath, or the one for this platform); failures carry .code. */
 export function loadNative(addonPath) {
-  const path = addonPath === undefined ? nativeAddonPath() : String(addonPath);
-  let addon;
+  // Relative to the working directory, as wasmPaths; never a package name or a script: the file
+  // is loaded with process.dlopen, which runs no JavaScript.
+  const path = addonPath === undefined ? nativeAddonPath() : resolve(String(addonPath));
+  const named = addonPath === undefined ? path : String(addonPath);
+  const cannot = (why, cause) => unavailable(`cannot load the native addon ${named} on ${process.platform}-${process.arch}: ${why}. ` +
+    "Use the WebAssembly backend (init() or init({ backend: 'auto' }), same results), or build the addon for this " +
+    'machine from a checkout of the repository with `make native`' +
+    (addonPath === undefined ? ' (or reinstall the package: its prebuilt addon may have been cut short)' : '') + '.', cause);
+  const problem = elfProblem(path);
+  if (problem !== null) throw cannot(problem, new Error(`${path}: ${problem}`));
+  const module = { exports: {} };
   try {
-    addon = createRequire(import.meta.url)(path);
+    process.dlopen(module, path);
   } catch (e) {
-    throw unavailable(`cannot load the native addon ${path} on ${process.platform}-${process.arch} (${e.message}). ` +
-      "Use the WebAssembly backend (init() or init({ backend: 'auto' }), same results), or build the addon for this " +
-      'machine from a checkout of the repository with `make native`.', e);
+    throw cannot(e.message, e);
+  }
+  const addon = module.exports;
+  if (addon === null || typeof addon !== 'object' || typeof addon.forward !== 'function' || typeof addon.backward !== 'function') {
+    throw cannot("it is not this package's addon (it has no forward and backward)");
+  }
+  if (addon.version !== PACKAGE_VERSION) {
+    throw cannot(`it is the addon of version ${typeof addon.version === 'string' ? addon.version : 'unknown (from before versions were recorded)'}, ` +
+      `expected ${PACKAGE_VERSION}, this package's`);
   }
   return new NativeBackend(addon);
 }

@@ -5,6 +5,7 @@
 //   const msda = await init();   // { backend: 'native' } for the addon
 
 import { Buffer } from 'node:buffer';
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -41,9 +42,8 @@ async function fetchFile(url) {
 
 // Node workers inherit the process's flags, but refuse those of an inline script
 // (`node --input-type=module -e ...`): keep the rest.
-function workerExecArgv() {
+function inlineScriptFree(args) {
   const kept = [];
-  const args = process.execArgv;
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
     if (['-e', '--eval', '-p', '--print', '--input-type'].includes(a)) i++;
@@ -52,10 +52,34 @@ function workerExecArgv() {
   return kept;
 }
 
+// Worker also refuses V8 and per-process flags (--max-old-space-size, --expose-gc, --stack-size,
+// --title, ...) with ERR_WORKER_INVALID_EXEC_ARGV, thrown by its constructor before any thread
+// starts. Those flags hold for the whole process, the worker's isolate included, so nothing is
+// lost by dropping them: the flags it names are dropped and the worker started again (or, if it
+// still refuses, with none). The accepted list is remembered for the next workers.
+let acceptedExecArgv = null;
+
+function newWorker(url) {
+  const tries = acceptedExecArgv !== null ? [acceptedExecArgv] : [inlineScriptFree(process.execArgv)];
+  for (let attempt = 0; ; attempt++) {
+    const execArgv = tries[attempt];
+    try {
+      const worker = new Worker(url, { execArgv });
+      acceptedExecArgv = execArgv;
+      return worker;
+    } catch (e) {
+      if (e?.code !== 'ERR_WORKER_INVALID_EXEC_ARGV' || execArgv.length === 0) throw e;
+      const named = new Set(String(e.message).replace(/^[^:]*:\s*/, '').split(/,\s*/));
+      const rest = execArgv.filter((a) => !named.has(a));
+      tries.push(rest.length < execArgv.length && attempt === 0 ? rest : []);
+    }
+  }
+}
+
 // Unref'd: a process that used threads exits by itself when its own work is done. wasmPaths'
 // worker URL is for browsers; Node runs the package's own.
 function startThreadsWorker() {
-  const worker = new Worker(new URL('./workers/threads-worker-node.js', import.meta.url), { execArgv: workerExecArgv() });
+  const worker = newWorker(new URL('./workers/threads-worker-node.js', import.meta.url));
   worker.unref();
   return worker;
 }
@@ -67,11 +91,23 @@ function outputArray(length) {
   return new Float32Array(bytes.buffer, bytes.byteOffset, length);
 }
 
+// initSync's: file: URLs only (http(s) needs fetch, which is asynchronous).
+function readFileSyncAt(url) {
+  const u = new URL(url);
+  if (u.protocol !== 'file:') throw new Error(`initSync: ${u.href} is not a file: URL; a module served over ${u.protocol.slice(0, -1)} needs await init()`);
+  try {
+    return readFileSync(u);
+  } catch (e) {
+    throw new Error(`ms-deform-attn: cannot read ${fileURLToPath(u)}: ${e.message} (init's wasmPaths says where the package's files are)`, { cause: e });
+  }
+}
+
 const platform = {
   outputArray,
   defaultUrl,
   resolveUrl,
   fetchFile,
+  readFileSync: readFileSyncAt,
   hardwareThreads: () => (typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length || 1),
   startThreadsWorker,
   loadNative: async (addonPath) => (await import('./native.js')).loadNative(addonPath),
@@ -81,12 +117,12 @@ const platform = {
   },
 };
 
-export const { init, initNative } = createApi(platform);
+export const { init, initNative, initSync } = createApi(platform);
 
 // initWorker: the instance in a worker_threads Worker, ref'd only while a call is pending (so
 // an idle one never keeps the process alive) and gone with terminate().
 function spawnRemote() {
-  const worker = new Worker(new URL('./workers/remote-worker-node.js', import.meta.url), { execArgv: workerExecArgv() });
+  const worker = newWorker(new URL('./workers/remote-worker-node.js', import.meta.url));
   return {
     post: (message, transfer) => worker.postMessage(message, transfer),
     onMessage: (fn) => worker.on('message', fn),

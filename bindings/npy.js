@@ -3,13 +3,17 @@
 //
 //   import { parseNpy, serializeNpy } from 'ms-deform-attn/npy';
 //   const { dtype, shape, data } = parseNpy(bytes);   // data: Float32Array | Int32Array | BigInt64Array
+//                                                      // | Uint16Array (the bits of '<f2', 'bfloat16')
 //   const bytes = serializeNpy({ data, shape });       // version 1.0, NumPy's 64-byte-aligned header
 //
-// Accepted: versions 1.0, 2.0, 3.0; dtypes '<f4', '<i4', '<i8'; C order; any shape whose byte
+// Accepted: versions 1.0, 2.0, 3.0; dtypes '<f4', '<f2', 'bfloat16' (str(ml_dtypes.bfloat16), in a
+// hand-written header: np.save writes it as '<V2', which is refused), '<i4', '<i8'; C order; any shape whose byte
 // size fits in 64 bits. Refused with an NpyError: wrong magic, another version, big-endian or
 // '|' on a multi-byte type, Fortran order, another dtype, a header that is not a well-formed
 // Python dict literal with exactly 'descr', 'fortran_order' and 'shape', a size that overflows,
 // a truncated file, or bytes after the data.
+
+export { widenHalf } from './core/half.js';
 
 export const NPY_MAX_DIMS = 32;
 
@@ -17,7 +21,10 @@ const DTYPES = {
   '<f4': { size: 4, Array: Float32Array },
   '<i4': { size: 4, Array: Int32Array },
   '<i8': { size: 8, Array: BigInt64Array },
+  '<f2': { size: 2, Array: Uint16Array },
+  bfloat16: { size: 2, Array: Uint16Array },
 };
+const EXPECTED = "'<f4', '<f2', 'bfloat16', '<i4' or '<i8'";
 const MAGIC = [0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59]; // \x93NUMPY
 const INT64_MAX = (1n << 63n) - 1n;
 const LITTLE_ENDIAN_HOST = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
@@ -134,15 +141,19 @@ class Cursor {
   }
 }
 
-function checkDtype(descr) {
+function checkDtype(descr, bool = true) {
+  if (descr === BOOL && bool) return descr;
   if (descr in DTYPES) return descr;
   let what = 'unsupported dtype';
   if (descr[0] === '>') what = 'big-endian dtype';
-  else if (descr[0] === '|' && ['f4', 'i4', 'i8'].includes(descr.slice(1))) what = "dtype without byte order ('|' is for 1-byte types)";
-  return fail(`${what} '${descr}', expected '<f4', '<i4' or '<i8'`, { descr });
+  else if (descr[0] === '|' && ['f4', 'i4', 'i8', 'f2'].includes(descr.slice(1))) what = "dtype without byte order ('|' is for 1-byte types)";
+  else if (descr === '<V2' || descr === '|V2') {
+    what = "2-byte void dtype (np.save writes ml_dtypes' bfloat16 so; its bits cannot be told from any other 2-byte record)";
+  }
+  return fail(`${what} '${descr}', expected ${EXPECTED}`, { descr });
 }
 
-function parseHeader(bytes) {
+function parseHeader(bytes, bool) {
   const c = new Cursor(bytes);
   const seen = {};
   let descr, fortran, dims;
@@ -153,7 +164,7 @@ function parseHeader(bytes) {
     if (key === 'descr') {
       const q = c.peek();
       if (q !== 0x27 && q !== 0x22) {
-        fail(`header: 'descr' is not a string (found ${c.found()}); structured dtypes are not supported, expected '<f4', '<i4' or '<i8'`);
+        fail(`header: 'descr' is not a string (found ${c.found()}); structured dtypes are not supported, expected ${EXPECTED}`);
       }
       descr = c.string("'descr'");
     } else if (key === 'fortran_order') {
@@ -172,33 +183,15 @@ function parseHeader(bytes) {
   c.pos++;
   if (c.peek() !== -1) fail(`header: unexpected ${c.found()} after the closing '}'`);
   for (const key of ['descr', 'fortran_order', 'shape']) if (!seen[key]) fail(`header: missing key '${key}'`);
-  const dtype = checkDtype(descr);
-  if (fortran) fail('Fortran-order (column-major) arrays are not supported, expected fortran_order False');
+  const dtype = checkDtype(descr, bool);
+  if (fortran) fail('Fortran-order (column-major) arrays are not supported, expected fortran_order False: save np.ascontiguousarray(tensor)');
   return { dtype, dims };
 }
 
-// ---- the file layout --------------------------------------------------------------------------
-
-/**
- * Parses a whole .npy file. Returns { version, dtype, shape, data, count }: shape an array of
- * numbers (of BigInts with { bigint: true }), data a fresh typed array (Float32Array for '<f4',
- * Int32Array for '<i4', BigInt64Array for '<i8'). A zero-size array can have a dimension past
- * Number.MAX_SAFE_INTEGER, which no number holds exactly: without { bigint: true } such a file
- * is refused rather than given a rounded shape. Throws NpyError.
- */
-export function parseNpy(input, { bigint = false } = {}) {
-  let bytes;
-  // A plain Uint8Array view (a Node Buffer's slice() would not copy).
-  if (!(input instanceof ArrayBuffer) && !ArrayBuffer.isView(input)) {
-    throw new TypeError(`parseNpy: expected a Uint8Array or ArrayBuffer, got ${input === null ? 'null' : typeof input}`);
-  }
-  try {
-    bytes = input instanceof ArrayBuffer ? new Uint8Array(input) : new Uint8Array(input.buffer, input.byteOffset, input.byteLength);
-  } catch (e) {
-    // A detached (transferred) buffer, or a view whose offsets lie.
-    throw new TypeError(`parseNpy: cannot read the input's bytes (${e.message})`);
-  }
-  const len = bytes.length;
+// The preamble and header of a file of `len` bytes whose first bytes are `bytes` (all of them, or
+// at least the preamble and the header), with every check parseNpy makes on them and on the
+// file's size; the data is not looked at.
+function readHeader(bytes, len, bool) {
   if (len === 0) fail('empty file, expected a .npy file');
   for (let i = 0; i < Math.min(len, 6); i++) {
     if (bytes[i] !== MAGIC[i]) fail('not a .npy file: it does not start with the magic string \\x93NUMPY');
@@ -211,40 +204,104 @@ export function parseNpy(input, { bigint = false } = {}) {
   let headerLen = bytes[8] | (bytes[9] << 8);
   if (major !== 1) headerLen += (bytes[10] << 16) + bytes[11] * 2 ** 24;
   if (headerLen > len - prefix) fail(`truncated: the header is ${headerLen} bytes but only ${len - prefix} follow the preamble`);
-  const { dtype, dims } = parseHeader(bytes.subarray(prefix, prefix + headerLen));
+  if (bytes.length < prefix + headerLen) throw new RangeError('parseNpyHeader: head must hold the whole preamble and header');
+  const { dtype, dims } = parseHeader(bytes.subarray(prefix, prefix + headerLen), bool);
 
   const shapeText = formatShape(dims);
   let count = 1n;
   for (const d of dims) count *= d;
-  const { size, Array: TypedArray } = DTYPES[dtype];
+  const { size, Array: TypedArray } = DTYPES[dtype] ?? BOOL_TYPE;
   const dataBytes = count * BigInt(size);
   if (dataBytes > INT64_MAX) fail(`shape ${shapeText} of '${dtype}' has more elements than fit in 64-bit byte sizes`);
   const offset = prefix + headerLen, have = BigInt(len - offset);
   if (have < dataBytes) fail(`truncated: shape ${shapeText} of '${dtype}' needs ${dataBytes} data bytes, the file has ${have}`);
   if (have > dataBytes) fail(`${have - dataBytes} bytes of trailing data after the ${dataBytes} that shape ${shapeText} of '${dtype}' needs`);
 
+  return { major, dtype, dims, shapeText, count, offset, size, TypedArray };
+}
+
+function checkSafeShape(dims, shapeText) {
+  const unsafe = dims.find((d) => d > BigInt(Number.MAX_SAFE_INTEGER));
+  if (unsafe !== undefined) {
+    fail(`shape ${shapeText} has dimension ${unsafe}, past 2^53 - 1, which a JavaScript number cannot hold exactly (parseNpy(bytes, { bigint: true }) gives BigInt dimensions)`);
+  }
+}
+
+/**
+ * parseNpy's checks from a file's first bytes (`head`: its preamble and header, or more) and its
+ * size, without its data, for files too large to hold in one Uint8Array (over 4 GiB): returns
+ * { version, dtype, shape, count, dataOffset } (shape as parseNpy gives it). Throws NpyError.
+ */
+export function parseNpyHeader(head, fileSize, { bigint = false, bool = true } = {}) {
+  const { major, dtype, dims, shapeText, count, offset } = readHeader(head, fileSize, bool);
+  if (!bigint) checkSafeShape(dims, shapeText);
+  return { version: major, dtype, shape: bigint ? dims : dims.map(Number), count: Number(count), dataOffset: offset };
+}
+
+// ---- the file layout --------------------------------------------------------------------------
+
+/**
+ * Parses a whole .npy file. Returns { version, dtype, shape, data, count }: shape an array of
+ * numbers (of BigInts with { bigint: true }), data a fresh typed array (Float32Array for '<f4',
+ * Int32Array for '<i4', BigInt64Array for '<i8', Uint16Array of the bits for '<f2' and 'bfloat16': widenHalf makes them
+ * float32 exactly, Uint8Array for '|b1'). A zero-size array can have a dimension past
+ * Number.MAX_SAFE_INTEGER, which no number holds exactly: without { bigint: true } such a file
+ * is refused rather than given a rounded shape. { bool: false } refuses '|b1' as the native CLI's
+ * parser does (before any size check). Throws NpyError.
+ */
+export function parseNpy(input, { bigint = false, bool = true } = {}) {
+  let bytes;
+  // A plain Uint8Array view (a Node Buffer's slice() would not copy).
+  if (!(input instanceof ArrayBuffer) && !ArrayBuffer.isView(input)) {
+    throw new TypeError(`parseNpy: expected a Uint8Array or ArrayBuffer, got ${input === null ? 'null' : typeof input}`);
+  }
+  try {
+    bytes = input instanceof ArrayBuffer ? new Uint8Array(input) : new Uint8Array(input.buffer, input.byteOffset, input.byteLength);
+  } catch (e) {
+    // A detached (transferred) buffer, or a view whose offsets lie.
+    throw new TypeError(`parseNpy: cannot read the input's bytes (${e.message})`);
+  }
+  const len = bytes.length;
+  const { major, dtype, dims, shapeText, count, offset, size, TypedArray } = readHeader(bytes, len, bool);
   const n = Number(count);
   let data;
-  if (LITTLE_ENDIAN_HOST) {
+  if (dtype === BOOL) {
+    data = boolData(bytes.subarray(offset, offset + n), shapeText);
+  } else if (LITTLE_ENDIAN_HOST) {
     data = new TypedArray(bytes.slice(offset, offset + n * size).buffer); // slice: a fresh, aligned copy
   } else {
     const view = new DataView(bytes.buffer, bytes.byteOffset + offset, n * size);
     data = new TypedArray(n);
     for (let i = 0; i < n; i++) {
-      data[i] = dtype === '<f4' ? view.getFloat32(4 * i, true) : dtype === '<i4' ? view.getInt32(4 * i, true) : view.getBigInt64(8 * i, true);
+      data[i] = dtype === '<f4' ? view.getFloat32(4 * i, true) : dtype === '<i4' ? view.getInt32(4 * i, true)
+        : size === 2 ? view.getUint16(2 * i, true) : view.getBigInt64(8 * i, true);
     }
   }
-  if (!bigint) {
-    const unsafe = dims.find((d) => d > BigInt(Number.MAX_SAFE_INTEGER));
-    if (unsafe !== undefined) {
-      fail(`shape ${shapeText} has dimension ${unsafe}, past 2^53 - 1, which a JavaScript number cannot hold exactly (parseNpy(bytes, { bigint: true }) gives BigInt dimensions)`);
-    }
-  }
+  if (!bigint) checkSafeShape(dims, shapeText);
   return { version: major, dtype, shape: bigint ? dims : dims.map(Number), data, count: n };
 }
 
-const dtypeOf = (data) => (data instanceof Float32Array ? '<f4' : data instanceof Int32Array ? '<i4'
-  : data instanceof BigInt64Array ? '<i8' : null);
+// '|b1' (NumPy's bool, as PyTorch's padding masks are saved): one byte per element, 0 or 1,
+// read into a Uint8Array. Any other byte is refused: NumPy itself never writes one.
+const BOOL = '|b1';
+const BOOL_TYPE = { size: 1, Array: Uint8Array };
+
+function boolData(bytes, shapeText) {
+  const bad = bytes.findIndex((b) => b > 1);
+  if (bad >= 0) fail(`'|b1' data of shape ${shapeText}: element ${bad} is the byte ${bytes[bad]}, expected 0 (False) or 1 (True)`);
+  return bytes.slice();
+}
+
+
+const HALF_DTYPES = { '<f2': '<f2', float16: '<f2', bfloat16: 'bfloat16' };
+// The dtype of a tensor to write: from data's type, or for Uint16Array (half-precision bits) from
+// the tensor's dtype ('<f2' | 'float16' | 'bfloat16'). Float16Array is '<f2'.
+function dtypeOf(data, dtype) {
+  if (typeof Float16Array === 'function' && data instanceof Float16Array) return '<f2';
+  if (data instanceof Uint16Array) return Object.hasOwn(HALF_DTYPES, dtype) ? HALF_DTYPES[dtype] : null;
+  return data instanceof Float32Array ? '<f4' : data instanceof Int32Array ? '<i4' : data instanceof BigInt64Array ? '<i8' : null;
+}
+const DATA_TYPES = "a Float32Array, Int32Array, BigInt64Array, Float16Array, or Uint16Array with dtype '<f2' or 'bfloat16'";
 
 /**
  * The header NumPy writes for version 1.0: magic, version, length and the dict, padded with
@@ -262,7 +319,7 @@ function shapeCopy(shape) {
 }
 
 export function npyHeader(dtype, shapeGiven) {
-  if (!(dtype in DTYPES)) throw new TypeError(`npyHeader: dtype must be '<f4', '<i4' or '<i8', got ${String(dtype)}`);
+  if (!Object.hasOwn(DTYPES, dtype)) throw new TypeError(`npyHeader: dtype must be ${EXPECTED}, got ${String(dtype)}`);
   const shape = shapeCopy(shapeGiven);
   const dict = `{'descr': '${dtype}', 'fortran_order': False, 'shape': ${formatShape(shape)}, }`;
   const total = Math.ceil((10 + dict.length + 1) / 64) * 64;
@@ -279,12 +336,13 @@ export function npyHeader(dtype, shapeGiven) {
 }
 
 /**
- * The data section of a .npy file for a Float32Array, Int32Array or BigInt64Array: its
- * little-endian bytes (a view of data itself on little-endian hosts, no copy).
+ * The data section of a .npy file for a Float32Array, Int32Array, BigInt64Array, Float16Array
+ * or Uint16Array (half-precision bits, with dtype): its little-endian bytes (a view of data
+ * itself on little-endian hosts, no copy).
  */
-export function npyDataBytes(data) {
-  const dtype = dtypeOf(data);
-  if (dtype === null) throw new TypeError('serializeNpy: data must be a Float32Array, Int32Array or BigInt64Array');
+export function npyDataBytes(data, dtypeGiven) {
+  const dtype = dtypeOf(data, dtypeGiven);
+  if (dtype === null) throw new TypeError(`serializeNpy: data must be ${DATA_TYPES}`);
   const size = DTYPES[dtype].size;
   if (LITTLE_ENDIAN_HOST) return new Uint8Array(data.buffer, data.byteOffset, data.length * size); // NaN payloads too
   const out = new Uint8Array(data.length * size);
@@ -292,6 +350,7 @@ export function npyDataBytes(data) {
   for (let i = 0; i < data.length; i++) {
     if (dtype === '<f4') view.setFloat32(4 * i, data[i], true);
     else if (dtype === '<i4') view.setInt32(4 * i, data[i], true);
+    else if (size === 2) view.setUint16(2 * i, new Uint16Array(data.buffer, data.byteOffset, data.length)[i], true);
     else view.setBigInt64(8 * i, data[i], true);
   }
   return out;
@@ -300,18 +359,19 @@ export function npyDataBytes(data) {
 /**
  * Serializes { data, shape } as a version 1.0 .npy file with NumPy's header (padded with spaces
  * and a newline so the data starts at a multiple of 64). The dtype follows data: Float32Array
- * → '<f4', Int32Array → '<i4', BigInt64Array → '<i8'.
+ * → '<f4', Int32Array → '<i4', BigInt64Array → '<i8', Float16Array → '<f2'; a Uint16Array holds
+ * half-precision bits and needs dtype: '<f2' (or 'float16') or 'bfloat16'.
  */
-export function serializeNpy({ data, shape }) {
-  const dtype = dtypeOf(data);
-  if (dtype === null) throw new TypeError('serializeNpy: data must be a Float32Array, Int32Array or BigInt64Array');
+export function serializeNpy({ data, shape, dtype: dtypeGiven }) {
+  const dtype = dtypeOf(data, dtypeGiven);
+  if (dtype === null) throw new TypeError(`serializeNpy: data must be ${DATA_TYPES}`);
   const dims = shapeCopy(shape);
   const header = npyHeader(dtype, dims);
   const count = dims.reduce((a, b) => a * b, 1);
   if (count !== data.length) {
     throw new RangeError(`serializeNpy: shape ${formatShape(dims)} has ${count} elements, data has ${data.length}`);
   }
-  const body = npyDataBytes(data);
+  const body = npyDataBytes(data, dtypeGiven);
   const out = new Uint8Array(header.length + body.length);
   out.set(header, 0);
   out.set(body, header.length);

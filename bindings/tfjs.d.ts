@@ -1,7 +1,7 @@
 // Types for `ms-deform-attn/tfjs` (bindings/tfjs.js): the differentiable TensorFlow.js op and
 // Deformable DETR's MSDeformAttn layer. What is computed: SEMANTICS.md.
 import type { Tensor, TensorLike, Variable } from '@tensorflow/tfjs-core';
-import type { IntegerList, Msda, PaddingMode, SamplingLocationsLayout, ValueLayout } from './index.js';
+import type { InitOptions, IntegerList, Msda, PaddingMode, SamplingLocationsLayout, ValueLayout } from './index.js';
 
 /** [H, W] per level, or an (N_l, 2) integer tensor. */
 export type SpatialShapesInput = readonly (readonly [number, number] | readonly number[])[] | Tensor | { data: IntegerList; shape?: readonly number[] };
@@ -33,10 +33,15 @@ export function msDeformAttn(value: Tensor | TensorLike, samplingLocations: Tens
 export function msDeformAttnBackward(dy: Tensor | TensorLike, value: Tensor | TensorLike, samplingLocations: Tensor | TensorLike,
   attentionWeights: Tensor | TensorLike, options: MsDeformAttnOptions): [Tensor, Tensor, Tensor];
 
-/** The ms-deform-attn instance the op calls (by default `await init()`). */
+/** The ms-deform-attn instance the op calls. Nothing is loaded at import: in Node the first op
+ *  (or this) makes it, the wasm module on one thread; in browsers `await ready()` or setMsda() first. */
 export function getMsda(): Msda;
 /** Makes the op call another instance from init() or initNative(). */
 export function setMsda(instance: Msda): void;
+/** The init() options of the instance the op makes for itself (e.g. { wasmPaths: '/msda/' }). */
+export function configure(options: InitOptions): void;
+/** Makes the op's instance with init(configure's options) unless it has one; resolves to it. */
+export function ready(): Promise<Msda>;
 
 export type ParameterName = 'sampling_offsets.weight' | 'sampling_offsets.bias' | 'attention_weights.weight'
   | 'attention_weights.bias' | 'value_proj.weight' | 'value_proj.bias' | 'output_proj.weight' | 'output_proj.bias';
@@ -99,7 +104,7 @@ export class MSDeformAttn {
    */
   apply(query: Tensor | TensorLike, referencePoints: Tensor | TensorLike, inputFlatten: Tensor | TensorLike,
     inputSpatialShapes: SpatialShapesInput, inputLevelStartIndex?: IntegerList | Tensor | null,
-    inputPaddingMask?: Tensor | TensorLike | null): Tensor;
+    inputPaddingMask?: Tensor | TensorLike | { data: Uint8Array | Float32Array | Int32Array; shape: readonly number[] } | null): Tensor;
   /** Frees the variables. */
   dispose(): void;
 }

@@ -13,33 +13,93 @@
 // tf.tensor(data, shape, 'float32'). tfjs-backend-webgl works too, by reading the data back to the
 // CPU; on tfjs-backend-webgpu the op runs the WebGPU kernels on tfjs's device, no CPU copy
 // (bindings/webgpu/tfjs.js).
+//
+// Nothing is fetched at import. In Node the first op makes its instance (the wasm module, one
+// thread); in browsers call `await ready()` first (after configure({ wasmPaths }) where the .wasm
+// files are served elsewhere), or setMsda(await init({ wasmPaths })).
 
 import * as tf from '@tensorflow/tfjs-core';
 import { parseNpy } from './npy.js';
 // Through the package's own name, so that package.json's conditions pick the browser or the Node
 // entry (bundlers never see the Node one).
-import { DEFAULTS, init, Msda } from 'ms-deform-attn';
+import { init, initSync, Msda } from 'ms-deform-attn';
+import { fmtShape as fmt, positiveInteger, readArgs, readLevelStartIndex, readOptions as readCoreOptions,
+  readSpatialShapes } from './core/args.js';
+import { typedArrayKind, typedArrayLength } from './core/typed.js';
 import { describe } from './wasm/loader.js';
 import { MsdaWebGPU } from './webgpu/backend.js';
 import { isTfjsWebGPU, runOnTfjsWebGPU } from './webgpu/tfjs.js';
 
-// Ready at import: the module is instantiated once, here.
-let msda = await init();
+// The instance the op calls. Nothing is fetched or instantiated at import (a bundle's page has
+// not said where the .wasm files are yet): setMsda() gives one, or ready() makes it from init()
+// with configure()'s options; in Node the first op makes it synchronously if neither was called.
+let msda = null;
+let owned = false;          // msda is this module's own (made from configure()'s options)
+let initOptions = {};
+let making = null;          // ready()'s pending init
 
-/** The ms-deform-attn instance the op calls (by default `await init()`, wasm SIMD, one thread). */
-export function getMsda() {
+function current(fn) {
+  if (msda !== null) return msda;
+  try {
+    adopt(initSync(initOptions), true);
+  } catch (e) {
+    throw new Error(`${fn}: ms-deform-attn/tfjs has no instance yet: \`await ready()\` before the first op (after ` +
+      "configure({ wasmPaths }) where the .wasm files are served elsewhere), or setMsda(await init({ wasmPaths })) " +
+      `(${e.message})`, { cause: e });
+  }
   return msda;
+}
+
+function adopt(instance, own) {
+  if (owned && msda !== null && msda !== instance) msda.dispose();
+  msda = instance;
+  owned = own;
+}
+
+/** The ms-deform-attn instance the op calls (in Node made on first use; elsewhere after ready() or setMsda()). */
+export function getMsda() {
+  return current('getMsda');
 }
 
 /** Makes the op call another instance from init() (e.g. `{ threads: 'auto' }`, or the native addon). */
 export function setMsda(instance) {
   if (!(instance instanceof Msda || instance instanceof MsdaWebGPU)) throw new TypeError(`setMsda: instance is ${describe(instance)}, expected what init() resolves to`);
-  msda = instance;
+  making = null;
+  adopt(instance, false);
+}
+
+/**
+ * The init() options of the instance the op makes for itself (e.g. { wasmPaths: '/msda/' } or
+ * { threads: 'auto' }); checked by init when it is made. An instance made before is disposed.
+ */
+export function configure(options) {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new TypeError(`configure: options is ${describe(options)}, expected an object of init() options`);
+  }
+  initOptions = { ...options };
+  making = null;
+  if (owned) adopt(null, false);
+}
+
+/** Makes the op's instance with init(configure's options) unless it has one; resolves to it. */
+export function ready() {
+  if (msda !== null) return Promise.resolve(msda);
+  if (making === null) {
+    const attempt = init(initOptions).then((instance) => {
+      if (making === attempt) adopt(instance, true);
+      else instance.dispose();   // configure() or setMsda() came meanwhile
+      making = null;
+      return current('ready');
+    }, (e) => {
+      if (making === attempt) making = null;
+      throw e;
+    });
+    making = attempt;
+  }
+  return making;
 }
 
 const OPTION_KEYS = ['spatialShapes', 'levelStartIndex', 'valueLayout', 'samplingLocationsLayout', 'alignCorners', 'paddingMode'];
-const CHOICES = { valueLayout: ['BLNC', 'BNLC'], samplingLocationsLayout: ['BQHLP2', 'B2QHLP'], paddingMode: ['zeros', 'border'] };
-const fmt = (shape) => `[${shape.join(', ')}]`;
 
 // An integer list or (N_l, 2) table given as a tf.Tensor becomes the { data, shape } the core
 // API reads (spatial shapes are tiny; reading them back is free).
@@ -47,98 +107,20 @@ function plainIntegers(x) {
   return x instanceof tf.Tensor ? { data: x.dataSync(), shape: x.shape } : x;
 }
 
-// Options checked once, up front: the op's own messages, before any data is read back.
+// Options checked once, up front, by the core's argument reader (the same messages as the JS
+// API's), before any data is read back.
 function readOptions(fn, options) {
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw new TypeError(`${fn}: options is ${describe(options)}, expected an object with at least spatialShapes`);
   }
-  for (const key of Object.keys(options)) {
-    if (!OPTION_KEYS.includes(key)) throw new TypeError(`${fn}: unknown option '${key}', expected one of ${OPTION_KEYS.join(', ')}`);
-  }
-  const o = { ...DEFAULTS };
-  for (const [key, allowed] of Object.entries(CHOICES)) {
-    const v = options[key];
-    if (v === undefined) continue;
-    const list = allowed.map((a) => `'${a}'`).join(', ');
-    if (typeof v !== 'string') throw new TypeError(`${fn}: ${key} is ${describe(v)}, expected one of ${list}`);
-    if (!allowed.includes(v)) throw new RangeError(`${fn}: ${key} is '${v}', expected one of ${list}`);
-    o[key] = v;
-  }
-  const alignCorners = options.alignCorners; // each option read once
-  if (alignCorners !== undefined) {
-    if (typeof alignCorners !== 'boolean') throw new TypeError(`${fn}: alignCorners is ${describe(alignCorners)}, expected true or false`);
-    o.alignCorners = alignCorners;
-  }
-  o.spatialShapes = readSpatialShapes(fn, plainIntegers(options.spatialShapes));
-  const starts = [];
-  let L = 0;
-  for (const [h, w] of o.spatialShapes) { starts.push(L); L += h * w; }
-  o.valueLength = L;
+  const plain = readArgs(fn, options, OPTION_KEYS, 'option');
+  const o = readCoreOptions(fn, plain);
+  delete o.threads;
+  o.spatialShapes = readSpatialShapes(fn, plainIntegers(plain.spatialShapes));
+  const { starts, total } = readLevelStartIndex(fn, plainIntegers(plain.levelStartIndex), o.spatialShapes);
   o.levelStartIndex = starts;
-  const given = plainIntegers(options.levelStartIndex);
-  if (given !== undefined) {
-    const list = given !== null && typeof given === 'object' && 'data' in given ? given.data : given;
-    if (!(Array.isArray(list) || (ArrayBuffer.isView(list) && !(list instanceof DataView)))) {
-      throw new TypeError(`${fn}: levelStartIndex is ${describe(given)}, expected an array of integers`);
-    }
-    const n = list.length;
-    if (n !== starts.length) {
-      throw new RangeError(`${fn}: levelStartIndex has ${n} entries, expected ${starts.length} (one per level of spatialShapes)`);
-    }
-    const got = integers(firstItems(list, n));
-    if (got.length !== starts.length || got.some((s, i) => s !== starts[i])) {
-      throw new RangeError(`${fn}: levelStartIndex is ${fmt(got.map(show))}, expected ${fmt(starts)} (the prefix sums of H*W over spatialShapes)`);
-    }
-  }
+  o.valueLength = total;
   return o;
-}
-
-// Numbers (or BigInts, as a .npy reader gives) copied out once, then checked.
-const integers = (list) => Array.from(list, (v) => (typeof v === 'bigint' ? Number(v) : v));
-const show = (v) => (typeof v === 'number' ? String(v) : describe(v));
-
-// The core API's bound on levels. Lengths are checked before items are copied: a sparse Array
-// or a Proxy can claim 2^32 - 1 items, and copying them hangs or aborts Node.
-const MAX_LEVELS = 2 ** 24;
-const firstItems = (x, n) => Array.from({ length: n }, (_, i) => x[i]);   // each read once
-
-function readSpatialShapes(fn, x) {
-  const what = 'an array of [H, W] pairs or an (N_l, 2) tensor';
-  let flat;
-  const data = x !== null && typeof x === 'object' && !Array.isArray(x) ? x.data : undefined;
-  if (Array.isArray(x)) {
-    flat = [];
-    const levels = x.length;
-    if (levels > MAX_LEVELS) throw new RangeError(`${fn}: spatialShapes has ${levels} levels, expected at most ${MAX_LEVELS}`);
-    firstItems(x, levels).forEach((p, l) => {
-      const n = Array.isArray(p) || ArrayBuffer.isView(p) ? p.length : -1;
-      const pair = n === 2 ? integers(firstItems(p, 2)) : null;
-      if (pair === null || pair.length !== 2) {
-        throw new TypeError(`${fn}: spatialShapes[${l}] is ${describe(p)}, expected an [H, W] pair`);
-      }
-      flat.push(...pair);
-    });
-  } else if (ArrayBuffer.isView(data) || Array.isArray(data)) {
-    const shape = x.shape;
-    if (shape !== undefined && (shape.length !== 2 || shape[1] !== 2)) {
-      throw new RangeError(`${fn}: spatialShapes has shape ${fmt(shape)}, expected [N_l, 2]`);
-    }
-    const n = data.length;
-    if (n > 2 * MAX_LEVELS) throw new RangeError(`${fn}: spatialShapes has ${n} numbers, expected (N_l, 2) with N_l at most ${MAX_LEVELS}`);
-    flat = integers(firstItems(data, n));
-  } else {
-    throw new TypeError(`${fn}: spatialShapes is ${describe(x)}, expected ${what}`);
-  }
-  if (flat.length === 0 || flat.length % 2 !== 0) throw new RangeError(`${fn}: spatialShapes has ${flat.length} numbers, expected ${what} with at least one level`);
-  const pairs = [];
-  for (let i = 0; i < flat.length; i += 2) {
-    const [h, w] = [flat[i], flat[i + 1]];
-    if (!Number.isSafeInteger(h) || !Number.isSafeInteger(w) || h < 1 || w < 1) {
-      throw new RangeError(`${fn}: spatialShapes[${i / 2}] is [${show(h)}, ${show(w)}], expected integers H >= 1 and W >= 1`);
-    }
-    pairs.push([h, w]);
-  }
-  return pairs;
 }
 
 // A float32 tf.Tensor, or a nested array / Float32Array made into one (inside the caller's tidy).
@@ -186,12 +168,28 @@ function checkShapes(fn, value, samplingLocations, attentionWeights, o) {
 // Moving data. A tensor's values as a Float32Array without a copy where tfjs allows: dataSync()
 // (tfjs-backend-cpu hands over its own array), or on tfjs-backend-wasm a view of its heap (its
 // dataSync() would copy). The view is read at once, into this package's own wasm memory, before
-// tfjs can allocate again.
-function hostData(t) {
+// tfjs can allocate again. A tensor's .shape and .dtype are plain properties a caller can edit:
+// what is read is what tfjs holds (on tfjs-backend-wasm its own record of the tensor's size and
+// dtype), checked against the shape the op was given.
+function hostData(fn, name, t) {
   const b = tf.backend();
-  if (onTfjsWasm(b) && b.dataIdMap.has(t.dataId)) return b.typedArrayFromHeap(t);
-  return t.dataSync();
+  let data;
+  if (onTfjsWasm(b) && b.dataIdMap.has(t.dataId)) {
+    const held = b.dataIdMap.get(t.dataId);
+    if (held.dtype !== 'float32') throw new TypeError(`${fn}: ${name} holds ${held.dtype} data, expected float32`);
+    data = b.typedArrayFromHeap({ dataId: t.dataId, dtype: 'float32', shape: [count(held.shape)] });
+  } else {
+    data = t.dataSync();
+    if (typedArrayKind(data) !== 'Float32Array') throw new TypeError(`${fn}: ${name} holds ${typedArrayKind(data) ?? describe(data)} data, expected float32`);
+  }
+  const claimed = count(t.shape), length = typedArrayLength(data);
+  if (length !== claimed) {
+    throw new RangeError(`${fn}: ${name} has shape ${fmt(t.shape)} (${claimed} elements) but holds ${length} values (was its shape edited?)`);
+  }
+  return data;
 }
+
+const count = (shape) => Array.from(shape).reduce((a, b) => a * b, 1);
 
 // tfjs-backend-wasm copies a new tensor's values into its heap when it is made; other backends
 // keep the array they are given (so it must be ours to give).
@@ -209,19 +207,22 @@ function onTfjsWasm(b = tf.backend()) {
 function run(mode, o, dims, inputs, outputs) {
   const options = { spatialShapes: o.spatialShapes, levelStartIndex: o.levelStartIndex, valueLayout: o.valueLayout,
     samplingLocationsLayout: o.samplingLocationsLayout, alignCorners: o.alignCorners, paddingMode: o.paddingMode };
-  // tfjs-backend-webgpu: on its device, GPU buffers in and out (bindings/webgpu/tfjs.js).
-  if (msda.backend === 'webgpu' || isTfjsWebGPU(tf.backend())) return runOnTfjsWebGPU(tf, msda, mode, options, inputs, outputs);
-  const streams = mode === 'forward' && msda.backend !== 'native' && msda.threads === 1;
+  const fn = mode === 'forward' ? 'msDeformAttn' : 'msDeformAttnBackward';
+  // tfjs-backend-webgpu: on its device, GPU buffers in and out (bindings/webgpu/tfjs.js); it needs
+  // no wasm instance, so none is made for it.
+  if (msda?.backend === 'webgpu' || isTfjsWebGPU(tf.backend())) return runOnTfjsWebGPU(tf, msda, mode, options, inputs, outputs);
+  const instance = current(fn);
+  const streams = mode === 'forward' && instance.backend !== 'native' && instance.threads === 1;
   if (!onTfjsWasm() || streams) {
     const args = { ...options };
-    for (const [name, t] of Object.entries(inputs)) args[name] = { data: hostData(t), shape: t.shape };
-    const result = mode === 'forward' ? { output: msda.forward(args) } : msda.backward(args);
+    for (const [name, t] of Object.entries(inputs)) args[name] = { data: hostData(fn, name, t), shape: t.shape };
+    const result = mode === 'forward' ? { output: instance.forward(args) } : instance.backward(args);
     return outputs.map((name) => tf.tensor(result[name].data, result[name].shape, 'float32'));
   }
-  const p = msda.prepare({ batch: dims.B, numQueries: dims.Q, numHeads: dims.H, channels: dims.C, numPoints: dims.P,
+  const p = instance.prepare({ batch: dims.B, numQueries: dims.Q, numHeads: dims.H, channels: dims.C, numPoints: dims.P,
     ...options }, { mode });
   try {
-    for (const [name, t] of Object.entries(inputs)) p[name].set(hostData(t));
+    for (const [name, t] of Object.entries(inputs)) p[name].set(hostData(fn, name, t));
     if (mode === 'forward') p.forward(); else p.backward();
     return outputs.map((name) => tf.tensor(p[name], p.shapes[name], 'float32'));
   } finally {
@@ -239,6 +240,7 @@ const forwardCore = (o, dims, value, samplingLocations, attentionWeights) =>
 export function msDeformAttn(value, samplingLocations, attentionWeights, options) {
   const fn = 'msDeformAttn';
   const o = readOptions(fn, options);
+  if (!isTfjsWebGPU(tf.backend())) current(fn);   // the error for a missing instance, before tfjs runs anything
   return tf.tidy(() => {
     const v = asTensor(fn, 'value', value);
     const l = asTensor(fn, 'samplingLocations', samplingLocations);
@@ -273,6 +275,7 @@ function backward(o, dims, dy, value, samplingLocations, attentionWeights) {
 export function msDeformAttnBackward(dy, value, samplingLocations, attentionWeights, options) {
   const fn = 'msDeformAttnBackward';
   const o = readOptions(fn, options);
+  if (!isTfjsWebGPU(tf.backend())) current(fn);   // the error for a missing instance, before tfjs runs anything
   return tf.tidy(() => {
     const v = asTensor(fn, 'value', value);
     const l = asTensor(fn, 'samplingLocations', samplingLocations);
@@ -291,12 +294,6 @@ export function msDeformAttnBackward(dy, value, samplingLocations, attentionWeig
 const PARAMETERS = ['sampling_offsets', 'attention_weights', 'value_proj', 'output_proj'];
 let layerCount = 0;
 
-function positiveInteger(fn, name, x) {
-  if (typeof x !== 'number' || !Number.isInteger(x)) throw new TypeError(`${fn}: ${name} is ${describe(x)}, expected a positive integer`);
-  if (x < 1) throw new RangeError(`${fn}: ${name} is ${x}, expected an integer >= 1`);
-  return x;
-}
-
 // Linear's y = x W^T + b over the last axis of x (2-d: rows of x).
 function linear(x2d, weight, bias) {
   return tf.add(tf.matMul(x2d, weight, false, true), bias);
@@ -307,18 +304,36 @@ function linearBackward(dy2d, x2d, weight) {
   return [tf.matMul(dy2d, weight), tf.matMul(dy2d, x2d, true, false), tf.sum(dy2d, 0)];
 }
 
-// A parameter given as a tf.Tensor, a { data, shape } tensor or the bytes of a .npy file.
-function parameterTensor(fn, name, x) {
-  if (x instanceof tf.Tensor) return { shape: x.shape, read: () => x };
+// A parameter given as a tf.Tensor, a { data, shape } tensor or the bytes of a .npy file, checked
+// whole (dtype, shape, element count, not disposed) so that loading can no longer fail after it.
+const ASTYPE = "(convert it first: x.astype(np.float32) in NumPy, tf.cast(t, 'float32') in tfjs)";
+
+function parameterTensor(fn, name, x, expected) {
+  if (x instanceof tf.Tensor) {
+    if (x.isDisposed) throw new TypeError(`${fn}: ${name} is a disposed tf.Tensor, expected a live float32 tensor`);
+    if (x.dtype !== 'float32') throw new TypeError(`${fn}: ${name} is a ${x.dtype} tf.Tensor, expected float32 ${ASTYPE}`);
+    checkParameterShape(fn, name, x.shape, expected);
+    hostData(fn, name, x);   // what tfjs holds, against its shape
+    return { shape: x.shape, own: false, read: () => x };
+  }
   let t = x;
   if (x instanceof Uint8Array || x instanceof ArrayBuffer) t = parseNpy(x);
   if (t === null || typeof t !== 'object' || !Array.isArray(t.shape) || !ArrayBuffer.isView(t.data)) {
     throw new TypeError(`${fn}: ${name} is ${describe(x)}, expected a tf.Tensor, a { data, shape } tensor or the bytes of a .npy file`);
   }
-  if (!(t.data instanceof Float32Array)) {
-    throw new TypeError(`${fn}: ${name} has ${t.dtype ?? describe(t.data)} data, expected float32 ('<f4')`);
+  const data = t.data, shape = Array.from(t.shape);
+  if (typedArrayKind(data) !== 'Float32Array') {
+    throw new TypeError(`${fn}: ${name} has ${t.dtype ?? typedArrayKind(data) ?? describe(data)} data, expected float32 ('<f4') ${ASTYPE}`);
   }
-  return { shape: t.shape, read: () => tf.tensor(t.data, t.shape, 'float32') };
+  checkParameterShape(fn, name, shape, expected);
+  if (typedArrayLength(data) !== count(shape)) {
+    throw new RangeError(`${fn}: ${name} has shape ${fmt(shape)} (${count(shape)} elements) but ${typedArrayLength(data)} numbers`);
+  }
+  return { shape, own: true, read: () => tf.tensor(data, expected, 'float32') };
+}
+
+function checkParameterShape(fn, name, shape, expected) {
+  if (fmt(shape) !== fmt(expected)) throw new RangeError(`${fn}: ${name} has shape ${fmt(shape)}, expected ${fmt(expected)}`);
 }
 
 export class MSDeformAttn {
@@ -402,10 +417,7 @@ export class MSDeformAttn {
         if (strict) throw new RangeError(`${fn}: missing parameter '${name}' (shape ${fmt(variable.shape)})`);
         continue;
       }
-      const t = parameterTensor(fn, name, entries.get(name));
-      if (fmt(t.shape) !== fmt(variable.shape)) {
-        throw new RangeError(`${fn}: ${name} has shape ${fmt(t.shape)}, expected ${fmt(variable.shape)}`);
-      }
+      const t = parameterTensor(fn, name, entries.get(name), variable.shape);
       found.push([variable, t]);
     }
     if (strict) {
@@ -415,8 +427,18 @@ export class MSDeformAttn {
         }
       }
     }
-    // Every check passed: only now assign, so a bad dict changes nothing.
-    for (const [variable, t] of found) tf.tidy(() => variable.assign(t.read()));
+    // Every check passed: the new values are made first (a failure there changes nothing), then
+    // assigned, which cannot fail: a bad dict changes nothing.
+    const values = [];
+    const made = () => values.filter((v, i) => found[i][1].own);
+    try {
+      for (const [, t] of found) values.push(t.read());
+    } catch (e) {
+      tf.dispose(made());
+      throw e;
+    }
+    found.forEach(([variable], i) => variable.assign(values[i]));
+    tf.dispose(made());
     return this;
   }
 
@@ -457,7 +479,10 @@ export class MSDeformAttn {
       // 1 where padded (PyTorch's masked_fill(input_padding_mask[..., None], 0)), as float32.
       let keep = null;
       if (inputPaddingMask !== undefined && inputPaddingMask !== null) {
-        const mask = inputPaddingMask instanceof tf.Tensor ? inputPaddingMask : tf.tensor(inputPaddingMask);
+        // A tf.Tensor, a nested array, or a { data, shape } tensor (parseNpy of a '|b1' mask).
+        const m = inputPaddingMask;
+        const mask = m instanceof tf.Tensor ? m : ArrayBuffer.isView(m?.data) && Array.isArray(m?.shape)
+          ? tf.tensor(m.data, m.shape, m.data instanceof Uint8Array ? 'bool' : undefined) : tf.tensor(m);
         checkShape(fn, 'inputPaddingMask', mask.shape, [N, Lin], ['N', 'Len_in'], 'N from query, Len_in from inputFlatten');
         keep = tf.reshape(tf.logicalNot(tf.cast(mask, 'bool')), [N * Lin, 1]);
       }

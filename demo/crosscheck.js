@@ -1,7 +1,10 @@
 #!/usr/bin/env node
 // Crosscheck: write a case as NumPy .npy files, run the native command line and the wasm
-// command line on it, and print how closely their outputs agree. This is the workflow for
-// checking your own kernel against ours: dump your inputs as .npy, run `msda`, compare.
+// command line on it, and print how closely their outputs agree. Then the workflow for
+// checking your own kernel against ours (docs/cli.md, For kernel authors): a "bfloat16 kernel"
+// (our outputs on bfloat16 inputs, rounded to bfloat16, as such a kernel stores them) passes
+// `msda crosscheck --expect DIR --dtype bfloat16`, and the same dumps with one element off fail,
+// the report naming it by its coordinates.
 //
 //   npm run demo:crosscheck [-- --dir DIR] [-- any msda option: --align-corners,
 //                            --padding-mode border, --value-layout BNLC, ...]
@@ -11,6 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { serializeNpy, parseNpy } from '../bindings/npy.js';
+import { narrowToHalf, widenHalf } from '../bindings/core/half.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const NATIVE = path.join(ROOT, 'build', 'native', 'msda');
@@ -74,6 +78,47 @@ function run(label, cmd, args) {
   return Number(process.hrtime.bigint() - t0) / 1e6;
 }
 
+const toBfloat16 = (data) => widenHalf(narrowToHalf(data, 'bfloat16'), 'bfloat16');
+
+// The case once more with its float inputs rounded to bfloat16 (what a bfloat16 kernel reads;
+// saved as float32, which holds them exactly), our outputs on it rounded to bfloat16 as the
+// kernel's dumps, and a copy of those dumps with one element of grad_sampling_locations off.
+function bfloat16Kernel(dir, caseDir, flags) {
+  const bfCase = path.join(dir, 'case-bf16');
+  fs.mkdirSync(bfCase, { recursive: true });
+  for (const f of fs.readdirSync(caseDir)) {
+    const a = parseNpy(fs.readFileSync(path.join(caseDir, f)));
+    const t = a.dtype === '<f4' ? { data: toBfloat16(a.data), shape: a.shape } : { data: a.data, shape: a.shape };
+    fs.writeFileSync(path.join(bfCase, f), serializeNpy(t));
+  }
+  const ours = path.join(dir, 'ours-bf16');
+  for (const op of ['forward', 'backward']) run(`native ${op}`, NATIVE, [op, '--in', bfCase, '--out', ours, ...flags]);
+  const good = path.join(dir, 'kernel-bf16'), bad = path.join(dir, 'kernel-bf16-one-off');
+  for (const d of [good, bad]) fs.mkdirSync(d, { recursive: true });
+  for (const f of fs.readdirSync(ours)) {
+    const a = parseNpy(fs.readFileSync(path.join(ours, f)));
+    const t = { data: toBfloat16(a.data), shape: a.shape };
+    fs.writeFileSync(path.join(good, f), serializeNpy(t));
+    if (f === 'grad_sampling_locations.npy') t.data[17] += 0.25 + Math.abs(t.data[17]);
+    fs.writeFileSync(path.join(bad, f), serializeNpy(t));
+  }
+  return { bfCase, good, bad };
+}
+
+// Runs a crosscheck through the native CLI; returns its exit status and prints its report.
+function crosscheck(args) {
+  let out = '', status = 0;
+  try {
+    out = execFileSync(NATIVE, ['crosscheck', ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (e) {
+    out = `${e.stdout}${e.stderr}`;
+    status = e.status;
+  }
+  for (const line of out.trimEnd().split('\n')) console.log(`    ${line}`);
+  console.log(`    (exit ${status})`);
+  return status;
+}
+
 function compare(a, b) {
   let maxAbs = 0, maxRel = 0, bad = 0;
   for (let i = 0; i < b.length; i++) {
@@ -130,11 +175,21 @@ function main() {
     console.log(`  ${`${f} (${nat.shape.join('×')})`.padEnd(44)}${r.maxAbs.toExponential(2).padStart(20)}${r.maxRel.toExponential(2).padStart(14)}  ${verdict}`);
   }
   console.log(`\n${allOk ? 'native and wasm agree' : 'native and wasm DISAGREE'} (tolerance |a − b| ≤ ${TOL.abs} + ${TOL.rel}·|b|)`);
+
+  // Your kernel: dump its inputs as a case and its outputs as .npy, then crosscheck --expect.
+  const k = bfloat16Kernel(dir, caseDir, o.flags);
+  const flagArgs = o.flags;
+  console.log(`\nA bfloat16 kernel's dumps (ours on bfloat16 inputs, rounded to bfloat16):`);
+  const pass = crosscheck(['--in', k.bfCase, '--expect', k.good, '--dtype', 'bfloat16', '--top', '1', ...flagArgs]);
+  console.log('The same dumps with one element of grad_sampling_locations off:');
+  const fail = crosscheck(['--in', k.bfCase, '--expect', k.bad, '--dtype', 'bfloat16', '--top', '1', ...flagArgs]);
+  const kernelOk = pass === 0 && fail === 1;
+  console.log(`\n${kernelOk ? 'the bfloat16 kernel passes and the broken one is caught' : 'UNEXPECTED crosscheck results'}`);
   console.log('To check your own kernel: dump its inputs as a case and its outputs as .npy, then run\n' +
-    '  node bindings/cli.js crosscheck --in CASE_DIR --expect YOUR_OUTPUT_DIR' +
-    (o.dir ? `\n(this case and both outputs are kept in ${dir})` : '\n(add --dir DIR to keep this case and both outputs)'));
+    '  npx msda crosscheck --in CASE_DIR --expect YOUR_OUTPUT_DIR --dtype float32|float16|bfloat16' +
+    (o.dir ? `\n(the cases and all outputs are kept in ${dir})` : '\n(add --dir DIR to keep the cases and all outputs)'));
   if (!o.dir) fs.rmSync(dir, { recursive: true, force: true });
-  process.exitCode = allOk ? 0 : 1;
+  process.exitCode = allOk && kernelOk ? 0 : 1;
 }
 
 try {

@@ -1,5 +1,5 @@
-# The native command line build/native/msda (src/cli/: the .npy reader/writer and main.c; not
-# part of the library) and its tests. tests/c/test_npy.c and tests/c/test_cli.c compile
+# The native command line build/native/msda (src/cli/: the .npy reader/writer, the .npz reader
+# with its inflate, crosscheck --expect and main.c; not part of the library) and its tests. tests/c/test_npy.c and tests/c/test_cli.c compile
 # src/cli/npy.c in directly, so native.mk's generic C-test rules (plain and sanitized) build them.
 
 CLI_SRC := $(wildcard src/cli/*.c)

@@ -13,9 +13,9 @@ native: $(NATIVE)/msda.node $(PREBUILD_DIR)/ms-deform-attn.node
 
 # No node-gyp: one shared object from the addon and the library's own objects (mk/native.mk
 # builds them position-independent, for the baseline ISA; see TOOLCHAIN.md).
-$(NATIVE)/obj/addon.o: $(ADDON_SRC) $(LIB_HDR) bindings/c/problem_desc.h mk/js.mk | $(NATIVE)/obj
+$(NATIVE)/obj/addon.o: $(ADDON_SRC) $(LIB_HDR) bindings/c/problem_desc.h mk/js.mk package.json | $(NATIVE)/obj
 	@test -f "$(NODE_INCLUDE)/node_api.h" || { echo "mk/js.mk: node_api.h not found in '$(NODE_INCLUDE)' (Debian's nodejs package ships it)" >&2; exit 1; }
-	$(CC) -O3 $(LIB_BASELINE) $(CSTD) $(CWARN) -DNAPI_VERSION=8 -pthread -I"$(NODE_INCLUDE)" -Isrc -Ibindings/c -c $< -o $@
+	$(CC) -O3 $(LIB_BASELINE) $(CSTD) $(CWARN) -DNAPI_VERSION=8 -DMSDA_VERSION='"$(MSDA_VERSION)"' -pthread -I"$(NODE_INCLUDE)" -Isrc -Ibindings/c -c $< -o $@
 
 $(NATIVE)/msda.node: $(NATIVE)/obj/addon.o $(LIB_OBJ)
 	$(CC) -shared -pthread $^ -lm -o $@

@@ -6,20 +6,26 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# --demo: only what `make demo` needs (Emscripten for the .wasm, the npm packages that bundle
+# the worker scripts), not the browsers, cross compilers and sanitizer runtimes of the tests.
+demo=false; [ "${1:-}" = --demo ] && demo=true
+
 need_apt=()
 command -v emcc     >/dev/null 2>&1 || need_apt+=(emscripten)
-command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
-command -v clang    >/dev/null 2>&1 || need_apt+=(clang)
-# qemu-user runs the prebuilt addon on older x86 CPU models and the arm64 build (make test-arm64)
-{ command -v qemu-x86_64 && command -v qemu-aarch64; } >/dev/null 2>&1 || need_apt+=(qemu-user)
-[ "$(uname -m)" != x86_64 ] || command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 \
-  || need_apt+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)   # make test-arm64
 command -v node     >/dev/null 2>&1 || need_apt+=(nodejs npm)
-# the Vulkan loader Dawn (the 'webgpu' package, make test-webgpu) opens; its driver here is the
-# SwiftShader one Debian's chromium ships
-ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1 ' || need_apt+=(libvulkan1)
-ls /usr/lib/llvm-14/lib/clang/14*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 \
-  || need_apt+=(libclang-rt-14-dev)
+if ! $demo; then
+  command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+  command -v clang    >/dev/null 2>&1 || need_apt+=(clang)
+  # qemu-user runs the prebuilt addon on older x86 CPU models and the arm64 build (make test-arm64)
+  { command -v qemu-x86_64 && command -v qemu-aarch64; } >/dev/null 2>&1 || need_apt+=(qemu-user)
+  [ "$(uname -m)" != x86_64 ] || command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 \
+    || need_apt+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)   # make test-arm64
+  ls /usr/lib/llvm-14/lib/clang/14*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 \
+    || need_apt+=(libclang-rt-14-dev)
+  # the Vulkan loader Dawn (the 'webgpu' package, make test-webgpu) opens; its driver here is the
+  # SwiftShader one Debian's chromium ships
+  ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1 ' || need_apt+=(libvulkan1)
+fi
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]} (apt)"

@@ -1,9 +1,13 @@
 /* Splitting a job into parts, and the native thread pool that runs them.
  *
  * The pool is created on first use and reused by every later call: workers sleep on a
- * condition variable between calls. The calling thread runs part 0 itself. One call uses the
- * pool at a time; a call that finds it busy (another thread of the program is inside a call)
- * runs on its own thread, which gives the same bits. Storage is static: no allocation. */
+ * condition variable between calls. A call's parts are claimed one by one, by the calling thread
+ * and by whichever workers wake up in time: a worker the system has not scheduled yet (a busy
+ * machine, a small job) leaves its part to the others instead of making the call wait for it,
+ * so more threads never make a call slower than one thread by more than a wake-up. Any thread
+ * may run any part: the bits do not depend on it. One call uses the pool at a time; a call that
+ * finds it busy (another thread of the program is inside a call) runs on its own thread, which
+ * gives the same bits. Storage is static: no allocation. */
 /* pthread_atfork and friends under -std=c11 */
 #define _POSIX_C_SOURCE 200809L
 
@@ -101,7 +105,22 @@ static unsigned long start_generation[MSDA_MAX_THREADS];
 static unsigned long generation;                      /* bumped once per call */
 static const msda_job *current_job;
 static int current_parts;                             /* parts of the current call */
-static int pending;                                   /* workers still running a part */
+static int next_part;                                 /* the next part to claim */
+static int parts_done;                                /* parts finished */
+
+/* Claims and runs parts of the current call until none is left. Called with state_lock held;
+ * returns with it held. */
+static void run_claimed_parts(void)
+{
+    while (current_job && next_part < current_parts) {
+        const msda_job *job = current_job;
+        const int part = next_part++, parts = current_parts;
+        pthread_mutex_unlock(&state_lock);
+        msda__job_run_part(job, part, parts);
+        pthread_mutex_lock(&state_lock);
+        if (++parts_done == parts) pthread_cond_signal(&work_done);
+    }
+}
 
 static void *worker_main(void *arg)
 {
@@ -111,13 +130,7 @@ static void *worker_main(void *arg)
     for (;;) {
         while (generation == seen) pthread_cond_wait(&work_ready, &state_lock);
         seen = generation;
-        if (index >= current_parts) continue;       /* this call needs fewer threads */
-        const msda_job *job = current_job;
-        const int parts = current_parts;
-        pthread_mutex_unlock(&state_lock);
-        msda__job_run_part(job, index, parts);
-        pthread_mutex_lock(&state_lock);
-        if (--pending == 0) pthread_cond_signal(&work_done);
+        run_claimed_parts();   /* nothing left when it woke up late: back to sleep */
     }
     return NULL;
 }
@@ -201,15 +214,12 @@ msda_status msda__run(const msda_job *job, msda_error *err)
     pthread_mutex_lock(&state_lock);
     current_job = job;
     current_parts = parts;
-    pending = parts - 1;
+    next_part = 0;
+    parts_done = 0;
     generation++;
     pthread_cond_broadcast(&work_ready);
-    pthread_mutex_unlock(&state_lock);
-
-    msda__job_run_part(job, 0, parts);
-
-    pthread_mutex_lock(&state_lock);
-    while (pending > 0) pthread_cond_wait(&work_done, &state_lock);
+    run_claimed_parts();
+    while (parts_done < parts) pthread_cond_wait(&work_done, &state_lock);
     current_job = NULL;
     pthread_mutex_unlock(&state_lock);
     pthread_mutex_unlock(&pool_lock);

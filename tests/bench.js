@@ -6,7 +6,7 @@
 // lower-bound probe tests/bench/probe.c (built by mk/bench.mk with the kernels' flags, per ISA)
 // in the same run, and measures the wasm heap a backward call needs.
 //
-//   node tests/bench.js [--json] [--configs small,decoder,encoder] [--quick]
+//   node tests/bench.js [--json] [--configs small,decoder,encoder,encoder-shuffled,decoder-2stage,decoder-2stage-sorted] [--quick]
 //
 // --json prints one JSON object per line (CONTRACT.md's form plus extra fields) instead of the
 // table. --quick runs fewer repeats (a smoke run). Progress goes to stderr.
@@ -24,9 +24,11 @@ v8.setFlagsFromString('--no-liftoff');
 
 import { init } from '../bindings/index.js';
 import { referenceBackward, referenceForward } from '../bindings/reference.js';
-import { makeCase } from './bench/cases.js';
+import { CONFIGS, makeCase } from './bench/cases.js';
 
-const ALL_CONFIGS = ['small', 'decoder', 'encoder'];
+const ALL_CONFIGS = ['small', 'decoder', 'encoder', 'encoder-shuffled', 'decoder-2stage', 'decoder-2stage-sorted'];
+// The configs timed against the same problem in pixel order (tests/bench/cases.js).
+const PIXEL_ORDER = Object.fromEntries(ALL_CONFIGS.filter((c) => CONFIGS[c].pixelOrder).map((c) => [c, CONFIGS[c].pixelOrder]));
 
 function usage(message) {
   process.stderr.write(`bench: ${message}\nusage: node tests/bench.js [--json] [--configs ${ALL_CONFIGS.join(',')}] [--quick]\n`);
@@ -71,7 +73,7 @@ function progress(text) {
 
 // Repeats per config (min over them); fewer for slow backends.
 function repeatsFor(config, backend) {
-  const base = { small: 10, decoder: 20, encoder: 10 }[config];
+  const base = { small: 10, decoder: 20, encoder: 10, 'encoder-shuffled': 10, 'decoder-2stage': 20, 'decoder-2stage-sorted': 20 }[config];
   const r = backend === 'reference' ? 2 : backend === 'wasm-scalar' ? Math.ceil(base / 2) : base;
   return quick ? Math.min(r, 2) : r;
 }
@@ -207,6 +209,11 @@ if (json) {
     line.bwd_speedup_vs_wasm_scalar = round(kernelTime(scalar, 'bwd') / kernelTime(r, 'bwd'), 3);
     line.fwd_x_probe = round(kernelTime(r, 'fwd') / probeOf(r).fwd, 3);
     line.bwd_x_probe = round(kernelTime(r, 'bwd') / probeOf(r).bwd, 3);
+    const pixel = PIXEL_ORDER[r.config] && find(PIXEL_ORDER[r.config], r.backend);
+    if (pixel) {   // the same problem in pixel order = 1
+      line.fwd_x_pixel_order = round(kernelTime(r, 'fwd') / kernelTime(pixel, 'fwd'), 3);
+      line.bwd_x_pixel_order = round(kernelTime(r, 'bwd') / kernelTime(pixel, 'bwd'), 3);
+    }
     if (r.backend === 'wasm') {
       line.bwd_heap_bytes = heaps[r.config].peak;
       line.io_bytes = heaps[r.config].ioBytes;
@@ -255,6 +262,22 @@ if (json) {
       `${h.grew ? ' (memory grew during the call!)' : ''}${h.leaked ? ` (${h.leaked} bytes left allocated!)` : ''}`);
   }
 
+  const orderRows = [['config', 'against', 'backend', 'fwd x pixel order', 'bwd x pixel order']];
+  for (const config of configs) {
+    if (!PIXEL_ORDER[config] || !configs.includes(PIXEL_ORDER[config])) continue;
+    for (const [name] of backends) {
+      const r = find(config, name), pixel = find(PIXEL_ORDER[config], name);
+      orderRows.push([config, PIXEL_ORDER[config], name === 'wasm' ? 'wasm SIMD' : name,
+        f(kernelTime(r, 'fwd') / kernelTime(pixel, 'fwd'), 2), f(kernelTime(r, 'bwd') / kernelTime(pixel, 'bwd'), 2)]);
+    }
+  }
+  if (orderRows.length > 1) {
+    console.log('');
+    console.log('query order (kernel time against the same problem in pixel order; target <= 1.15):');
+    const w2 = orderRows[0].map((_, i) => Math.max(...orderRows.map((row) => row[i].length)));
+    for (const row of orderRows) console.log(row.map((cell, i) => (i < 3 ? cell.padEnd(w2[i]) : cell.padStart(w2[i]))).join('  '));
+  }
+
   if (configs.includes('encoder')) {
     const w = find('encoder', 'wasm'), s = find('encoder', 'wasm-scalar'), n = find('encoder', 'native');
     const pw = probes.encoder.wasm, h = heaps.encoder;
@@ -287,7 +310,7 @@ if (configs.includes('decoder') || configs.includes('encoder')) {
 
 // The tfjs adapter (ms-deform-attn/tfjs) next to the bare API and to the operator written with
 // tfjs ops, on tfjs-backend-cpu and -wasm, from its own script (tests/bench/tfjs_bench.js).
-const tfjsConfigs = configs.filter((c) => c !== 'small');
+const tfjsConfigs = configs.filter((c) => c === 'decoder' || c === 'encoder');
 if (tfjsConfigs.length > 0) {
   if (!json) console.log('\ntfjs adapter (ms-deform-attn/tfjs against the bare API and tfjs ops; one thread, min over interleaved rounds, ms):');
   execFileSync(process.execPath, [root('tests/bench/tfjs_bench.js'), '--configs', tfjsConfigs.join(','),

@@ -9,9 +9,11 @@ import { Session, newOptimizer, softmaxInto, logitsOf, setSoftmaxWeight, MIN_WEI
 import { $, SLOTS, slot, clamp01, createContext } from './page-state.js';
 import { levelImage, attachPositionCanvas } from './draw.js';
 import { SAMPLE_LEVEL, prepareSample, computeSample, drawSample, renderSample } from './step-sample.js';
-import { preparePointSamples, computePointSamples, renderSum } from './step-sum.js';
+import { preparePointSamples, computePointSamples, renderSum, buildPyramid as buildSumPyramid } from './step-sum.js';
 import { drawTargetCanvas, renderLoss } from './step-loss.js';
 import { buildLevels, buildPoints, drawLevel, renderLegends, renderPoints } from './step-gradients.js';
+import { buildPull, renderPull } from './step-pull.js';
+import { buildQuery, renderQuery } from './step-query.js';
 import { freshState, step, reset, play, stop, drawCurve, renderStuck } from './step-descent.js';
 import { formatLoss } from './format.js';
 
@@ -91,6 +93,8 @@ function render(ctx) {
   renderPoints(ctx);
   renderSum(ctx);
   renderLoss(ctx);
+  renderPull(ctx);
+  renderQuery(ctx);
   renderLegends(ctx);
   renderStuck(ctx);
   renderHood(ctx);
@@ -170,6 +174,16 @@ function publish(ctx) {
       corners: sampleResult.corners.map((c) => ({ ...c })), output: sampleResult.output.slice(), level: SAMPLE_LEVEL,
       options: { alignCorners: ui.opts.alignCorners, paddingMode: ui.opts.paddingMode } },
     pointSamples: pointSamples && pointSamples.slice(),
+    rings: (ctx.drawn.rings || []).map((x) => ({ ...x })),
+    curve: ctx.drawn.curve && JSON.parse(JSON.stringify(ctx.drawn.curve)),
+    pull: ctx.pull.last && JSON.parse(JSON.stringify(ctx.pull.last)),
+    query: ctx.query.last && JSON.parse(JSON.stringify(ctx.query.last)),
+    // Centre of a point on step 2's pyramid (CSS pixels).
+    sumPointOnScreen(level, point, head = ui.head) {
+      const i = slot(head, level, point);
+      const rect = ctx.sumViews[level].canvas.getBoundingClientRect();
+      return { x: rect.left + state.samplingLocations[2 * i] * rect.width, y: rect.top + state.samplingLocations[2 * i + 1] * rect.height };
+    },
     // Centre of a point on screen (CSS pixels), for driving the page with a mouse.
     pointOnScreen(level, point, head = ui.head) {
       const i = slot(head, level, point);
@@ -245,18 +259,23 @@ function bindControls(ctx) {
     guarded(ctx, () => { computeSample(ctx); renderStepOne(ctx); });
   });
   attachPositionCanvas($('target-canvas'), () => ctx.state.target, (p) => { stop(ctx); ctx.state.target = p; guarded(ctx, () => changed(ctx)); });
-  window.addEventListener('resize', () => drawCurve(ctx));
+  // Whatever the page scrolls into view (focus, find, links) stops above the pinned bar.
+  const padBar = () => { document.documentElement.style.scrollPaddingBottom = `${$('controls').offsetHeight + 8}px`; };
+  padBar();
+  window.addEventListener('resize', () => { padBar(); drawCurve(ctx); });
   // Redraw crisply whenever a canvas's displayed size changes (layout, zoom, rotation).
   if (typeof ResizeObserver === 'function') {
     const ro = new ResizeObserver(() => {
       if (!ctx.result) return;
       guarded(ctx, () => {
-        ctx.levelViews.forEach((_, l) => drawLevel(ctx, l)); drawSample(ctx); drawTargetCanvas(ctx); renderLegends(ctx);
+        ctx.levelViews.forEach((_, l) => drawLevel(ctx, l)); drawSample(ctx); drawTargetCanvas(ctx); renderLegends(ctx); renderSum(ctx); renderPull(ctx);
       });
     });
     ctx.levelViews.forEach((v) => ro.observe(v.canvas));
+    ctx.sumViews.forEach((v) => ro.observe(v.canvas));
     ro.observe($('sample-canvas'));
     ro.observe($('target-canvas'));
+    ro.observe($('pull-canvas'));
   }
   // Colours drawn on canvases follow the colour scheme.
   matchMedia('(prefers-color-scheme: light)').addEventListener('change', () => { if (ctx.result) guarded(ctx, () => render(ctx)); });
@@ -271,6 +290,8 @@ async function main() {
     stop: () => stop(ctx),
     guarded: (fn) => guarded(ctx, fn),
     setWeight: (i, w) => setWeight(ctx, i, w),
+    publish: () => publish(ctx),
+    reset: () => reset(ctx),
   };
   const { ui } = ctx;
   // The SIMD module runs on this machine's CPUs when the page is cross-origin isolated (make
@@ -291,6 +312,9 @@ async function main() {
   ctx.images = LEVELS.map((_, l) => HEADS.map((__, hd) => levelImage(ctx.data, l, hd)));
   ctx.state = freshState(ctx);
   await prepareAll(ctx);
+  buildSumPyramid(ctx);
+  buildPull(ctx);
+  buildQuery(ctx);
   buildLevels(ctx);
   buildPoints(ctx);
   bindControls(ctx);

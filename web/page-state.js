@@ -45,6 +45,10 @@ export function createContext() {
     timings: { forward: [], backward: [] },
     sample: { sampler: null, point: [0.43, 0.6], result: null },       // step 1
     points: { sampler: null, samples: null },                          // step 2
+    query: { t: 0 },
+    pull: { level: 2, point: 0, view: null, dragging: false, last: null },   // step 4's point            // where the query sits along its slider (query.js)
+    sumViews: [],               // step 2's pyramid
+    sumSelected: [0, 0, 0],     // its keyboard-selected point on each level
     levelViews: [],             // the playground's maps
     pointRows: [],              // the playground's weight rows
     // What the last drawing showed, for the tests: each level's arrows (gradient magnitude

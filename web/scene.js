@@ -1,5 +1,5 @@
 // The example data of the page: a picture it draws itself, turned into a feature pyramid.
-// Everything here but drawPicture() is plain arithmetic on arrays, so it runs in Node too.
+// Plain arithmetic on arrays, so it runs in Node too and gives the same numbers there.
 
 // The problem the page solves: one query, three heads, three levels, four points per level.
 export const PICTURE = { width: 160, height: 120 };
@@ -22,51 +22,103 @@ export const HEADS = [
   { name: 'edges', channels: ['∂luma/∂x', '∂luma/∂y', '|∇luma|', 'luma'] },
 ];
 
-// Draws the example picture: a colour field, a soft sun, shapes and text. Returns RGB floats
-// in [0, 1], row-major, 3 per pixel.
-export function drawPicture(doc = document) {
+// The example picture, computed rather than drawn on a canvas, so its numbers are the same at
+// every devicePixelRatio, window size and browser, and in Node: a colour field, a soft sun, a
+// disc, a square, a triangle and the letters MSDA, each pixel the mean of 4×4 samples. Only
+// +, −, ×, ÷ and √ (correctly rounded everywhere). Returns RGB floats in [0, 1], row-major,
+// 3 per pixel.
+const hex = (h) => [1, 3, 5].map((k) => parseInt(h.slice(k, k + 2), 16) / 255);
+const SKY = [[0, hex('#1d3b8f')], [0.55, hex('#3aa39a')], [1, hex('#f2c14e')]];
+const SUN = { x: 118, y: 32, r0: 2, r1: 34, stops: [[0, [...hex('#fffadc'), 1]], [0.4, [...hex('#ffc85a'), 0.85]], [1, [...hex('#ff783c'), 0]]] };
+const DISC = { x: 42, y: 78, r: 20, colour: hex('#d9463e') };
+const SQUARE = { x: 74, y: 62, w: 30, h: 30, colour: hex('#f5f1e6') };
+const TRIANGLE = { p: [[20, 30], [62, 18], [40, 52]], colour: hex('#3c2a63') };
+const INK = hex('#101820');
+// Letters as strokes in a 10 × 14 box (y up from the baseline), 13 apart, ending at x = 154 on
+// baseline y = 113, stroke 3.2 wide.
+const LETTERS = {
+  M: [[[0, 0], [0, 14], [5, 6], [10, 14], [10, 0]]],
+  S: [[[10, 12], [8, 14], [2, 14], [0, 12], [0, 9], [2, 7], [8, 7], [10, 5], [10, 2], [8, 0], [2, 0], [0, 2]]],
+  D: [[[0, 0], [0, 14], [6, 14], [10, 10], [10, 4], [6, 0], [0, 0]]],
+  A: [[[0, 0], [5, 14], [10, 0]], [[2, 5], [8, 5]]],
+};
+const TEXT = { word: 'MSDA', right: 154, baseline: 113, advance: 13, half: 1.6 };
+const SEGMENTS = (() => {
+  const out = [];
+  const x0 = TEXT.right - (TEXT.word.length - 1) * TEXT.advance - 10;
+  [...TEXT.word].forEach((ch, k) => {
+    for (const line of LETTERS[ch]) {
+      for (let i = 1; i < line.length; i++) {
+        const [a, b] = [line[i - 1], line[i]];
+        out.push([x0 + k * TEXT.advance + a[0], TEXT.baseline - a[1], x0 + k * TEXT.advance + b[0], TEXT.baseline - b[1]]);
+      }
+    }
+  });
+  return out;
+})();
+
+const TEXT_BOX = [
+  Math.min(...SEGMENTS.map((s) => Math.min(s[0], s[2]))) - TEXT.half, Math.min(...SEGMENTS.map((s) => Math.min(s[1], s[3]))) - TEXT.half,
+  Math.max(...SEGMENTS.map((s) => Math.max(s[0], s[2]))) + TEXT.half, Math.max(...SEGMENTS.map((s) => Math.max(s[1], s[3]))) + TEXT.half,
+];
+
+function ramp(stops, t) {
+  if (t <= stops[0][0]) return stops[0][1];
+  for (let k = 1; k < stops.length; k++) {
+    const [t1, c1] = stops[k];
+    if (t <= t1) {
+      const [t0, c0] = stops[k - 1];
+      const f = (t - t0) / (t1 - t0);
+      return c0.map((v, i) => v + f * (c1[i] - v));
+    }
+  }
+  return stops[stops.length - 1][1];
+}
+
+function nearSegment(x, y, [ax, ay, bx, by], r) {
+  const dx = bx - ax, dy = by - ay;
+  const t = Math.min(1, Math.max(0, ((x - ax) * dx + (y - ay) * dy) / (dx * dx + dy * dy)));
+  const ex = x - ax - t * dx, ey = y - ay - t * dy;
+  return ex * ex + ey * ey <= r * r;
+}
+
+const edge = (x, y, [ax, ay], [bx, by]) => (bx - ax) * (y - ay) - (by - ay) * (x - ax);
+
+// The colour at one point of the picture, in picture pixels (x right, y down).
+function colourAt(x, y) {
   const { width: w, height: h } = PICTURE;
-  const canvas = doc.createElement('canvas');
-  canvas.width = w;
-  canvas.height = h;
-  const g = canvas.getContext('2d', { willReadFrequently: true });
-  const sky = g.createLinearGradient(0, 0, w, h);
-  sky.addColorStop(0, '#1d3b8f');
-  sky.addColorStop(0.55, '#3aa39a');
-  sky.addColorStop(1, '#f2c14e');
-  g.fillStyle = sky;
-  g.fillRect(0, 0, w, h);
-  const sun = g.createRadialGradient(118, 32, 2, 118, 32, 34);
-  sun.addColorStop(0, 'rgba(255,250,220,1)');
-  sun.addColorStop(0.4, 'rgba(255,200,90,0.85)');
-  sun.addColorStop(1, 'rgba(255,120,60,0)');
-  g.fillStyle = sun;
-  g.fillRect(0, 0, w, h);
-  g.fillStyle = '#d9463e';
-  g.beginPath();
-  g.arc(42, 78, 20, 0, 2 * Math.PI);
-  g.fill();
-  g.fillStyle = '#f5f1e6';
-  g.fillRect(74, 62, 30, 30);
-  g.fillStyle = '#3c2a63';
-  g.beginPath();
-  g.moveTo(20, 30);
-  g.lineTo(62, 18);
-  g.lineTo(40, 52);
-  g.closePath();
-  g.fill();
-  g.fillStyle = '#101820';
-  // Right-aligned with a margin, so the word stays inside the picture whatever the font.
-  g.font = 'bold 20px sans-serif';
-  g.textBaseline = 'alphabetic';
-  g.textAlign = 'right';
-  g.fillText('MSDA', w - 6, 113, w - 80);
-  const rgba = g.getImageData(0, 0, w, h).data;
+  let c = ramp(SKY, (x * w + y * h) / (w * w + h * h));
+  const d = Math.sqrt((x - SUN.x) ** 2 + (y - SUN.y) ** 2);
+  if (d < SUN.r1) {
+    const sun = ramp(SUN.stops, Math.max(0, (d - SUN.r0) / (SUN.r1 - SUN.r0)));
+    c = c.map((v, i) => v + sun[3] * (sun[i] - v));
+  }
+  if ((x - DISC.x) ** 2 + (y - DISC.y) ** 2 <= DISC.r * DISC.r) c = DISC.colour;
+  if (x >= SQUARE.x && x < SQUARE.x + SQUARE.w && y >= SQUARE.y && y < SQUARE.y + SQUARE.h) c = SQUARE.colour;
+  const [p0, p1, p2] = TRIANGLE.p;
+  const e0 = edge(x, y, p0, p1), e1 = edge(x, y, p1, p2), e2 = edge(x, y, p2, p0);
+  if ((e0 >= 0 && e1 >= 0 && e2 >= 0) || (e0 <= 0 && e1 <= 0 && e2 <= 0)) c = TRIANGLE.colour;
+  if (x >= TEXT_BOX[0] && x <= TEXT_BOX[2] && y >= TEXT_BOX[1] && y <= TEXT_BOX[3] &&
+    SEGMENTS.some((s) => nearSegment(x, y, s, TEXT.half))) c = INK;
+  return c;
+}
+
+export function drawPicture() {
+  const { width: w, height: h } = PICTURE;
+  const S = 4;
   const rgb = new Float32Array(w * h * 3);
-  for (let i = 0; i < w * h; i++) {
-    rgb[3 * i] = rgba[4 * i] / 255;
-    rgb[3 * i + 1] = rgba[4 * i + 1] / 255;
-    rgb[3 * i + 2] = rgba[4 * i + 2] / 255;
+  for (let py = 0; py < h; py++) {
+    for (let px = 0; px < w; px++) {
+      let r = 0, g = 0, b = 0;
+      for (let sy = 0; sy < S; sy++) {
+        for (let sx = 0; sx < S; sx++) {
+          const c = colourAt(px + (sx + 0.5) / S, py + (sy + 0.5) / S);
+          r += c[0]; g += c[1]; b += c[2];
+        }
+      }
+      const at = 3 * (py * w + px);
+      rgb[at] = r / (S * S); rgb[at + 1] = g / (S * S); rgb[at + 2] = b / (S * S);
+    }
   }
   return rgb;
 }

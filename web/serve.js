@@ -1,18 +1,20 @@
 #!/usr/bin/env node
 // A small static server for the interactive page: no dependencies, no network beyond
-// 127.0.0.1. Serves only the repository's web/, bindings/ and dist/ folders, with the
-// cross-origin-isolation headers threaded wasm needs (SharedArrayBuffer).
+// 127.0.0.1 unless asked. Serves only the web/, bindings/, dist/ and docs/ folders of the
+// repository or of the installed package, with the cross-origin-isolation headers threaded
+// wasm needs (SharedArrayBuffer).
 //
 //   node web/serve.js            # port from PORT, default 8080; PORT=0 picks a free one
+//   msda demo [--port N]         # the same from the installed package (bindings/demo.js)
 //
-// Importable too: `startServer({ port })` resolves to { server, url } (the tests use it).
+// Importable too: `startServer({ port, host })` resolves to { server, url } (the tests use it).
 import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const SERVED = ['web', 'bindings', 'dist'];
+const SERVED = ['web', 'bindings', 'dist', 'docs'];
 
 const TYPES = {
   '.html': 'text/html; charset=utf-8',
@@ -22,6 +24,8 @@ const TYPES = {
   '.json': 'application/json; charset=utf-8',
   '.wasm': 'application/wasm',
   '.png': 'image/png',
+  '.webp': 'image/webp',
+  '.md': 'text/plain; charset=utf-8',
   '.svg': 'image/svg+xml',
   '.ico': 'image/x-icon',
   '.map': 'application/json; charset=utf-8',
@@ -113,13 +117,19 @@ function serveFile(req, res, file, err, st) {
   stream.pipe(res);
 }
 
+// What the page needs that is not there (a clone before `make wasm`); the package has them all.
+export function missingFiles() {
+  return ['dist/msda-simd.wasm', 'dist/msda-scalar.wasm', 'bindings/index.js'].filter((f) => !fs.existsSync(path.join(ROOT, f)));
+}
+
 export function startServer({ port = 8080, host = '127.0.0.1' } = {}) {
   return new Promise((resolve, reject) => {
     const server = http.createServer(handle);
     server.once('error', reject);
     server.listen(port, host, () => {
       const { port: actual } = server.address();
-      resolve({ server, url: `http://${host}:${actual}/web/` });
+      const shown = host.includes(':') ? `[${host}]` : host;
+      resolve({ server, url: `http://${shown}:${actual}/web/` });
     });
   });
 }
@@ -131,9 +141,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     console.error(`serve: PORT must be an integer 0..65535, got ${JSON.stringify(raw)}`);
     process.exit(2);
   }
-  for (const need of ['dist/msda-simd.wasm', 'dist/msda-scalar.wasm', 'bindings/index.js']) {
-    if (!fs.existsSync(path.join(ROOT, need))) console.warn(`serve: warning: ${need} is missing (run make wasm)`);
-  }
+  for (const need of missingFiles()) console.warn(`serve: warning: ${need} is missing (run make wasm)`);
   startServer({ port }).then(({ url }) => {
     console.log(`ms-deform-attn demo: open ${url}  (Ctrl-C to stop)`);
   }, (e) => {

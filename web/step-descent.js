@@ -1,16 +1,20 @@
 // Step 5, descent: Step / Play / Reset, the loss curve, and the note on a point left behind.
-import { NUM_POINTS, initialState } from './scene.js';
-import { descend, softmaxInto, logitsOf } from './model.js';
+import { NUM_POINTS } from './scene.js';
+import { descend, softmaxInto, MIN_WEIGHT } from './model.js';
+import { project, queryAt } from './query.js';
 import { $, NL, slot } from './page-state.js';
 import { cssVar } from './draw.js';
-import { formatLoss } from './format.js';
+import { fixed, formatLoss } from './format.js';
 
 const PLAY_MAX_STEPS = 400;
 
+// The start: the locations and weights the query's projections give (query.js), as the
+// module computes them; the target across the picture.
 export function freshState(ctx) {
-  const s = initialState();
-  s.logits = logitsOf(s.attentionWeights);
+  const q = project(queryAt(ctx.query.t));
+  const s = { samplingLocations: q.locations, attentionWeights: new Float32Array(q.weights.length), logits: q.logits, target: [0.72, 0.64] };
   if (ctx.ui.weightMode === 'softmax') softmaxInto(s.logits, s.attentionWeights);
+  else for (let i = 0; i < s.attentionWeights.length; i++) s.attentionWeights[i] = Math.max(MIN_WEIGHT, q.weights[i]);
   return s;
 }
 
@@ -55,11 +59,34 @@ export function stop(ctx) {
   $('play').setAttribute('aria-pressed', 'false');
 }
 
+// Ticks of a log axis from lo to hi (log10 values): the decades inside, or 1-2-5 steps when the
+// range is under two decades; at least the two ends.
+function logTicks(lo, hi) {
+  const out = [];
+  const mult = hi - lo < 2 ? [1, 2, 5] : [1];
+  for (let e = Math.floor(lo); e <= Math.ceil(hi); e++) {
+    for (const m of mult) {
+      const v = m * 10 ** e, t = Math.log10(v);
+      if (t >= lo - 1e-9 && t <= hi + 1e-9) out.push(v);
+    }
+  }
+  return out.length >= 2 ? out : [10 ** lo, 10 ** hi];
+}
+
+function stepTicks(n) {
+  const raw = n / 5, mag = 10 ** Math.floor(Math.log10(Math.max(1, raw)));
+  const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= raw) || mag;
+  const out = [];
+  for (let k = 0; k <= n; k += step) out.push(k);
+  return out;
+}
+
+// The loss per step on a log axis, with ticks and labels on both axes.
 export function drawCurve(ctx) {
   const { ui } = ctx;
   const c = $('curve');
   const dpr = Math.min(2, window.devicePixelRatio || 1);
-  const H = 90;
+  const H = 130;
   const cw = Math.max(100, Math.round(c.clientWidth * dpr)), ch = Math.round(H * dpr);
   if (c.width !== cw || c.height !== ch) { c.width = cw; c.height = ch; }
   const g = c.getContext('2d');
@@ -69,21 +96,42 @@ export function drawCurve(ctx) {
   g.fillStyle = cssVar('--field'); g.fillRect(0, 0, W, H);
   const hist = ui.history.filter((x) => x > 0 && Number.isFinite(x));
   const caption = $('curve-caption');
+  const n = Math.max(1, ui.history.length - 1);
+  const lo = hist.length ? Math.log10(Math.min(...hist)) : -1, hi = hist.length ? Math.log10(Math.max(...hist)) : 1;
+  const span = Math.max(hi - lo, 1e-6);
+  const yl = hi - lo < 1e-6 ? lo - 0.5 : lo, yh = hi - lo < 1e-6 ? hi + 0.5 : hi;
+  const L = 52, R = 10, T = 16, B = 30;
+  const X = (k) => L + ((W - L - R) * k) / n;
+  const Y = (v) => T + (H - T - B) * (1 - (Math.log10(Math.max(v, 1e-30)) - yl) / Math.max(yh - yl, span));
+  const ink = cssVar('--dim');
+  g.strokeStyle = ink; g.fillStyle = ink; g.lineWidth = 1; g.font = '11px system-ui, sans-serif';
+  g.beginPath(); g.moveTo(L, T - 4); g.lineTo(L, H - B); g.lineTo(W - R, H - B); g.stroke();
+  const yTicks = logTicks(yl, yh), xTicks = stepTicks(n);
+  g.textAlign = 'right'; g.textBaseline = 'middle';
+  for (const v of yTicks) {
+    const y = Y(v);
+    g.beginPath(); g.moveTo(L - 4, y); g.lineTo(L, y); g.stroke();
+    g.fillText(fixed(v, 2, 8), L - 6, y);
+  }
+  g.textAlign = 'center'; g.textBaseline = 'top';
+  for (const k of xTicks) {
+    const x = X(k);
+    g.beginPath(); g.moveTo(x, H - B); g.lineTo(x, H - B + 4); g.stroke();
+    g.fillText(String(k), x, H - B + 6);
+  }
+  g.textAlign = 'left'; g.textBaseline = 'top'; g.fillText('loss (log scale)', 4, 2);
+  g.textAlign = 'right'; g.textBaseline = 'bottom'; g.fillText('step', W - R, H - 1);
+  ctx.drawn.curve = { yTicks, xTicks, yLabel: 'loss (log scale)', xLabel: 'step' };
   if (hist.length < 2) {
-    caption.textContent = 'loss per step (log scale): press Step or Play';
+    caption.textContent = 'loss per step: press Step or Play';
     return;
   }
-  const lo = Math.log10(Math.min(...hist)), hi = Math.log10(Math.max(...hist));
-  const span = Math.max(hi - lo, 1e-6);
-  const pad = 6;
   g.strokeStyle = cssVar('--accent'); g.lineWidth = 2; g.beginPath();
   ui.history.forEach((x, k) => {
-    const px = pad + ((W - 2 * pad) * k) / (ui.history.length - 1);
-    const py = pad + (H - 2 * pad) * (1 - (Math.log10(Math.max(x, 1e-30)) - lo) / span);
-    if (k === 0) g.moveTo(px, py); else g.lineTo(px, py);
+    if (k === 0) g.moveTo(X(k), Y(x)); else g.lineTo(X(k), Y(x));
   });
   g.stroke();
-  caption.textContent = `loss per step (log scale): ${formatLoss(ui.history[0])} → ${formatLoss(ui.history[ui.history.length - 1])} in ${ui.history.length - 1} steps`;
+  caption.textContent = `loss per step: ${formatLoss(ui.history[0])} → ${formatLoss(ui.history[ui.history.length - 1])} in ${ui.history.length - 1} steps`;
 }
 
 // Why a point can stop short of the target: called after descent has levelled off.

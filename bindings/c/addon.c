@@ -15,6 +15,12 @@
 
 #include <stdio.h>
 
+/* The package version (package.json's, from mk/js.mk): bindings/native.js accepts an addon only
+ * when it says the version of the JS that loads it. */
+#ifndef MSDA_VERSION
+#error "MSDA_VERSION must be defined (mk/js.mk passes package.json's version)"
+#endif
+
 #define MAX_ARGS 8
 
 /* Throws a TypeError/RangeError and returns NULL so callers can `return fail(...)`. */
@@ -132,7 +138,10 @@ static napi_value backward(napi_env env, napi_callback_info info) { return run(e
 
 static napi_value init(napi_env env, napi_value exports)
 {
+    napi_value version;
+    napi_create_string_utf8(env, MSDA_VERSION, NAPI_AUTO_LENGTH, &version);
     napi_property_descriptor props[] = {
+        {"version", NULL, NULL, NULL, NULL, version, napi_enumerable, NULL},
         {"forward", NULL, forward, NULL, NULL, NULL, napi_default, NULL},
         {"backward", NULL, backward, NULL, NULL, NULL, napi_default, NULL},
         {"isa", NULL, isa, NULL, NULL, NULL, napi_default, NULL},

@@ -5,7 +5,8 @@
 // Part of bindings/core/: environment-neutral code (no fetch, fs, workers or addon here).
 
 import { describe } from '../wasm/loader.js';
-import { copyItems, listLength, typedArrayKind, typedArrayLength } from './typed.js';
+import { widenHalf } from './half.js';
+import { copyItems, listLength, typedArrayBuffer, typedArrayByteOffset, typedArrayKind, typedArrayLength } from './typed.js';
 
 export const VALUE_LAYOUTS = ['BLNC', 'BNLC'];
 export const LOCATION_LAYOUTS = ['BQHLP2', 'B2QHLP'];
@@ -42,14 +43,15 @@ export const MAX_LEVELS = 2 ** 24;
 
 export const fmtShape = (s) => `[${Array.from(s).join(', ')}]`;
 
-// The named arguments, each read once (a getter or Proxy trap runs once per argument).
-export function readArgs(fn, args, allowed) {
+// The named arguments (or, for the tfjs op, options: `what`), each read once (a getter or Proxy
+// trap runs once per argument).
+export function readArgs(fn, args, allowed, what = 'argument') {
   if (args === null || typeof args !== 'object' || Array.isArray(args)) {
-    throw new TypeError(`${fn}: expected an object of named arguments, got ${describe(args)}`);
+    throw new TypeError(`${fn}: expected an object of named ${what}s, got ${describe(args)}`);
   }
   for (const key of Object.keys(args)) {
     if (!allowed.includes(key)) {
-      throw new TypeError(`${fn}: unknown argument '${key}', expected one of ${allowed.join(', ')}`);
+      throw new TypeError(`${fn}: unknown ${what} '${key}', expected one of ${allowed.join(', ')}`);
     }
   }
   const plain = {};
@@ -205,10 +207,30 @@ export function readLevelStartIndex(fn, x, shapes) {
   return { starts, total };
 }
 
+// The dtype of a half-precision tensor: Float16Array data (where the runtime has it) is float16;
+// a Uint16Array holds the bits of dtype 'float16' or 'bfloat16'. undefined for other data.
+function halfOf(fn, name, data, dtype) {
+  const kind = typedArrayKind(data);
+  if (dtype !== undefined && !['float32', 'float16', 'bfloat16'].includes(dtype)) {
+    throw new TypeError(`${fn}: ${name}.dtype is ${describe(dtype)}, expected 'float32', 'float16' or 'bfloat16'`);
+  }
+  if (kind === 'Float16Array' && (dtype === undefined || dtype === 'float16')) return 'float16';
+  if (kind === 'Uint16Array' && (dtype === 'float16' || dtype === 'bfloat16')) return dtype;
+  if (kind === 'Uint16Array' && dtype === undefined) {
+    throw new TypeError(`${fn}: ${name}.data is Uint16Array, expected a Float32Array (a Uint16Array of half-precision bits needs dtype: 'float16' or 'bfloat16')`);
+  }
+  if (dtype === 'float16' || dtype === 'bfloat16') {
+    throw new TypeError(`${fn}: ${name}.data is ${kind ?? describe(data)}, expected a Uint16Array of ${dtype} bits${dtype === 'float16' ? ' or a Float16Array' : ''} (dtype '${dtype}')`);
+  }
+  return undefined;
+}
+
 // A { data: Float32Array, shape } tensor whose shape must match `expected` (numbers, or null
 // for a dimension still to be learnt). Returns a copy of the shape and the data array; the
 // data's length is checked by checkLength once every argument has been read. `kinds`: the data
-// types accepted (the float64 reference also takes Float64Array).
+// types accepted (the float64 reference also takes Float64Array). Half-precision data
+// (Float16Array, or a Uint16Array with dtype 'float16' / 'bfloat16') is accepted too and
+// widened exactly to float32 by widenTensor.
 // `gpu`: a backend's reader of GPU tensors ({ buffer, shape, byteOffset? }, bindings/webgpu/),
 // called for a tensor without data; what it returns is checked by checkLength.
 export function readTensor(fn, name, t, expected, labels, note, kinds = ['Float32Array'], gpu = undefined) {
@@ -221,7 +243,12 @@ export function readTensor(fn, name, t, expected, labels, note, kinds = ['Float3
   if (onGpu) data = gpu.read(fn, name, t);
   const shapeValue = t.shape;
   const given = shapeValue !== undefined ? shapeValue : t.dims;
-  if (!onGpu && !kinds.includes(typedArrayKind(data))) {
+  const dtype = t.dtype;
+  if (onGpu && dtype !== undefined && dtype !== 'float32') {
+    throw new TypeError(`${fn}: ${name}.dtype is ${describe(dtype)}, expected 'float32' (GPU tensors are float32)`);
+  }
+  const half = onGpu ? undefined : halfOf(fn, name, data, dtype);
+  if (!onGpu && half === undefined && !kinds.includes(typedArrayKind(data))) {
     const kind = typedArrayKind(data);
     throw new TypeError(`${fn}: ${name}.data is ${kind ?? describe(data)}, expected a ${kinds.join(' or ')}`);
   }
@@ -245,7 +272,14 @@ export function readTensor(fn, name, t, expected, labels, note, kinds = ['Float3
       throw new RangeError(`${fn}: ${name}.shape is ${fmtShape(shape)}, expected ${expectText} (${labels[i]} must be ${expected[i]}${note ? `; ${note}` : ''})`);
     }
   });
-  return { name, shape, data };
+  return { name, shape, data, half };
+}
+
+// A checked tensor's data as the kernels take it: half-precision bits widened exactly (by
+// integer operations, so every backend gets the same float32 bits), else the data itself.
+export function widenTensor({ data, half }) {
+  if (half === undefined) return data;
+  return widenHalf(new Uint16Array(typedArrayBuffer(data), typedArrayByteOffset(data), typedArrayLength(data)), half);
 }
 
 // After every argument has been read (no caller code runs from here to the copy): the data's

@@ -4,7 +4,7 @@
 // `platform` (createApi).
 // Part of bindings/core/: environment-neutral code (no fetch, fs, workers or addon here).
 
-import { describe, loadWasm, simdSupported } from '../wasm/loader.js';
+import { describe, loadWasm, loadWasmSync, simdSupported } from '../wasm/loader.js';
 import { checkThreadsOption, loadThreadedWasm, resolveThreads } from '../wasm/threads.js';
 import { Msda } from './api.js';
 
@@ -199,5 +199,33 @@ export function createApi(platform) {
       }));
   }
 
-  return { init, initNative };
+  /**
+   * init() on this thread, synchronously, for the wasm backends on one thread: { simd, backend
+   * ('wasm' or 'wasm-scalar'), wasmPaths }. Node only (the module is read from disk); elsewhere
+   * an Error saying to await init(). Its instance shares nothing with init()'s.
+   */
+  function initSync(options = {}) {
+    if (options === null || typeof options !== 'object') throw new TypeError(`initSync: options is ${describe(options)}, expected an object`);
+    const { simd = 'auto', backend = 'wasm', wasmPaths, ...rest } = options;
+    const unknown = Object.keys(rest);
+    if (unknown.length > 0) {
+      throw new TypeError(`initSync: option '${unknown[0]}' needs await init(${INIT_KEYS.includes(unknown[0]) ? '' : ': it is not an init option'}); initSync takes simd, backend and wasmPaths`);
+    }
+    if (platform.readFileSync === undefined) {
+      throw new Error('initSync: the WebAssembly module can only be loaded asynchronously here: use await init()');
+    }
+    if (simd !== 'auto' && simd !== true && simd !== false) throw new TypeError(`initSync: simd is ${describe(simd)}, expected 'auto', true or false`);
+    if (backend !== 'wasm' && backend !== 'wasm-scalar') {
+      throw new RangeError(`initSync: backend is ${describe(backend)}, expected 'wasm' or 'wasm-scalar' (the others need await init())`);
+    }
+    const urls = resolveWasmPaths('initSync', wasmPaths, platform.resolveUrl);
+    const useSimd = backend === 'wasm-scalar' ? false : simd === 'auto' ? simdSupported() : simd;
+    if (useSimd && !simdSupported()) throw new Error('initSync: simd is true but this runtime does not support WebAssembly SIMD128');
+    const file = useSimd ? 'msda-simd.wasm' : 'msda-scalar.wasm';
+    const b = loadWasmSync(platform.readFileSync(urls[file] ?? platform.defaultUrl(file)));
+    if (platform.outputArray !== undefined) b.outputArray = platform.outputArray;
+    return new Msda(b, () => {});
+  }
+
+  return { init, initNative, initSync };
 }

@@ -5,7 +5,7 @@
 import { wasmBytesNeeded } from '../wasm/loader.js';
 import {
   BACKWARD_KEYS, checkLength, FORWARD_KEYS, LOCATION_LAYOUTS, PADDING_MODES, positiveInteger, PROBLEM_KEYS, readArgs,
-  readLevelStartIndex, readOptions, readSpatialShapes, readTensor, VALUE_LAYOUTS,
+  readLevelStartIndex, readOptions, readSpatialShapes, readTensor, VALUE_LAYOUTS, widenTensor,
 } from './args.js';
 
 // What the kernels write: prepare() touches these up front.
@@ -107,7 +107,7 @@ export function problemFromTensors(fn, given, withGradOutput, dataKinds = undefi
   const inputs = {};
   for (const t of tensors) {
     checkLength(fn, t, gpu);
-    inputs[t.name] = t.data;
+    inputs[t.name] = widenTensor(t);
   }
   const problem = makeProblem({ batch: B, numQueries: Q, numHeads: H, channels: C, numPoints: P, shapes, starts,
     valueLength: L }, options);

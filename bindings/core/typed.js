@@ -9,6 +9,7 @@ const TYPED_ARRAY_KIND = intrinsic(Symbol.toStringTag);
 const TYPED_ARRAY_LENGTH = intrinsic('length');
 const TYPED_ARRAY_BUFFER = intrinsic('buffer');
 const TYPED_ARRAY_BYTE_OFFSET = intrinsic('byteOffset');
+const TYPED_ARRAY_SET = TYPED_ARRAY.set;
 
 /** 'Float32Array', 'Uint8Array', ... for a real typed array (whatever its properties say), else undefined. */
 export const typedArrayKind = (x) => TYPED_ARRAY_KIND.call(x);
@@ -40,3 +41,12 @@ export function copyItems(x, n) {
 }
 
 export const typedArrayByteOffset = (x) => TYPED_ARRAY_BYTE_OFFSET.call(x);
+
+/** A fresh Float32Array holding a checked Float32Array's elements. The caller's array is read only
+ *  through the intrinsic getters (its slice() would run its constructor and Symbol.species). */
+export function copyFloat32(data) {
+  const length = typedArrayLength(data);
+  const copy = new Float32Array(length);
+  TYPED_ARRAY_SET.call(copy, new Float32Array(typedArrayBuffer(data), typedArrayByteOffset(data), length));
+  return copy;
+}

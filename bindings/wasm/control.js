@@ -2,7 +2,7 @@
 // Atomics by the calling thread (threads.js) and every worker (../workers/threads-worker.js).
 // The protocol and why it is correct: the comment above Pool#run in threads.js.
 
-export const PENDING = 0;      // workers still running a part of this call
+export const DONE = 0;         // bumped by a worker each time it hands a mailbox back (a futex word only)
 export const FAILED = 1;       // set when a part threw (a trap)
 export const WORKER_PARTS = 2; // parts the workers have run, for tests and diagnostics
 export const THREADS = 3;      // threads of the pool (this thread + workers)
@@ -10,4 +10,5 @@ export const THREADS = 3;      // threads of the pool (this thread + workers)
 export const MAILBOXES = 16;
 export const MAILBOX_SLOTS = 4;
 export const STATE = 0, JOB = 1, PARTS = 2;
-export const IDLE = 0, RUN = 1, QUIT = 2;
+// IDLE: the calling thread's. RUN: handed out, not yet taken. TAKEN: the worker's, running it.
+export const IDLE = 0, RUN = 1, QUIT = 2, TAKEN = 3;

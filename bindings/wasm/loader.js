@@ -92,6 +92,14 @@ export async function loadWasm({ wasmBinary, module, source }) {
   return new WasmBackend(instance);
 }
 
+/** loadWasm on this thread, synchronously, from the module's bytes (Node; browsers refuse to
+ *  compile a module this size synchronously on their main thread). */
+export function loadWasmSync(bytes) {
+  const instance = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { emscripten_notify_memory_growth() {} } });
+  instance.exports._initialize();
+  return new WasmBackend(instance);
+}
+
 export function describe(x) {
   if (x === null) return 'null';
   if (x === undefined) return 'missing';
@@ -257,7 +265,8 @@ class WasmStore {
     return {
       status,
       code: this.backend.cString(e.msda_wasm_status_name(status)),
-      message: this.backend.cString(e.msda_wasm_error_message()),
+      // The threads' pool says which worker failed and how (threads.js).
+      message: this.backend.cString(e.msda_wasm_error_message()) + (this.backend.pool?.failure ? `: ${this.backend.pool.failure}` : ''),
     };
   }
 

@@ -14,8 +14,9 @@
 // how a worker is started and where the threads module is; nothing here is environment specific.
 
 import {
-  FAILED, IDLE, JOB, MAILBOX_SLOTS, MAILBOXES, PARTS, PENDING, QUIT, RUN, STATE, THREADS, WORKER_PARTS,
+  DONE, FAILED, IDLE, JOB, MAILBOX_SLOTS, MAILBOXES, PARTS, QUIT, RUN, STATE, TAKEN, THREADS, WORKER_PARTS,
 } from './control.js';
+import { sleeper } from './delays.js';
 import { compileSource, describe, simdSupported, WasmBackend } from './loader.js';
 
 /** Most threads a wasm backend starts (the native pool's limit too). */
@@ -26,6 +27,15 @@ const INITIAL_PAGES = 256;
 const MAXIMUM_PAGES = 65536;
 const WORKER_STACK_BYTES = 256 * 1024;
 const START_TIMEOUT_MS = 60000;
+// A call handed to a worker that has not taken it after this long is run here instead (the
+// worker may have stopped between two calls, its exit event not yet delivered).
+const STEAL_MS = 1000;
+// A worker that took a call and has not finished it after max(STALL_MS, STALL_FACTOR x the time
+// this thread took for its own parts, which are as big) is taken for stopped.
+const STALL_MS = 10000;
+const STALL_FACTOR = 100;
+// The calling thread's waits are at most this long, so it looks at the mailboxes again.
+const SLICE_MS = 50;
 
 const CONTROL_BYTES = 4 * (MAILBOXES + MAILBOX_SLOTS * MAX_THREADS);
 
@@ -67,31 +77,24 @@ export function threadsUnavailableReason({ simd = true, custom = false } = {}) {
 }
 
 // Test-only: MSDA_TEST_THREAD_DELAYS (Node) makes threads sleep at chosen steps of the protocol,
-// e.g. "wake@2=20/0,publish=1": worker 2 sleeps 20 ms and 0 ms alternately after waking for a
-// call, the calling thread 1 ms after handing out each mailbox. Steps: publish and join (the calling thread, index 0);
-// wake, read, ran and idle (workers). Without "@index" a delay applies to every thread.
+// e.g. "wake@2=20/0,publish=1": worker 2 sleeps 20 ms and 0 ms alternately after taking a
+// call, the calling thread 1 ms after handing out each mailbox. Steps: publish and join (the
+// calling thread, index 0); wake, read, ran and idle (workers). Without "@index" a delay applies
+// to every thread. "exit" instead of a time stops the worker there (process.exit in its thread),
+// as a crash would; "steal=ms" and "stall=ms" set the calling thread's STEAL_MS and STALL_MS.
 export function testDelays() {
   const spec = isNode ? process.env.MSDA_TEST_THREAD_DELAYS : undefined;
   if (!spec) return [];
   return spec.split(',').map((item) => {
-    const m = /^(publish|join|wake|read|ran|idle)(?:@(\d+))?=(\d+(?:\/\d+)*)$/.exec(item.trim());
+    const limit = /^(steal|stall)=(\d+)$/.exec(item.trim());
+    if (limit !== null) return { point: limit[1], worker: 0, ms: [Number(limit[2])] };
+    const m = /^(publish|join|wake|read|ran|idle)(?:@(\d+))?=((?:\d+|exit)(?:\/(?:\d+|exit))*)$/.exec(item.trim());
     if (m === null) throw new Error(`ms-deform-attn: MSDA_TEST_THREAD_DELAYS: cannot parse '${item}', expected step[@thread]=ms[/ms...]`);
-    return { point: m[1], worker: m[2] === undefined ? undefined : Number(m[2]), ms: m[3].split('/').map(Number) };
+    return { point: m[1], worker: m[2] === undefined ? undefined : Number(m[2]), ms: m[3].split('/').map((x) => (x === 'exit' ? x : Number(x))) };
   });
 }
 
-function sleeper(delays, index) {
-  const at = new Map();
-  for (const { point, worker, ms } of delays) if (worker === undefined || worker === index) at.set(point, { ms, next: 0 });
-  if (at.size === 0) return () => {};
-  const cell = new Int32Array(new SharedArrayBuffer(4));
-  return (point) => {
-    const d = at.get(point);
-    if (d === undefined) return;
-    const ms = d.ms[d.next++ % d.ms.length];
-    if (ms > 0) Atomics.wait(cell, 0, 0, ms);
-  };
-}
+const now = () => (typeof performance !== 'undefined' ? performance.now() : Date.now());
 
 function notice(requested, reason) {
   console.info(`ms-deform-attn: using 1 thread instead of ${requested}: ${reason}`);
@@ -103,6 +106,7 @@ function notice(requested, reason) {
 async function startWorker(init, pool, create) {
   const worker = await create(`ms-deform-attn worker ${init.index}`);
   pool.workers.push(worker);
+  pool.byIndex[init.index] = worker;
   const on = (type, fn) => (isNode ? worker.on(type, fn) : worker.addEventListener(type, fn));
   const off = (type, fn) => (isNode ? worker.off(type, fn) : worker.removeEventListener(type, fn));
   // From now on a worker that dies makes later calls run on this thread alone (and an 'error'
@@ -144,35 +148,52 @@ class Pool {
     this.threads = threads;
     this.memory = memory;
     this.workers = [];
+    this.byIndex = [];
     this.exports = null;
     this.control = null;
     this.broken = null;
+    this.failure = null;   // why the last call failed, for its error message
     this.delays = testDelays();
     this.pause = sleeper(this.delays, 0);
+    const limit = (point, ms) => this.delays.find((d) => d.point === point)?.ms[0] ?? ms;
+    this.stealMs = limit('steal', STEAL_MS);
+    this.stallMs = limit('stall', STALL_MS);
   }
 
   // env.msda_wasm_run_parallel: runs parts 0..parts-1, part k on thread k % threads; returns
   // nonzero when a part failed. Called from inside the wasm call, so it must return synchronously.
   //
   // The protocol, and why it is correct. Each worker i has a mailbox (STATE, JOB, PARTS) that
-  // belongs to exactly one side at a time: to this thread while STATE is IDLE, to worker i while
-  // it is RUN. This thread writes JOB and PARTS only into IDLE mailboxes and then hands them over
-  // with Atomics.store(STATE, RUN); worker i reads them only after its Atomics.load(STATE) saw
-  // RUN (so it sees the values written before that store), and hands the mailbox back with
-  // Atomics.store(STATE, IDLE) after its last read, then decrements PENDING. A call:
-  //   1. PENDING = the number of workers it needs (busy); FAILED = 0;
-  //   2. for i = 1..busy: write worker i's mailbox, store RUN, notify;
-  //   3. run this thread's parts;
-  //   4. wait until PENDING is 0.
-  // PENDING reaches 0 only after each of the busy workers stored IDLE, i.e. after it finished
-  // its parts and its reads: so when a call returns (and its job and buffers are freed) no worker
-  // runs or will run any part of it, and every mailbox is IDLE, so the next call's step 2 never
-  // writes a mailbox a worker is reading. A worker acts once per RUN it sees and stores IDLE
-  // before decrementing, so PENDING is decremented exactly once per handed-out mailbox and
-  // cannot go below 0. Workers the call does not need are not woken and hold nothing of it.
-  // Delays anywhere (tests/js/threads.test.js injects them at every step) change none of this.
+  // belongs to exactly one side at a time: to this thread while STATE is IDLE or RUN, to worker i
+  // while it is TAKEN. This thread writes JOB and PARTS only into IDLE mailboxes and hands them
+  // over with Atomics.store(STATE, RUN). Worker i takes a mailbox with compareExchange(STATE,
+  // RUN -> TAKEN) and reads JOB and PARTS only after that succeeded (so it sees the values written
+  // before the store of RUN); it hands the mailbox back with Atomics.store(STATE, IDLE) after its
+  // last read and write of the call, then bumps DONE and notifies it. A call:
+  //   1. for i = 1..busy: write worker i's mailbox, store RUN, notify;
+  //   2. run this thread's parts, timing them (t0);
+  //   3. until every handed-out mailbox is IDLE: look at each; wait on DONE at most SLICE_MS.
+  // The call returns (its job, on this call's stack, and its buffers freed) only when each
+  // mailbox is IDLE again, i.e. its worker finished its parts and its reads, or never took it:
+  // no worker runs or will run any part of it, and the next call's step 1 never writes a mailbox
+  // a worker is reading. DONE only wakes this thread up (a late or lost bump costs a slice, not
+  // correctness); the mailbox states decide.
+  //
+  // A worker that stops (crashed, terminated; its exit event cannot be delivered while this thread
+  // blocks) must not hang the call, and this thread can tell only from the mailboxes:
+  //   - RUN for stealMs: no worker took it. This thread takes it back with compareExchange(RUN ->
+  //     IDLE) and runs its parts itself. Exactly one of the two exchanges succeeds, so the parts
+  //     run once: here, or in a worker that won and is then waited for as any other.
+  //   - TAKEN for max(stallMs, STALL_FACTOR * t0) (the worker's parts are as big as this thread's):
+  //     the worker is taken for stopped. It is terminated (V8 stops its wasm at the next loop
+  //     check), the pool is marked broken so no later call hands it anything, and this call fails
+  //     with an Error naming the worker (pool.failure), rather than wait for ever.
+  // After a pool is broken every call runs all its parts here: the same bits, as every part
+  // writes its own outputs. Delays anywhere (tests/js/threads.test.js and
+  // tests/js/hardening3-threads.test.js inject them, and stop workers at every step) change none of this.
   run(job, parts) {
     const c = this.control;
+    this.failure = null;
     if (this.broken !== null) {
       // A worker has gone: run every part here (same bits).
       for (let k = 0; k < parts; k++) this.exports.msda_wasm_run_part(job, k, parts);
@@ -180,7 +201,6 @@ class Pool {
     }
     const busy = Math.min(parts, this.threads) - 1;
     Atomics.store(c, FAILED, 0);
-    Atomics.store(c, PENDING, busy);
     for (let i = 1; i <= busy; i++) {
       const box = MAILBOXES + MAILBOX_SLOTS * i;
       c[box + JOB] = job;
@@ -191,18 +211,56 @@ class Pool {
     }
     let failed = 0;
     const stack = this.exports.stackSave();
-    try {
-      for (let k = 0; k < parts; k += this.threads) this.exports.msda_wasm_run_part(job, k, parts);
-    } catch {
-      this.exports.stackRestore(stack);
-      failed = 1;
-    }
+    const started = now();
+    const runParts = (index) => {
+      try {
+        for (let k = index; k < parts; k += this.threads) this.exports.msda_wasm_run_part(job, k, parts);
+      } catch {
+        this.exports.stackRestore(stack);
+        failed = 1;
+      }
+    };
+    runParts(0);
+    const joined = now();
+    const stallMs = Math.max(this.stallMs, STALL_FACTOR * (joined - started));
     this.pause('join');
     // Wait even after a failure: the workers read the job from this call's stack.
-    for (let pending = Atomics.load(c, PENDING); pending !== 0; pending = Atomics.load(c, PENDING)) {
-      if (canBlock) Atomics.wait(c, PENDING, pending);
+    const open = new Set();
+    for (let i = 1; i <= busy; i++) open.add(i);
+    while (open.size > 0) {
+      const seen = Atomics.load(c, DONE);
+      const waited = now() - joined;
+      for (const i of open) {
+        const box = MAILBOXES + MAILBOX_SLOTS * i;
+        const state = Atomics.load(c, box + STATE);
+        if (state === IDLE) {
+          open.delete(i);
+        } else if (state === RUN && waited >= this.stealMs && Atomics.compareExchange(c, box + STATE, RUN, IDLE) === RUN) {
+          open.delete(i);
+          runParts(i);
+        } else if (state === TAKEN && waited >= stallMs) {
+          open.delete(i);
+          this.stop(i, `worker ${i} took its part of the call and did not finish it within ${Math.round(stallMs)} ms (it stopped or hangs)`);
+          failed = 1;
+        }
+      }
+      if (open.size > 0 && Atomics.load(c, DONE) === seen) {
+        if (canBlock) Atomics.wait(c, DONE, seen, SLICE_MS);
+      }
     }
+    if (!failed && Atomics.load(c, FAILED)) this.failure = 'a part trapped in a worker';
     return failed || Atomics.load(c, FAILED) ? 1 : 0;
+  }
+
+  // A worker taken for stopped: terminated, and no later call hands it anything.
+  stop(index, why) {
+    this.failure = why;
+    if (this.broken === null) this.broken = `worker ${index} stopped`;
+    try {
+      Promise.resolve(this.byIndex[index]?.terminate()).catch(() => {});
+    } catch {
+      // already gone
+    }
   }
 
   /** Parts run by workers (not this thread) since the pool started. */

@@ -11,12 +11,11 @@
 
 import { DISPOSE } from '../core/api.js';
 import { problemFromTensors } from '../core/problem.js';
-import { typedArrayBuffer, typedArrayByteOffset, typedArrayLength } from '../core/typed.js';
+import { copyFloat32, typedArrayBuffer, typedArrayByteOffset, typedArrayLength } from '../core/typed.js';
 import { describe } from '../wasm/loader.js';
 
 export const ASYNC_DISPOSE = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose');
 
-const slice = Object.getPrototypeOf(Int8Array.prototype).slice;
 const ABORTED = typeof AbortSignal === 'undefined' ? null : Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted').get;
 
 const INPUTS = { forward: ['value', 'samplingLocations', 'attentionWeights'],
@@ -80,9 +79,11 @@ export function serve(port, init) {
 // Takes the inputs when the call is made: copies of their elements, or with transfer their
 // ArrayBuffers moved out, each once even when inputs share one (where each view sits is read
 // before anything moves). Buffers that cannot move (a SharedArrayBuffer, a WebAssembly memory)
-// are copied.
+// are copied. No caller code runs here: copies are made with the intrinsic constructor (never the
+// array's own constructor or Symbol.species), so nothing can terminate the worker, abort the
+// signal or keep a handle on what is sent once the call's last check has passed.
 function takeAll(arrays, transfer) {
-  if (!transfer) return arrays.map((data) => slice.call(data));
+  if (!transfer) return arrays.map(copyFloat32);
   const where = arrays.map((data) => ({ buffer: typedArrayBuffer(data), offset: typedArrayByteOffset(data), length: typedArrayLength(data) }));
   const moved = new Map();
   for (const { buffer } of where) {
@@ -100,7 +101,7 @@ function takeAll(arrays, transfer) {
   return arrays.map((data, i) => {
     const { buffer, offset, length } = where[i];
     const to = moved.get(buffer);
-    return to === null ? slice.call(data) : new Float32Array(to, offset, length);
+    return to === null ? copyFloat32(data) : new Float32Array(to, offset, length);
   });
 }
 
@@ -178,6 +179,10 @@ export class MsdaWorker {
     return new Promise((resolve, reject) => {
       job.resolve = resolve;
       job.reject = reject;
+      if (this._stopped !== null) {
+        reject(new Error(`ms-deform-attn: ${op} on a ${this._stopped}`));
+        return;
+      }
       if (job.signal !== undefined) {
         job.onAbort = () => {
           const queued = this._queue.indexOf(job);
@@ -210,12 +215,19 @@ export class MsdaWorker {
     this._running = job;
     this._port.ref();
     const buffers = new Set(INPUTS[job.op].map((name) => job.args[name].data.buffer));
-    this._port.request({ type: 'call', op: job.op, args: job.args }, [...buffers], (reply) => {
+    try {
+      this._port.request({ type: 'call', op: job.op, args: job.args }, [...buffers], (reply) => {
+        this._running = null;
+        if (reply.ran !== undefined) this._ran = reply.ran;
+        if (!job.discard) this._settle(job, reply.error ? null : reply.result, reply.error ? rebuildError(reply.error) : null);
+        this._pump();
+      });
+    } catch (e) {
+      // Not sent (postMessage threw): this call fails, the next one goes.
       this._running = null;
-      if (reply.ran !== undefined) this._ran = reply.ran;
-      if (!job.discard) this._settle(job, reply.error ? null : reply.result, reply.error ? rebuildError(reply.error) : null);
+      this._settle(job, null, new Error(`ms-deform-attn: ${job.op} could not be sent to the worker: ${e?.message ?? e}`, { cause: e }));
       this._pump();
-    });
+    }
   }
 
   // Refuses every call from now on, rejecting those still pending.
@@ -290,7 +302,12 @@ export function createInitWorker(spawn, resolveOptions) {
       request(message, transfer, done) {
         const id = next++;
         waiting.set(id, done);
-        raw.post({ ...message, id }, transfer);
+        try {
+          raw.post({ ...message, id }, transfer);
+        } catch (e) {
+          waiting.delete(id);
+          throw e;
+        }
       },
       ref: () => raw.ref(),
       unref: () => raw.unref(),

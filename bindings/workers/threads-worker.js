@@ -1,27 +1,15 @@
 // One worker of a threaded wasm backend (bindings/wasm/threads.js), in Node (worker_threads) or a
 // browser (module Web Worker). It instantiates the threads module on the shared memory, sets its
 // own stack, says it is ready, then loops: wait until the calling thread hands it a call through
-// its mailbox, run its parts, hand the mailbox back, report. The protocol and why it is correct:
+// its mailbox, take it, run its parts, hand the mailbox back, wake the calling thread. The protocol and why it is correct:
 // the comment above Pool#run in bindings/wasm/threads.js.
 
 import {
-  FAILED, IDLE, JOB, MAILBOX_SLOTS, MAILBOXES, PARTS, PENDING, QUIT, RUN, STATE, THREADS, WORKER_PARTS,
+  DONE, FAILED, IDLE, JOB, MAILBOX_SLOTS, MAILBOXES, PARTS, QUIT, RUN, STATE, TAKEN, THREADS, WORKER_PARTS,
 } from '../wasm/control.js';
+import { sleeper } from '../wasm/delays.js';
 
-// Test-only delays (threads.js, testDelays): point -> ms this worker sleeps there.
-function sleeper(delays, index) {
-  const at = new Map();
-  for (const { point, worker, ms } of delays || []) if (worker === undefined || worker === index) at.set(point, { ms, next: 0 });
-  if (at.size === 0) return () => {};
-  const cell = new Int32Array(new SharedArrayBuffer(4));
-  return (point) => {
-    const d = at.get(point);
-    if (d === undefined) return;
-    const ms = d.ms[d.next++ % d.ms.length];
-    if (ms > 0) Atomics.wait(cell, 0, 0, ms);
-  };
-}
-
+// Test-only delays (threads.js, testDelays).
 async function start({ module, memory, control: controlPtr, stackTop, index, delays }, post) {
   let instance;
   try {
@@ -48,7 +36,8 @@ async function start({ module, memory, control: controlPtr, stackTop, index, del
     Atomics.wait(c, box + STATE, IDLE);
     const state = Atomics.load(c, box + STATE);
     if (state === QUIT) return;
-    if (state !== RUN) continue;
+    // Taken by compare-and-swap: the calling thread may take back a call no worker took.
+    if (state !== RUN || Atomics.compareExchange(c, box + STATE, RUN, TAKEN) !== RUN) continue;
     pause('wake');
     // The mailbox is this worker's until it stores IDLE: nobody writes it meanwhile.
     const job = c[box + JOB];
@@ -67,13 +56,14 @@ async function start({ module, memory, control: controlPtr, stackTop, index, del
     pause('ran');
     Atomics.store(c, box + STATE, IDLE);
     pause('idle');
-    if (Atomics.sub(c, PENDING, 1) === 1) Atomics.notify(c, PENDING);
+    Atomics.add(c, DONE, 1);
+    Atomics.notify(c, DONE);
   }
 }
 
 // In a browser this file is the worker (browser.js starts it by a URL bundlers see); in Node,
-// threads-worker-node.js imports start() and wires it to worker_threads. Nothing here imports
-// anything, so the file also works copied on its own (wasmPaths).
+// threads-worker-node.js imports start() and wires it to worker_threads. dist/threads-worker.js is
+// this file bundled with what it imports, so it also works copied on its own (wasmPaths).
 if (typeof WorkerGlobalScope !== 'undefined' && globalThis instanceof WorkerGlobalScope) {
   self.addEventListener('message', (e) => start(e.data, (m) => self.postMessage(m)), { once: true });
 }

@@ -1,12 +1,16 @@
 /* build/native/msda: forward and backward over a directory of .npy files (CONTRACT.md).
  *
  * Exit status: 0 done; 2 bad arguments or bad input, with one line on stderr starting "msda:"
- * that names the file or flag; 1 any other failure (I/O, memory). Outputs are written into a
+ * that names the file or flag; 1 any other failure (I/O, memory; crosscheck: a disagreement). Outputs are written into a
  * private directory inside --out and renamed into place only once all of them are complete:
  * all outputs appear, or none of the older ones change (see write_outputs). */
 #define _POSIX_C_SOURCE 200809L
 #include "msda.h"
+#include "crosscheck.h"
 #include "npy.h"
+#include "npz.h"
+
+#include <math.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,15 +29,18 @@ enum { EXIT_OK = 0, EXIT_OTHER = 1, EXIT_BAD_INPUT = 2 };
 #endif
 
 static const char USAGE[] =
-    "usage: msda forward  --in DIR --out DIR [options]\n"
-    "       msda backward --in DIR --out DIR [options]\n"
+    "usage: msda forward    --in DIR --out DIR [options]\n"
+    "       msda backward   --in DIR --out DIR [options]\n"
+    "       msda crosscheck --in DIR --expect DIR [options]\n"
     "\n"
-    "Multi-scale deformable attention on a case directory of NumPy .npy files.\n"
+    "Multi-scale deformable attention on a case directory of NumPy .npy files (or an .npz of them,\n"
+    "from np.savez or np.savez_compressed, in place of DIR).\n"
     "\n"
     "  --in DIR        reads value.npy (<f4), spatial_shapes.npy (<i8|<i4, (N_l, 2)),\n"
-    "                  level_start_index.npy (<i8|<i4, (N_l,)), sampling_locations.npy (<f4),\n"
+    "                  level_start_index.npy (<i8|<i4, (N_l,); optional, derived), sampling_locations.npy (<f4),\n"
     "                  attention_weights.npy (<f4, (B, N_q, N_h, N_l, N_p)) and, for backward,\n"
-    "                  grad_output.npy (<f4, (B, N_q, N_h*C_h))\n"
+    "                  grad_output.npy (<f4, (B, N_q, N_h*C_h)); float inputs may also be <f2\n"
+    "                  (float16) or 'bfloat16', widened exactly to float32\n"
     "  --out DIR       writes output.npy (forward) or grad_value.npy, grad_sampling_locations.npy,\n"
     "                  grad_attention_weights.npy (backward); created if missing\n"
     "  --value-layout BLNC|BNLC                   value is (B, L, N_h, C_h) or (B, N_h, L, C_h); default BLNC\n"
@@ -42,8 +49,21 @@ static const char USAGE[] =
     "  --align-corners                            pixel centres at the ends of [0, 1]; default off\n"
     "  --padding-mode zeros|border                default zeros\n"
     "  --threads N                                default 1; results do not depend on it\n"
+    "  --out-dtype float32|float16|bfloat16       the outputs rounded to float16 ('<f2' files) or to\n"
+    "                                             bfloat16 (float32 files holding them); default float32\n"
     "  -h, --help                                 this text\n"
     "  --version                                  the package version\n"
+    "\n"
+    "crosscheck --expect DIR compares your kernel's dumps in DIR (output.npy, grad_value.npy,\n"
+    "grad_sampling_locations.npy, grad_attention_weights.npy, whichever are there; <f4, <f2 or\n"
+    "'bfloat16') with the float64 reference, each element against its own bound, exactly as the\n"
+    "JS CLI does (docs/cli.md, For kernel authors):\n"
+    "  --dtype float32|float16|bfloat16   the precision your kernel stores tensors in (default: the\n"
+    "                                     files' own when all are <f2 or all 'bfloat16', else float32)\n"
+    "  --rtol R --atol A                  instead: |yours - ours| <= A + R*|ours|\n"
+    "  --top K                            list the K elements of each output that disagree most\n"
+    "  --json                             one JSON document on stdout instead of the text\n"
+    "crosscheck without --expect (the backends against each other) is the JS CLI's.\n"
     "\n"
     "Exit status: 0 done, 2 bad arguments or input (one line on stderr naming the file or flag),\n"
     "1 any other failure.\n";
@@ -83,9 +103,13 @@ static int report(int code, const char *fmt, ...)
 /* ---- arguments ------------------------------------------------------------------------- */
 
 typedef struct options {
-    int backward;
-    const char *in, *out;
+    int backward, crosscheck;
+    const char *in, *out, *expect, *backend;
     msda_problem problem; /* options only; dimensions are filled in from the files */
+    int dtype;            /* CC_* or CC_NO_DTYPE (not given) */
+    int have_rtol, have_atol, top, json;
+    double rtol, atol;
+    int out_dtype; /* CC_FLOAT32 (default), CC_FLOAT16: '<f2' files, CC_BFLOAT16: '<f4' files of bfloat16 values */
 } options;
 
 /* Decimal digits only (strtol alone would take " 3" and "+3"). */
@@ -103,11 +127,64 @@ static int parse_threads(const char *s, int *out)
     return 0;
 }
 
+/* A plain non-negative decimal number, as the JS CLI takes it: digits with an optional point
+ * (or a point and digits) and an optional exponent; finite. */
+static int parse_tolerance(const char *s, double *out)
+{
+    const char *c = s;
+    int before = 0, after = 0;
+    while (*c >= '0' && *c <= '9') { c++; before++; }
+    if (*c == '.') {
+        c++;
+        while (*c >= '0' && *c <= '9') { c++; after++; }
+    }
+    if (!before && !after) return -1;
+    if (!before && *s != '.') return -1;
+    if (*c == 'e' || *c == 'E') {
+        c++;
+        if (*c == '+' || *c == '-') c++;
+        if (!(*c >= '0' && *c <= '9')) return -1;
+        while (*c >= '0' && *c <= '9') c++;
+    }
+    if (*c) return -1;
+    *out = strtod(s, NULL);
+    return isfinite(*out) ? 0 : -1;
+}
+
+static int is_one_of(const char *name, const char *const *list)
+{
+    for (; *list; list++)
+        if (!strcmp(name, *list)) return 1;
+    return 0;
+}
+
+static const char *const VALUE_FLAGS[] = {"--in", "--out", "--value-layout", "--sampling-locations-layout", "--padding-mode",
+                                          "--threads", "--expect", "--dtype", "--rtol", "--atol", "--top", "--backend",
+                                          "--out-dtype", NULL};
+static const char *const CROSSCHECK_FLAGS[] = {"--expect", "--dtype", "--rtol", "--atol", "--top", "--json", NULL};
+static const char *const EXPECT_FLAGS[] = {"--dtype", "--rtol", "--atol", "--top", "--json", NULL};
+static const char *const ALL_FLAGS[] = {"--in", "--out", "--value-layout", "--sampling-locations-layout", "--padding-mode",
+                                        "--threads", "--expect", "--dtype", "--rtol", "--atol", "--top", "--backend",
+                                        "--align-corners", "--json", "--out-dtype", NULL};
+
+static int flag_index(const char *name)
+{
+    for (int k = 0; ALL_FLAGS[k]; k++)
+        if (!strcmp(ALL_FLAGS[k], name)) return k;
+    return -1;
+}
+
 static int parse_args(int argc, char **argv, options *o)
 {
     msda_problem_init(&o->problem);
-    o->in = o->out = NULL;
-    if (argc < 2) return report(EXIT_BAD_INPUT, "missing command, expected forward or backward (see msda --help)");
+    o->in = o->out = o->expect = o->backend = NULL;
+    o->crosscheck = 0;
+    o->dtype = CC_NO_DTYPE;
+    o->have_rtol = o->have_atol = o->json = 0;
+    o->rtol = o->atol = 0;
+    o->top = 5;
+    o->out_dtype = CC_FLOAT32;
+    if (argc < 2) return report(EXIT_BAD_INPUT, "missing command, expected forward, backward or crosscheck (see msda --help)");
     const char *cmd = argv[1];
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         fputs(USAGE, stdout);
@@ -119,9 +196,11 @@ static int parse_args(int argc, char **argv, options *o)
     }
     if (!strcmp(cmd, "forward")) o->backward = 0;
     else if (!strcmp(cmd, "backward")) o->backward = 1;
-    else return report(EXIT_BAD_INPUT, "unknown command '%s', expected forward or backward (see msda --help)", cmd);
+    else if (!strcmp(cmd, "crosscheck")) o->crosscheck = 1;
+    else return report(EXIT_BAD_INPUT, "unknown command '%s', expected forward, backward or crosscheck (see msda --help)", cmd);
 
-    int seen_value = 0, seen_loc = 0, seen_align = 0, seen_pad = 0, seen_threads = 0;
+    /* the flags seen, for "given more than once" and the checks after the loop */
+    int seen[16] = {0};
     for (int i = 2; i < argc; i++) {
         const char *arg = argv[i];
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
@@ -141,10 +220,9 @@ static int parse_args(int argc, char **argv, options *o)
         if (n >= sizeof name) return report(EXIT_BAD_INPUT, "unknown option '%.40s...' (see msda --help)", arg);
         memcpy(name, arg, n);
         name[n] = '\0';
-        int takes_value = !strcmp(name, "--in") || !strcmp(name, "--out") || !strcmp(name, "--value-layout") ||
-                          !strcmp(name, "--sampling-locations-layout") || !strcmp(name, "--padding-mode") ||
-                          !strcmp(name, "--threads");
-        if (!takes_value && strcmp(name, "--align-corners") != 0)
+        /* --backend is the JS CLI's; the native one takes it only where it is a no-op (crosscheck --expect) */
+        int takes_value = is_one_of(name, VALUE_FLAGS) && (o->crosscheck || strcmp(name, "--backend") != 0);
+        if (!takes_value && strcmp(name, "--align-corners") != 0 && strcmp(name, "--json") != 0)
             return report(EXIT_BAD_INPUT, "unknown option '%s' (see msda --help)", name);
         if (takes_value) {
             if (eq) value = eq + 1;
@@ -153,42 +231,78 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (eq) {
             return report(EXIT_BAD_INPUT, "%s takes no value, got '%s'", name, eq + 1);
         }
-        int dup = 0;
-        if (!strcmp(name, "--in")) {
-            dup = o->in != NULL;
-            if (!*value) return report(EXIT_BAD_INPUT, "--in: empty path, expected a directory");
-            o->in = value;
-        } else if (!strcmp(name, "--out")) {
-            dup = o->out != NULL;
-            if (!*value) return report(EXIT_BAD_INPUT, "--out: empty path, expected a directory");
-            o->out = value;
+        if (o->crosscheck && !strcmp(name, "--out-dtype"))
+            return report(EXIT_BAD_INPUT, "--out-dtype is not used by crosscheck (it writes nothing)");
+        if (o->crosscheck && !strcmp(name, "--out"))
+            return report(EXIT_BAD_INPUT, "--out is not used by crosscheck (it writes nothing); --expect DIR compares with outputs in DIR");
+        if (!o->crosscheck && is_one_of(name, CROSSCHECK_FLAGS))
+            return report(EXIT_BAD_INPUT, "%s is only for msda crosscheck", name);
+        if (!strcmp(name, "--in") || !strcmp(name, "--out") || !strcmp(name, "--expect")) {
+            if (!*value) return report(EXIT_BAD_INPUT, "%s: empty path, expected a directory", name);
+            if (!strcmp(name, "--in")) o->in = value;
+            else if (!strcmp(name, "--out")) o->out = value;
+            else o->expect = value;
         } else if (!strcmp(name, "--value-layout")) {
-            dup = seen_value++;
             if (!strcmp(value, "BLNC")) o->problem.value_layout = MSDA_VALUE_BLNC;
             else if (!strcmp(value, "BNLC")) o->problem.value_layout = MSDA_VALUE_BNLC;
             else return report(EXIT_BAD_INPUT, "--value-layout: '%s', expected BLNC or BNLC", value);
         } else if (!strcmp(name, "--sampling-locations-layout")) {
-            dup = seen_loc++;
             if (!strcmp(value, "BQHLP2")) o->problem.locations_layout = MSDA_LOCATIONS_BQHLP2;
             else if (!strcmp(value, "B2QHLP")) o->problem.locations_layout = MSDA_LOCATIONS_B2QHLP;
             else return report(EXIT_BAD_INPUT, "--sampling-locations-layout: '%s', expected BQHLP2 or B2QHLP", value);
         } else if (!strcmp(name, "--padding-mode")) {
-            dup = seen_pad++;
             if (!strcmp(value, "zeros")) o->problem.padding = MSDA_PADDING_ZEROS;
             else if (!strcmp(value, "border")) o->problem.padding = MSDA_PADDING_BORDER;
             else return report(EXIT_BAD_INPUT, "--padding-mode: '%s', expected zeros or border", value);
+        } else if (!strcmp(name, "--backend")) {
+            if (strcmp(value, "wasm") && strcmp(value, "wasm-scalar") && strcmp(value, "native"))
+                return report(EXIT_BAD_INPUT, "--backend: '%s', expected wasm, wasm-scalar or native", value);
+            o->backend = value;
+        } else if (!strcmp(name, "--out-dtype")) {
+            if (!strcmp(value, "float32")) o->out_dtype = CC_FLOAT32;
+            else if (!strcmp(value, "float16")) o->out_dtype = CC_FLOAT16;
+            else if (!strcmp(value, "bfloat16")) o->out_dtype = CC_BFLOAT16;
+            else return report(EXIT_BAD_INPUT, "--out-dtype: '%s', expected float32, float16 or bfloat16", value);
+        } else if (!strcmp(name, "--dtype")) {
+            if (!strcmp(value, "float32")) o->dtype = CC_FLOAT32;
+            else if (!strcmp(value, "float16")) o->dtype = CC_FLOAT16;
+            else if (!strcmp(value, "bfloat16")) o->dtype = CC_BFLOAT16;
+            else return report(EXIT_BAD_INPUT, "--dtype: '%s', expected float32, float16 or bfloat16", value);
+        } else if (!strcmp(name, "--rtol") || !strcmp(name, "--atol")) {
+            double v;
+            if (parse_tolerance(value, &v))
+                return report(EXIT_BAD_INPUT, "%s: '%s', expected a number >= 0 such as 1e-3", name, value);
+            if (name[2] == 'r') { o->rtol = v; o->have_rtol = 1; }
+            else { o->atol = v; o->have_atol = 1; }
+        } else if (!strcmp(name, "--top")) {
+            const char *digits = value;
+            size_t len = strlen(value), k;
+            for (k = 0; k < len && value[k] >= '0' && value[k] <= '9'; k++) {}
+            while (len > 1 && *digits == '0') { digits++; len--; } /* leading zeros: the same number */
+            if (!*value || value[k] || len > 4 || atoi(digits) > 1000)
+                return report(EXIT_BAD_INPUT, "--top: '%s', expected an integer from 0 to 1000", value);
+            o->top = atoi(digits);
+        } else if (!strcmp(name, "--json")) {
+            o->json = 1;
         } else if (!strcmp(name, "--threads")) {
-            dup = seen_threads++;
             if (parse_threads(value, &o->problem.threads))
                 return report(EXIT_BAD_INPUT, "--threads: '%s', expected an integer from 1 to 4096", value);
         } else {
-            dup = seen_align++;
             o->problem.align_corners = 1;
         }
-        if (dup) return report(EXIT_BAD_INPUT, "%s given more than once", name);
+        if (seen[flag_index(name)]++) return report(EXIT_BAD_INPUT, "%s given more than once", name);
     }
     if (!o->in) return report(EXIT_BAD_INPUT, "missing --in DIR (see msda --help)");
-    if (!o->out) return report(EXIT_BAD_INPUT, "missing --out DIR (see msda --help)");
+    if (!o->crosscheck && !o->out) return report(EXIT_BAD_INPUT, "missing --out DIR (see msda --help)");
+    if (o->crosscheck && !o->expect)
+        for (const char *const *f = EXPECT_FLAGS; *f; f++)
+            if (seen[flag_index(*f)])
+                return report(EXIT_BAD_INPUT, "%s needs --expect DIR (it sets how your outputs are compared with ours)", *f);
+    if (o->dtype != CC_NO_DTYPE && (o->have_rtol || o->have_atol))
+        return report(EXIT_BAD_INPUT, "--dtype and %s both set the tolerance: give one of them", o->have_rtol ? "--rtol" : "--atol");
+    if (o->crosscheck && !o->expect)
+        return report(EXIT_BAD_INPUT, "crosscheck without --expect (this package's backends against each other) is the JS CLI's: "
+                      "node bindings/cli.js crosscheck, or npx msda crosscheck");
     return 0;
 }
 
@@ -225,35 +339,168 @@ static void case_free(case_data *c)
     }
 }
 
+/* A growing message: the problems of every file of a case, so that one run names them all. */
+typedef struct text {
+    char *s;
+    size_t len;
+    int failed; /* out of memory: what was appended so far is kept */
+} text;
+
+static void append(text *t, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static void append(text *t, const char *fmt, ...)
+{
+    va_list ap, again;
+    va_start(ap, fmt);
+    va_copy(again, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *grown = n < 0 || t->failed ? NULL : realloc(t->s, t->len + (size_t)n + 1);
+    if (!grown) {
+        t->failed = 1;
+    } else {
+        vsnprintf(grown + t->len, (size_t)n + 1, fmt, again);
+        t->s = grown;
+        t->len += (size_t)n;
+    }
+    va_end(again);
+}
+
 /* What to do about a file of the wrong dtype, in NumPy's words (the JS CLI prints the same). */
-static int dtype_hint(const char *path, const char *name, const char *descr, int want_int)
+static void dtype_hint(text *t, const char *path, const char *name, const char *descr, int want_int)
 {
     const int big_endian = descr[0] == '>';
-    return report(EXIT_BAD_INPUT, "%s: dtype '%s'%s: %s must be %s%s: save tensor.astype(%s)", path, descr,
-                  big_endian ? " (big-endian)" : "", name, big_endian ? "little-endian " : "",
-                  want_int ? "int64 or int32" : "float32",
-                  want_int ? (big_endian ? "'<i8'" : "np.int64") : (big_endian ? "'<f4'" : "np.float32"));
+    if (!want_int && (!strcmp(descr, "<V2") || !strcmp(descr, "|V2"))) {
+        append(t, "%s: dtype '%s': a 2-byte void, which is how np.save writes ml_dtypes' bfloat16, "
+               "but its bits cannot be told from any other 2-byte record: save bfloat16 as float32, which is "
+               "exact: tensor.astype(np.float32)", path, descr);
+        return;
+    }
+    append(t, "%s: dtype '%s'%s: %s must be %s%s: save tensor.astype(%s)", path, descr,
+           big_endian ? " (big-endian)" : "", name, big_endian ? "little-endian " : "",
+           want_int ? "int64 or int32" : "float32 or float16",
+           want_int ? (big_endian ? "'<i8'" : "np.int64") : (big_endian ? "'<f4'" : "np.float32"));
+}
+
+/* Where a case's (or --expect's) .npy files come from: a directory, or an .npz archive of them
+ * whose members are named ARCHIVE:name in messages (as the JS CLI names them). */
+typedef struct source {
+    const char *dir;
+    int is_npz;
+    unsigned char *bytes;
+    size_t len;
+    npz z;
+} source;
+
+static void source_close(source *s)
+{
+    if (s->is_npz) npz_free(&s->z);
+    free(s->bytes);
+    s->bytes = NULL;
+}
+
+static int source_open(source *s, const char *flag, const char *dir)
+{
+    memset(s, 0, sizeof *s);
+    s->dir = dir;
+    struct stat st;
+    if (stat(dir, &st) != 0) return report(EXIT_BAD_INPUT, "%s %s: %s", flag, dir, strerror(errno));
+    if (S_ISDIR(st.st_mode)) return 0;
+    char err[320];
+    int io_error = 0;
+    if (S_ISREG(st.st_mode) && npy_read_whole(dir, &s->bytes, &s->len, &io_error, err, sizeof err))
+        return report(io_error ? EXIT_OTHER : EXIT_BAD_INPUT, "%s: %s", dir, err);
+    if (!S_ISREG(st.st_mode) || !npz_looks_like_zip(s->bytes, s->len)) {
+        source_close(s);
+        return report(EXIT_BAD_INPUT, "%s %s: not a directory (nor an .npz archive)", flag, dir);
+    }
+    s->is_npz = 1;
+    if (npz_parse(s->bytes, s->len, &s->z, err, sizeof err)) {
+        source_close(s);
+        return report(EXIT_BAD_INPUT, "%s %s: %s", flag, dir, err);
+    }
+    return 0;
+}
+
+static char *source_path(const source *s, const char *name)
+{
+    if (!s->is_npz) return join(s->dir, name);
+    char *p = malloc(strlen(s->dir) + strlen(name) + 2);
+    if (p) sprintf(p, "%s:%s", s->dir, name);
+    return p;
+}
+
+/* Present (a directory's file by stat, following links), or absent for sure (lstat: ENOENT). */
+static int source_has(const source *s, const char *path, const char *name)
+{
+    struct stat st;
+    return s->is_npz ? npz_find(&s->z, name) != NULL : stat(path, &st) == 0;
+}
+
+static int source_missing(const source *s, const char *path, const char *name)
+{
+    struct stat st;
+    return s->is_npz ? npz_find(&s->z, name) == NULL : lstat(path, &st) != 0 && errno == ENOENT;
+}
+
+/* Loads member name (at path) as floats or int64: npy_load_* semantics. */
+static int source_load(const source *s, const char *path, const char *name, int ints, npy_array *arr, void **data,
+                       int *io_error, char *err, size_t errlen)
+{
+    memset(arr, 0, sizeof *arr);
+    if (!s->is_npz)
+        return ints ? npy_load_i64(path, arr, (int64_t **)data, io_error, err, errlen)
+                    : npy_load_f32(path, arr, (float **)data, io_error, err, errlen);
+    *io_error = 0;
+    const npz_member *m = npz_find(&s->z, name);
+    if (!m) {
+        snprintf(err, errlen, "not in the archive");
+        return -1;
+    }
+    unsigned char *bytes;
+    size_t len;
+    if (npz_read(&s->z, m, &bytes, &len, io_error, err, errlen)) return -1;
+    return ints ? npy_decode_i64(bytes, len, arr, (int64_t **)data, io_error, err, errlen)
+                : npy_decode_f32(bytes, len, arr, (float **)data, io_error, err, errlen);
 }
 
 static int load_case(const options *o, case_data *c)
 {
-    struct stat st;
-    if (stat(o->in, &st) != 0) return report(EXIT_BAD_INPUT, "--in %s: %s", o->in, strerror(errno));
-    if (!S_ISDIR(st.st_mode)) return report(EXIT_BAD_INPUT, "--in %s: not a directory", o->in);
+    source src;
+    int code = source_open(&src, "--in", o->in);
+    if (code) return code;
     int files = o->backward ? F_COUNT : F_GRAD_OUTPUT;
+    text problems = {NULL, 0, 0};
+    /* Every file is read, and every bad one named: "first problem; also: second; also: third". */
     for (int i = 0; i < files; i++) {
         char err[320];
         int io_error = 0, rc;
-        c->path[i] = join(o->in, INPUT_NAMES[i]);
-        if (!c->path[i]) return report(EXIT_OTHER, "out of memory");
-        if (i == F_SHAPES || i == F_STARTS)
-            rc = npy_load_i64(c->path[i], &c->arr[i], &c->i64[i], &io_error, err, sizeof err);
-        else
-            rc = npy_load_f32(c->path[i], &c->arr[i], &c->f32[i], &io_error, err, sizeof err);
-        if (rc && c->arr[i].bad_dtype) return dtype_hint(c->path[i], INPUT_NAMES[i], c->arr[i].descr, i == F_SHAPES || i == F_STARTS);
-        if (rc) return report(io_error ? EXIT_OTHER : EXIT_BAD_INPUT, "%s: %s", c->path[i], err);
+        c->path[i] = source_path(&src, INPUT_NAMES[i]);
+        if (!c->path[i]) {
+            free(problems.s);
+            source_close(&src);
+            return report(EXIT_OTHER, "out of memory");
+        }
+        if (i == F_STARTS && source_missing(&src, c->path[i], INPUT_NAMES[i])) continue; /* derived */
+        const int ints = i == F_SHAPES || i == F_STARTS;
+        void *data = NULL;
+        rc = source_load(&src, c->path[i], INPUT_NAMES[i], ints, &c->arr[i], &data, &io_error, err, sizeof err);
+        if (ints) c->i64[i] = data;
+        else c->f32[i] = data;
+        if (!rc) continue;
+        if (code) append(&problems, "; also: ");
+        else code = io_error ? EXIT_OTHER : EXIT_BAD_INPUT;
+        if (c->arr[i].bad_dtype) dtype_hint(&problems, c->path[i], INPUT_NAMES[i], c->arr[i].descr, i == F_SHAPES || i == F_STARTS);
+        else append(&problems, "%s: %s", c->path[i], err);
     }
-    return 0;
+    if (code) report(code, "%s", problems.s ? problems.s : "out of memory");
+    free(problems.s);
+    source_close(&src);
+    return code;
 }
 
 typedef char shape_text[NPY_MAX_DIMS * 22 + 4];
@@ -305,12 +552,24 @@ static int derive_problem(const options *o, case_data *c, msda_problem *p)
             return report(EXIT_BAD_INPUT, "%s: the sum of H*W over levels 0..%lld overflows 64 bits",
                           c->path[F_SHAPES], (long long)l);
     }
-    if (L != total)
-        return report(EXIT_BAD_INPUT, "%s: shape %s has L = %lld, expected %lld (the sum of H*W over %s) %s",
+    if (L != total) {
+        const int other_fits = value->shape[blnc ? 2 : 1] == total;
+        return report(EXIT_BAD_INPUT, "%s: shape %s has L = %lld, expected %lld (the sum of H*W over %s) %s%s",
                       c->path[F_VALUE], shape_of(value, got), (long long)L, (long long)total, c->path[F_SHAPES],
-                      value_dims);
+                      value_dims, !other_fits ? "" : blnc ? "; --value-layout BNLC makes the shapes fit"
+                                                          : "; --value-layout BLNC makes the shapes fit");
+    }
 
-    if (!same_shape(starts, 1, &NL))
+    /* level_start_index.npy may be left out: it is derived from spatial_shapes */
+    if (!c->i64[F_STARTS]) {
+        c->i64[F_STARTS] = malloc((size_t)NL * sizeof(int64_t));
+        if (!c->i64[F_STARTS]) return report(EXIT_OTHER, "out of memory");
+        int64_t start = 0;
+        for (int64_t l = 0; l < NL; l++) {
+            c->i64[F_STARTS][l] = start;
+            start += c->i64[F_SHAPES][2 * l] * c->i64[F_SHAPES][2 * l + 1];
+        }
+    } else if (!same_shape(starts, 1, &NL))
         return report(EXIT_BAD_INPUT, "%s: shape %s, expected %s = (N_l,) with N_l from %s", c->path[F_STARTS],
                       shape_of(starts, got), npy_format_shape(1, &NL, want, sizeof want), c->path[F_SHAPES]);
 
@@ -324,12 +583,15 @@ static int derive_problem(const options *o, case_data *c, msda_problem *p)
     const int64_t Q = weights->shape[1], P = weights->shape[4];
 
     const int64_t loc_shape[6] = {B, bqhlp2 ? Q : 2, bqhlp2 ? H : Q, bqhlp2 ? NL : H, bqhlp2 ? P : NL, bqhlp2 ? 2 : P};
+    const int64_t other_shape[6] = {B, !bqhlp2 ? Q : 2, !bqhlp2 ? H : Q, !bqhlp2 ? NL : H, !bqhlp2 ? P : NL, !bqhlp2 ? 2 : P};
     if (!same_shape(loc, 6, loc_shape))
-        return report(EXIT_BAD_INPUT, "%s: shape %s, expected %s = %s with N_q and N_p from %s",
+        return report(EXIT_BAD_INPUT, "%s: shape %s, expected %s = %s with N_q and N_p from %s%s",
                       c->path[F_LOCATIONS], shape_of(loc, got), npy_format_shape(6, loc_shape, want, sizeof want),
                       bqhlp2 ? "(B, N_q, N_h, N_l, N_p, 2) per --sampling-locations-layout BQHLP2"
                              : "(B, 2, N_q, N_h, N_l, N_p) per --sampling-locations-layout B2QHLP",
-                      c->path[F_WEIGHTS]);
+                      c->path[F_WEIGHTS], !same_shape(loc, 6, other_shape) ? ""
+                      : bqhlp2 ? "; --sampling-locations-layout B2QHLP makes the shapes fit"
+                               : "; --sampling-locations-layout BQHLP2 makes the shapes fit");
 
     if (o->backward) {
         int64_t go_shape[3] = {B, Q, 0};
@@ -476,7 +738,34 @@ static void install_signal_cleanup(void)
  * replaceable, renames them into place one by one. On any failure or signal the private
  * directory is removed and no older output has changed (unless dir changes under us between
  * the check and the renames: then the error names what this run already replaced). */
-static int write_outputs(const char *dir, const output_file *files, int n)
+/* One output in out_dtype: float32 as it is; float16 as '<f2' bits; bfloat16 as the float32
+ * values of the bfloat16 numbers nearest (NumPy has no bfloat16: float32 holds them exactly). */
+static int write_one(int fd, const output_file *f, int out_dtype, char *err, size_t errlen)
+{
+    if (out_dtype == CC_FLOAT32) return npy_write_fd(fd, NPY_F4, f->ndim, f->shape, f->data, err, errlen);
+    int64_t count = 1;
+    for (int i = 0; i < f->ndim; i++) count *= f->shape[i];
+    void *buf = malloc((size_t)(count ? count : 1) * (out_dtype == CC_FLOAT16 ? 2 : 4));
+    if (!buf) {
+        snprintf(err, errlen, "out of memory for %lld elements", (long long)count);
+        return -1;
+    }
+    for (int64_t i = 0; i < count; i++) {
+        uint32_t u;
+        memcpy(&u, &f->data[i], 4);
+        if (out_dtype == CC_FLOAT16) {
+            ((uint16_t *)buf)[i] = npy_f32_to_f16(u);
+        } else {
+            u = npy_bf16_to_f32(npy_f32_to_bf16(u));
+            memcpy((uint32_t *)buf + i, &u, 4);
+        }
+    }
+    int rc = npy_write_fd(fd, out_dtype == CC_FLOAT16 ? NPY_F2 : NPY_F4, f->ndim, f->shape, buf, err, errlen);
+    free(buf);
+    return rc;
+}
+
+static int write_outputs(const char *dir, const output_file *files, int n, int out_dtype)
 {
     int code = 0, renamed = 0;
     char *final[MAX_OUTPUTS] = {0};
@@ -511,7 +800,7 @@ static int write_outputs(const char *dir, const output_file *files, int n)
             code = report(EXIT_OTHER, "%s: cannot create: %s", final[i], strerror(errno));
             break;
         }
-        if (npy_write_fd(fd, NPY_F4, files[i].ndim, files[i].shape, files[i].data, err, sizeof err))
+        if (write_one(fd, &files[i], out_dtype, err, sizeof err))
             code = report(EXIT_OTHER, "%s: %s", final[i], err);
         if (close(fd) != 0 && !code) code = report(EXIT_OTHER, "%s: write error: %s", final[i], strerror(errno));
     }
@@ -570,7 +859,7 @@ static int run(const options *o, case_data *c)
             code = report(EXIT_OTHER, "forward failed: %s: %s", msda_status_string(e.status), e.message);
         } else {
             const output_file files[] = {{FORWARD_OUTPUTS[0], 3, out_shape, output}};
-            code = write_outputs(o->out, files, 1);
+            code = write_outputs(o->out, files, 1, o->out_dtype);
         }
         free(output);
         return code;
@@ -588,11 +877,123 @@ static int run(const options *o, case_data *c)
             {BACKWARD_OUTPUTS[1], 6, c->arr[F_LOCATIONS].shape, grad_loc},
             {BACKWARD_OUTPUTS[2], 5, c->arr[F_WEIGHTS].shape, grad_weights},
         };
-        code = write_outputs(o->out, files, 3);
+        code = write_outputs(o->out, files, 3, o->out_dtype);
     }
     free(grad_value);
     free(grad_loc);
     free(grad_weights);
+    return code;
+}
+
+/* crosscheck --expect DIR: your files against the float64 reference (crosscheck.c), in the JS
+ * CLI's order of checks, so that both name the same problem first. */
+static int run_crosscheck(options *o)
+{
+    source src;
+    int opened = source_open(&src, "--expect", o->expect);
+    if (opened) return opened;
+    char *path[CC_COUNT] = {0};
+    npy_array arr[CC_COUNT];
+    float *data[CC_COUNT] = {0};
+    text problems = {NULL, 0, 0};
+    int code = 0, found = 0;
+    for (int k = 0; k < CC_COUNT && code != EXIT_OTHER; k++) {
+        char name[64], err[320];
+        snprintf(name, sizeof name, "%s.npy", CC_NAMES[k]);
+        path[k] = source_path(&src, name);
+        if (!path[k]) { code = report(EXIT_OTHER, "out of memory"); break; }
+        if (!source_has(&src, path[k], name)) {
+            free(path[k]);
+            path[k] = NULL;
+            continue;
+        }
+        int io_error = 0;
+        void *loaded = NULL;
+        int rc = source_load(&src, path[k], name, 0, &arr[k], &loaded, &io_error, err, sizeof err);
+        data[k] = loaded;
+        if (rc == 0) { found++; continue; }
+        if (code) append(&problems, "; also: ");
+        code = EXIT_BAD_INPUT;
+        if (arr[k].bad_dtype) dtype_hint(&problems, path[k], name, arr[k].descr, 0);
+        else append(&problems, "%s: %s", path[k], err);
+    }
+    if (code == EXIT_BAD_INPUT) report(code, "%s", problems.s ? problems.s : "out of memory");
+    free(problems.s);
+    source_close(&src);
+    if (!code && !found)
+        code = report(EXIT_BAD_INPUT, "--expect %s: none of output.npy, grad_value.npy, grad_sampling_locations.npy, "
+                      "grad_attention_weights.npy is there", o->expect);
+    case_data c;
+    memset(&c, 0, sizeof c);
+    msda_problem p;
+    if (!code) {
+        o->backward = data[CC_GRAD_VALUE] || data[CC_GRAD_LOCATIONS] || data[CC_GRAD_WEIGHTS];
+        code = load_case(o, &c);
+    }
+    if (!code) code = derive_problem(o, &c, &p);
+    for (int k = 0; k < CC_COUNT && !code; k++) {
+        if (!data[k]) continue;
+        const int64_t out_shape[3] = {p.batch, p.num_queries, p.num_heads * p.channels};
+        const npy_array *want = k == CC_GRAD_VALUE ? &c.arr[F_VALUE] : k == CC_GRAD_LOCATIONS ? &c.arr[F_LOCATIONS]
+                              : &c.arr[F_WEIGHTS];
+        const int ndim = k == CC_OUTPUT ? 3 : want->ndim;
+        const int64_t *shape = k == CC_OUTPUT ? out_shape : want->shape;
+        if (!same_shape(&arr[k], ndim, shape)) {
+            shape_text got, expected;
+            code = report(EXIT_BAD_INPUT, "%s: shape %s, expected %s (the shape of %s)", path[k], shape_of(&arr[k], got),
+                          npy_format_shape(ndim, shape, expected, sizeof expected), CC_NAMES[k]);
+        }
+    }
+    if (!code) {
+        cc_settings s;
+        memset(&s, 0, sizeof s);
+        s.in = o->in;
+        s.expect = o->expect;
+        s.top = o->top;
+        s.json = o->json;
+        s.backend = o->backend;
+        s.rtol = o->rtol;
+        s.atol = o->atol;
+        s.dtype = o->dtype;
+        s.dtype_from = "--dtype";
+        if (o->dtype == CC_NO_DTYPE && !o->have_rtol && !o->have_atol) {
+            /* the files' own dtype when all are float16, or all bfloat16 */
+            int f2 = 0, bf = 0, all = 0;
+            for (int k = 0; k < CC_COUNT; k++) {
+                if (!data[k]) continue;
+                all++;
+                f2 += arr[k].dtype == NPY_F2;
+                bf += arr[k].dtype == NPY_BF16;
+            }
+            s.dtype = f2 == all ? CC_FLOAT16 : bf == all ? CC_BFLOAT16 : CC_FLOAT32;
+            s.dtype_from = s.dtype == CC_FLOAT32 ? "the default" : "the dtype of the files";
+        }
+        const int inputs[4] = {F_VALUE, F_LOCATIONS, F_WEIGHTS, F_GRAD_OUTPUT};
+        for (int k = 0; k < 4; k++) {
+            if (!c.f32[inputs[k]]) continue;
+            s.input_path[k] = c.path[inputs[k]];
+            s.input_data[k] = c.f32[inputs[k]];
+            s.input_count[k] = c.arr[inputs[k]].count;
+        }
+        cc_file files[CC_COUNT];
+        for (int k = 0; k < CC_COUNT; k++) {
+            files[k].path = data[k] ? path[k] : NULL;
+            files[k].descr = data[k] ? npy_dtype_name(arr[k].dtype) : NULL;
+            files[k].data = data[k];
+        }
+        char *failure = NULL;
+        int rc = cc_run(&p, c.f32[F_VALUE], c.f32[F_LOCATIONS], c.f32[F_WEIGHTS], c.f32[F_GRAD_OUTPUT], files, &s, stdout,
+                        &failure);
+        fflush(stdout);
+        if (rc < 0) code = report(EXIT_OTHER, "out of memory");
+        else if (rc) code = report(EXIT_OTHER, "%s", failure);
+        free(failure);
+    }
+    case_free(&c);
+    for (int k = 0; k < CC_COUNT; k++) {
+        free(path[k]);
+        free(data[k]);
+    }
     return code;
 }
 
@@ -602,6 +1003,7 @@ int main(int argc, char **argv)
     int code = parse_args(argc, argv, &o);
     if (code < 0) return EXIT_OK; /* --help, --version */
     if (code) return code;
+    if (o.crosscheck) return run_crosscheck(&o);
     case_data c;
     memset(&c, 0, sizeof c);
     code = load_case(&o, &c);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 static const unsigned char MAGIC[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
+#define NPY_EXPECTED "'<f4', '<f2', 'bfloat16', '<i4' or '<i8'"
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -36,13 +37,60 @@ const char *npy_dtype_name(npy_dtype dtype)
     case NPY_F4: return "<f4";
     case NPY_I4: return "<i4";
     case NPY_I8: return "<i8";
+    case NPY_F2: return "<f2";
+    case NPY_BF16: return "bfloat16";
     }
     return "?";
 }
 
 size_t npy_dtype_size(npy_dtype dtype)
 {
-    return dtype == NPY_I8 ? 8 : 4;
+    return dtype == NPY_I8 ? 8 : dtype == NPY_F2 || dtype == NPY_BF16 ? 2 : 4;
+}
+
+uint32_t npy_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+    if (exp == 0x1f) return sign | 0x7f800000u | man << 13;
+    if (exp == 0) {
+        if (!man) return sign;
+        uint32_t e = 113; /* 2^-14 with the implicit bit at 0x400 once normalised */
+        while (!(man & 0x400u)) { man <<= 1; e--; }
+        return sign | e << 23 | (man & 0x3ffu) << 13;
+    }
+    return sign | (exp + 112) << 23 | man << 13;
+}
+
+uint32_t npy_bf16_to_f32(uint16_t h)
+{
+    return (uint32_t)h << 16;
+}
+
+uint16_t npy_f32_to_bf16(uint32_t f)
+{
+    if ((f & 0x7f800000u) == 0x7f800000u && (f & 0x7fffffu)) return (uint16_t)((f >> 16) | 0x40u);
+    uint32_t rest = f & 0xffffu, keep = f >> 16;
+    return (uint16_t)(rest > 0x8000u || (rest == 0x8000u && (keep & 1)) ? keep + 1 : keep);
+}
+
+uint16_t npy_f32_to_f16(uint32_t f)
+{
+    uint32_t sign = (f >> 16) & 0x8000u, exp = (f >> 23) & 0xffu, man = f & 0x7fffffu;
+    if (exp == 0xff) return (uint16_t)(sign | 0x7c00u | (man ? 0x200u | man >> 13 : 0));
+    int32_t e = (int32_t)exp - 127 + 15;
+    if (e >= 0x1f) return (uint16_t)(sign | 0x7c00u);
+    uint32_t m, shift;
+    if (e <= 0) { /* subnormal (or zero) in binary16: the implicit bit joins the shifted mantissa */
+        if (e < -10) return (uint16_t)sign;
+        m = man | 0x800000u;
+        shift = (uint32_t)(14 - e);
+    } else {
+        m = man;
+        shift = 13;
+    }
+    uint32_t keep = m >> shift, rest = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rest > half || (rest == half && (keep & 1))) keep++; /* may carry into the exponent: right */
+    return (uint16_t)(sign | ((e > 0 ? (uint32_t)e << 10 : 0) + keep));
 }
 
 char *npy_format_shape(int ndim, const int64_t *shape, char *buf, size_t buflen)
@@ -203,12 +251,16 @@ static int parse_dtype(const char *descr, npy_dtype *out, char *err, size_t errl
     if (strcmp(descr, "<f4") == 0) { *out = NPY_F4; return 0; }
     if (strcmp(descr, "<i4") == 0) { *out = NPY_I4; return 0; }
     if (strcmp(descr, "<i8") == 0) { *out = NPY_I8; return 0; }
+    if (strcmp(descr, "<f2") == 0) { *out = NPY_F2; return 0; }
+    if (strcmp(descr, "bfloat16") == 0) { *out = NPY_BF16; return 0; }
     const char *what = "unsupported dtype";
     if (descr[0] == '>') what = "big-endian dtype";
     else if (descr[0] == '|' && (strcmp(descr + 1, "f4") == 0 || strcmp(descr + 1, "i4") == 0 ||
-                                 strcmp(descr + 1, "i8") == 0))
+                                 strcmp(descr + 1, "i8") == 0 || strcmp(descr + 1, "f2") == 0))
         what = "dtype without byte order ('|' is for 1-byte types)";
-    return fail(err, errlen, "%s '%s', expected '<f4', '<i4' or '<i8'", what, descr);
+    else if (strcmp(descr, "<V2") == 0 || strcmp(descr, "|V2") == 0)
+        what = "2-byte void dtype (np.save writes ml_dtypes' bfloat16 so; its bits cannot be told from any other 2-byte record)";
+    return fail(err, errlen, "%s '%s', expected " NPY_EXPECTED, what, descr);
 }
 
 static int parse_header(const char *s, size_t len, npy_array *a, char *err, size_t errlen)
@@ -225,7 +277,7 @@ static int parse_header(const char *s, size_t len, npy_array *a, char *err, size
             seen = &seen_descr;
             if (peek(&c) != '\'' && peek(&c) != '"')
                 return fail(err, errlen, "header: 'descr' is not a string (found %s); structured dtypes are not "
-                            "supported, expected '<f4', '<i4' or '<i8'", found(&c, f, sizeof f));
+                            "supported, expected " NPY_EXPECTED, found(&c, f, sizeof f));
             if (parse_string(&c, descr, sizeof descr, "'descr'", err, errlen)) return -1;
         } else if (strcmp(key, "fortran_order") == 0) {
             seen = &seen_fortran;
@@ -257,7 +309,8 @@ static int parse_header(const char *s, size_t len, npy_array *a, char *err, size
         return -1;
     }
     if (fortran)
-        return fail(err, errlen, "Fortran-order (column-major) arrays are not supported, expected fortran_order False");
+        return fail(err, errlen, "Fortran-order (column-major) arrays are not supported, expected fortran_order False: "
+                    "save np.ascontiguousarray(tensor)");
     return 0;
 }
 
@@ -399,19 +452,82 @@ static int load(const char *path, npy_array *arr, unsigned char **bytes, int *io
     return 0;
 }
 
+int npy_read_whole(const char *path, unsigned char **bytes, size_t *len, int *io_error, char *err, size_t errlen)
+{
+    if (io_error) *io_error = 0;
+    return read_file(path, bytes, len, io_error, err, errlen);
+}
+
+static int parse_owned(unsigned char *bytes, size_t len, npy_array *arr, int *io_error, char *err, size_t errlen)
+{
+    if (io_error) *io_error = 0;
+    if (npy_parse(bytes, len, arr, err, errlen)) {
+        free(bytes);
+        return -1;
+    }
+    return 0;
+}
+
+static int decode_f32(unsigned char *bytes, npy_array *arr, float **data, int *io_error, char *err, size_t errlen);
+static int decode_i64(unsigned char *bytes, npy_array *arr, int64_t **data, int *io_error, char *err, size_t errlen);
+
+int npy_decode_f32(unsigned char *bytes, size_t len, npy_array *arr, float **data, int *io_error, char *err, size_t errlen)
+{
+    *data = NULL;
+    if (parse_owned(bytes, len, arr, io_error, err, errlen)) return -1;
+    return decode_f32(bytes, arr, data, io_error, err, errlen);
+}
+
+int npy_decode_i64(unsigned char *bytes, size_t len, npy_array *arr, int64_t **data, int *io_error, char *err, size_t errlen)
+{
+    *data = NULL;
+    if (parse_owned(bytes, len, arr, io_error, err, errlen)) return -1;
+    return decode_i64(bytes, arr, data, io_error, err, errlen);
+}
+
 int npy_load_f32(const char *path, npy_array *arr, float **data, int *io_error, char *err, size_t errlen)
 {
     unsigned char *bytes;
     *data = NULL;
     if (load(path, arr, &bytes, io_error, err, errlen)) return -1;
-    if (arr->dtype != NPY_F4) {
+    return decode_f32(bytes, arr, data, io_error, err, errlen);
+}
+
+int npy_load_i64(const char *path, npy_array *arr, int64_t **data, int *io_error, char *err, size_t errlen)
+{
+    unsigned char *bytes;
+    *data = NULL;
+    if (load(path, arr, &bytes, io_error, err, errlen)) return -1;
+    return decode_i64(bytes, arr, data, io_error, err, errlen);
+}
+
+/* Takes over bytes (parsed into arr): the floats, or -1 with err. */
+static int decode_f32(unsigned char *bytes, npy_array *arr, float **data, int *io_error, char *err, size_t errlen)
+{
+    if (arr->dtype == NPY_I4 || arr->dtype == NPY_I8) {
         arr->bad_dtype = 1;
         free(bytes);
-        return fail(err, errlen, "dtype '%s', expected '<f4'", npy_dtype_name(arr->dtype));
+        return fail(err, errlen, "dtype '%s', expected '<f4', '<f2' or 'bfloat16'", npy_dtype_name(arr->dtype));
+    }
+    const unsigned char *src = bytes + arr->data_offset;
+    if (arr->dtype != NPY_F4) {
+        float *out = (uint64_t)arr->count > SIZE_MAX / 4 ? NULL : malloc(arr->count ? (size_t)arr->count * 4 : 1);
+        if (!out) {
+            free(bytes);
+            if (io_error) *io_error = 1;
+            return fail(err, errlen, "out of memory for %lld floats", (long long)arr->count);
+        }
+        for (int64_t i = 0; i < arr->count; i++) {
+            uint16_t h = (uint16_t)(src[2 * i] | src[2 * i + 1] << 8);
+            uint32_t u = arr->dtype == NPY_F2 ? npy_f16_to_f32(h) : npy_bf16_to_f32(h);
+            memcpy(out + i, &u, 4);
+        }
+        free(bytes);
+        *data = out;
+        return 0;
     }
     /* Decode in place, moving the data to the start of the block so it is float-aligned;
      * element i is read before anything at or after its source is written. */
-    const unsigned char *src = bytes + arr->data_offset;
     for (int64_t i = 0; i < arr->count; i++) {
         uint32_t u = le32(src + 4 * i);
         memcpy(bytes + 4 * i, &u, 4);
@@ -421,15 +537,12 @@ int npy_load_f32(const char *path, npy_array *arr, float **data, int *io_error, 
     return 0;
 }
 
-int npy_load_i64(const char *path, npy_array *arr, int64_t **data, int *io_error, char *err, size_t errlen)
+static int decode_i64(unsigned char *bytes, npy_array *arr, int64_t **data, int *io_error, char *err, size_t errlen)
 {
-    unsigned char *bytes;
-    *data = NULL;
-    if (load(path, arr, &bytes, io_error, err, errlen)) return -1;
-    if (arr->dtype == NPY_F4) {
+    if (arr->dtype != NPY_I4 && arr->dtype != NPY_I8) {
         arr->bad_dtype = 1;
         free(bytes);
-        return fail(err, errlen, "dtype '<f4', expected '<i8' or '<i4'");
+        return fail(err, errlen, "dtype '%s', expected '<i8' or '<i4'", npy_dtype_name(arr->dtype));
     }
     /* count * 8 fits: count * item size <= the file size, and item size >= 4 */
     int64_t *out = malloc(arr->count ? (size_t)arr->count * 8 : 1);
@@ -493,7 +606,8 @@ int npy_write_fd(int fd, npy_dtype dtype, int ndim, const int64_t *shape, const 
     const unsigned char *src = data;
     for (int64_t i = 0; ok && i < count; i++) {
         uint64_t u = 0;
-        if (item == 4) { uint32_t v; memcpy(&v, src + 4 * i, 4); u = v; }
+        if (item == 2) { uint16_t v; memcpy(&v, src + 2 * i, 2); u = v; }
+        else if (item == 4) { uint32_t v; memcpy(&v, src + 4 * i, 4); u = v; }
         else memcpy(&u, src + 8 * i, 8);
         for (size_t k = 0; k < item; k++) chunk[used++] = (unsigned char)(u >> (8 * k));
         if (used == sizeof chunk) { ok = write_all(fd, chunk, used) == 0; used = 0; }

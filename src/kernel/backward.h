@@ -265,21 +265,31 @@ static void backward_query_part(const msda_plan *p, const msda_tensors *t, geom_
     backward_query_impl(p, t, gc, b, q, h, part, 1);
 }
 
-/* The backward's banded walk (see banded_walk) over heads [h_begin, h_end) of batch b. */
-static void backward_banded(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t h_begin,
-                            int64_t h_end, const band_grid *bg, const head_part *part)
+/* Every query of batch b, for heads [h_begin, h_end), in the walk's order (walks.h), which
+ * depends on the problem's shapes and the batch's locations and weights alone: each head's
+ * grad_value sums over the queries in that order, whatever the threads, and all heads' rows of
+ * a pixel are used together. */
+static void backward_walk(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t h_begin,
+                          int64_t h_end, const head_part *part)
 {
-    for (int64_t k = 0; k < bg->bands; k++)
-        for (int64_t j = 0; j < bg->cols; j++)
-            for (int64_t l = 0; l < p->num_levels; l++) {
-                band_cell cell;
-                band_cell_of(p, bg, k, j, l, &cell);
-                for (int64_t x = cell.x0; x < cell.x1; x++)
-                    for (int64_t y = cell.y0; y < cell.y1; y++)
-                        for (int64_t h = h_begin; h < h_end; h++)
-                            if (part) backward_query_part(p, t, gc, b, cell.start + y * cell.width + x, h, part);
-                            else backward_query(p, t, gc, b, cell.start + y * cell.width + x, h);
-            }
+    const int64_t Q = p->num_queries;
+    sample_grid sg;
+    sample_grid_init(&sg, p, MSDA_BACKWARD_STRIP);
+    uint16_t order[MSDA_ORDER_CHUNK];
+    fetch_ahead fa = {0.0f};
+    for (int64_t q0 = 0; q0 < Q; q0 += MSDA_ORDER_CHUNK) {
+        const int n = (int)(Q - q0 < MSDA_ORDER_CHUNK ? Q - q0 : MSDA_ORDER_CHUNK);
+        sample_order(p, t, &sg, b, q0, n, order);
+        for (int i = 0; i < n; i++) {
+#if !defined(__wasm__)   /* wasm's loads ahead (no prefetch there) measured slower in the backward */
+            if (i + 1 < n) fetch_query(&fa, p, t, b, q0 + (order[i + 1] & MSDA_ORDER_INDEX), 1);
+#endif
+            for (int64_t h = h_begin; h < h_end; h++)
+                if (part) backward_query_part(p, t, gc, b, q0 + (order[i] & MSDA_ORDER_INDEX), h, part);
+                else backward_query(p, t, gc, b, q0 + (order[i] & MSDA_ORDER_INDEX), h);
+        }
+    }
+    __asm__ volatile("" : : "r"(fa.sink));
 }
 
 /* Units (batch, head, part) when heads are split (plan->backward_split parts a head, for more
@@ -291,26 +301,20 @@ static void backward_banded(const msda_plan *p, const msda_tensors *t, geom_cach
 static void backward_range_split(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t begin, int64_t end)
 {
     const int64_t H = p->num_heads, R = p->backward_split, L = p->value_length, Q = p->num_queries, C = p->channels;
-    band_grid bg;
-    const int banded = banded_walk(p, MSDA_BACKWARD_STRIP, &bg);
     for (int64_t u = begin; u < end; u++) {
         const int64_t b = u / (H * R), h = u / R % H, r = u % R;
         const head_part part = {L * r / R, L * (r + 1) / R, Q * r / R, Q * (r + 1) / R};
         float *base = t->grad_value + b * p->value_stride_batch + h * p->value_stride_head;
         for (int64_t pixel = part.pixel_begin; pixel < part.pixel_end; pixel++)
             memset(base + pixel * p->value_stride_pixel, 0, (size_t)C * sizeof(float));
-        if (banded) {
-            backward_banded(p, t, gc, b, h, h + 1, &bg, &part);
-            continue;
-        }
-        for (int64_t q = 0; q < Q; q++) backward_query_part(p, t, gc, b, q, h, &part);
+        backward_walk(p, t, gc, b, h, h + 1, &part);
     }
 }
 
 void MSDA_KFN(msda__backward_range)(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end);
 void MSDA_KFN(msda__backward_range)(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end)
 {
-    const int64_t Q = p->num_queries, H = p->num_heads;
+    const int64_t H = p->num_heads;
     geom_cache gc;
     geom_cache_init(&gc, p);
     if (p->backward_split > 1) {
@@ -337,21 +341,10 @@ void MSDA_KFN(msda__backward_range)(const msda_plan *p, const msda_tensors *t, i
                     memset(base + h * p->value_stride_head + pixel * p->value_stride_pixel, 0, (size_t)C * sizeof(float));
         }
     }
-    band_grid bg;
-    const int banded = banded_walk(p, MSDA_BACKWARD_STRIP, &bg);
-    /* The units (heads) of one batch run side by side, query by query in a fixed order that
-     * depends only on the problem's shape (backward_banded, else index order): each head's grad_value sums over
-     * queries in that order, and all heads' rows of a pixel are used together. (Not the
-     * forward's data-dependent walking order: that would make one sample's terms depend on where
-     * the other samples are, e.g. a NaN sample would not equal a weight-0 one bit for bit.) */
+    /* The units (heads) of one batch run side by side (backward_walk). */
     for (int64_t b = begin / H; b * H < end; b++) {
         const int64_t h_begin = b * H > begin ? 0 : begin - b * H;
         const int64_t h_end = (b + 1) * H < end ? H : end - b * H;
-        if (banded) {
-            backward_banded(p, t, &gc, b, h_begin, h_end, &bg, NULL);
-            continue;
-        }
-        for (int64_t q = 0; q < Q; q++)
-            for (int64_t h = h_begin; h < h_end; h++) backward_query(p, t, &gc, b, q, h);
+        backward_walk(p, t, &gc, b, h_begin, h_end, NULL);
     }
 }

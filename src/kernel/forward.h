@@ -228,49 +228,32 @@ MSDA_INLINE void forward_query_heads(const msda_plan *p, const msda_tensors *t, 
     for (int64_t h = h_begin; h < h_end; h++) forward_query(p, t, gc, tp, b, q, h);
 }
 
-/* The forward's banded walk over the units [begin, end) of batch b. */
-static void forward_banded(const msda_plan *p, const msda_tensors *t, geom_cache *gc, taps *tp, int64_t b,
-                           int64_t begin, int64_t end, const band_grid *bg)
-{
-    const int64_t blocks = query_blocks(p);
-    for (int64_t k = 0; k < bg->bands; k++)
-        for (int64_t j = 0; j < bg->cols; j++)
-            for (int64_t l = 0; l < p->num_levels; l++) {
-                band_cell cell;
-                band_cell_of(p, bg, k, j, l, &cell);
-                for (int64_t x = cell.x0; x < cell.x1; x++)
-                    for (int64_t y = cell.y0; y < cell.y1; y++)
-                        forward_query_heads(p, t, gc, tp, b, cell.start + y * cell.width + x, blocks, begin, end);
-            }
-}
-
 void MSDA_KFN(msda__forward_range)(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end);
 void MSDA_KFN(msda__forward_range)(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end)
 {
     const int64_t Q = p->num_queries, H = p->num_heads, blocks = query_blocks(p);
-    const int64_t per_chunk = MSDA_BLOCK / MSDA_FORWARD_QUERY_BLOCK;
     geom_cache gc;
     geom_cache_init(&gc, p);
     taps tp;
+    sample_grid sg;
+    sample_grid_init(&sg, p, MSDA_FORWARD_STRIP);
+    uint16_t order[MSDA_ORDER_CHUNK];
+    fetch_ahead fa = {0.0f};
+    /* The range's queries, batch by batch, in the walk's order (walks.h). The output's bits do not
+     * depend on the order: each output element is one (query, head)'s sum. */
     const int64_t first = begin / H, last = (end - 1) / H;   /* global query blocks b * blocks + block */
-    band_grid bg;
-    if (banded_walk(p, MSDA_FORWARD_STRIP, &bg)) {
-        for (int64_t b = first / blocks; b <= last / blocks; b++) forward_banded(p, t, &gc, &tp, b, begin, end, &bg);
-        return;
-    }
-    /* Otherwise the range's units are walked up to MSDA_BLOCK queries at a time in Morton order. */
-    uint16_t order[MSDA_BLOCK];
-    for (int64_t chunk = first; chunk <= last;) {
-        const int64_t b = chunk / blocks;
-        int64_t chunk_end = chunk + per_chunk;
-        if (chunk_end > (b + 1) * blocks) chunk_end = (b + 1) * blocks;
-        if (chunk_end > last + 1) chunk_end = last + 1;
-        const int64_t q_begin = (chunk - b * blocks) * MSDA_FORWARD_QUERY_BLOCK;
-        int64_t q_end = (chunk_end - b * blocks) * MSDA_FORWARD_QUERY_BLOCK;
+    for (int64_t b = first / blocks; b <= last / blocks; b++) {
+        const int64_t q_begin = b == first / blocks ? (first - b * blocks) * MSDA_FORWARD_QUERY_BLOCK : 0;
+        int64_t q_end = b == last / blocks ? (last - b * blocks + 1) * MSDA_FORWARD_QUERY_BLOCK : Q;
         if (q_end > Q) q_end = Q;
-        const int n = (int)(q_end - q_begin);
-        query_order(p, t->sampling_locations, b, q_begin, n, order);
-        for (int i = 0; i < n; i++) forward_query_heads(p, t, &gc, &tp, b, q_begin + order[i], blocks, begin, end);
-        chunk = chunk_end;
+        for (int64_t q0 = q_begin; q0 < q_end; q0 += MSDA_ORDER_CHUNK) {
+            const int n = (int)(q_end - q0 < MSDA_ORDER_CHUNK ? q_end - q0 : MSDA_ORDER_CHUNK);
+            sample_order(p, t, &sg, b, q0, n, order);
+            for (int i = 0; i < n; i++) {
+                if (i + 1 < n) fetch_query(&fa, p, t, b, q0 + (order[i + 1] & MSDA_ORDER_INDEX), 0);
+                forward_query_heads(p, t, &gc, &tp, b, q0 + (order[i] & MSDA_ORDER_INDEX), blocks, begin, end);
+            }
+        }
     }
+    __asm__ volatile("" : : "r"(fa.sink));
 }

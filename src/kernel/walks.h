@@ -1,14 +1,22 @@
-/* The orders queries are walked in: bands of rows for one query per pixel (both passes), and
- * Morton order of where the queries sample (the forward, other problems). Part of the per-ISA
- * kernel copy (kernels.h), after geometry.h. */
-/* ---- the banded walk ----
- * One query per pixel (encoder self-attention): query start_l + y * W_l + x is pixel (y, x) of
- * level l and samples around that place on every level. Both passes then walk the queries of
- * all levels together over the image: in bands of `strip` rows of the tallest level (`rows`),
- * and in a band column by column of the widest level (`cols`), each level's pixels whose place
- * falls there. Neighbouring queries share their rows in cache, and one sweep over the image
- * reads each level's rows a few times instead of once per image line (raster order) or once per
- * level of queries (index order). The order depends on the shapes alone. */
+/* The order queries are walked in, for both passes: by where each query samples, not by its
+ * index. Part of the per-ISA kernel copy (kernels.h), after geometry.h.
+ *
+ * The image is cut into a grid of cells: bands of `strip` rows of the tallest level, each band
+ * column by column of the widest level (coarser columns, then bands, where that would make more
+ * than MSDA_ORDER_CELLS cells). A query's place is the mean of the points of head 0's first level
+ * that has a live point (both coordinates not NaN, weight not 0; at most its first four points),
+ * clamped into [0, 1]; queries are counting-sorted by the cell of that place (stable: index
+ * order within a cell) and walked cell by cell, band by band. Neighbouring queries then share
+ * their rows in cache, and one sweep over the image reads each level's rows a few times, in any
+ * query order: one query per pixel (encoder self-attention) in pixel order or shuffled, or a
+ * two-stage decoder's proposals in score order. More than MSDA_ORDER_CHUNK queries are walked
+ * in index ranges of that many, one sweep each (the order's scratch stays on the stack).
+ *
+ * The place is integer math from the float inputs: a clamped coordinate times 2^16 is exact in
+ * float, its truncation exact, the rest integers. So the order, and with it the backward's
+ * grad_value summation order, is the same on every ISA, build and thread count. Dead points
+ * (NaN, weight 0) do not move it, and a huge coordinate clamps like any other beyond the edge,
+ * so a NaN sample and a weight-0 one, or 1e30 and 5, still give the same bits. */
 
 #ifndef MSDA_BACKWARD_STRIP
 #define MSDA_BACKWARD_STRIP 8
@@ -17,105 +25,159 @@
 #define MSDA_FORWARD_STRIP 4
 #endif
 
-/* Shapes up to this many pixels per side use the banded walk (products stay in int64). */
-#define MSDA_BAND_LIMIT ((int64_t)1 << 20)
+/* Queries sorted at a time (their order as uint16 on the stack, 64 KiB); a problem with more
+ * walks them in consecutive index ranges of this many, each in its own sweep. */
+#define MSDA_ORDER_CHUNK 32768
+/* Most grid cells, the last one for queries with no live point (counts as uint16, 16 KiB). */
+#define MSDA_ORDER_CELLS 8192
 
-typedef struct band_grid {
+typedef struct sample_grid {
     int64_t bands, cols;
-} band_grid;
+} sample_grid;
 
-/* The pixels of one level in one (band, column) cell: x0 <= x < x1, y0 <= y < y1, queries
- * start + y * width + x. */
-typedef struct band_cell {
-    int64_t x0, x1, y0, y1, start, width;
-} band_cell;
-
-/* ceil(k * n / d) capped at n: where band k of d starts along an axis of n pixels. */
-static inline int64_t band_start(int64_t k, int64_t n, int64_t d)
-{
-    const int64_t s = (k * n + d - 1) / d;
-    return s < n ? s : n;
-}
-
-static inline void band_cell_of(const msda_plan *p, const band_grid *bg, int64_t k, int64_t j, int64_t l,
-                                band_cell *cell)
-{
-    const int64_t Hl = p->spatial_shapes[2 * l], Wl = p->spatial_shapes[2 * l + 1];
-    cell->y0 = band_start(k, Hl, bg->bands);
-    cell->y1 = band_start(k + 1, Hl, bg->bands);
-    cell->x0 = band_start(j, Wl, bg->cols);
-    cell->x1 = band_start(j + 1, Wl, bg->cols);
-    cell->start = p->level_start_index[l];
-    cell->width = Wl;
-}
-
-/* 1 when the problem is walked in bands of `strip` rows: one query per pixel, sides small
- * enough for band_start's products, and no more (band, column) cells than pixels, so walking
- * the empty cells of odd shapes (1 x n beside n x 1) costs nothing. */
-static int banded_walk(const msda_plan *p, int64_t strip, band_grid *bg)
+static void sample_grid_init(sample_grid *sg, const msda_plan *p, int64_t strip)
 {
     int64_t rows = 1, cols = 1;
-    int banded = 1;
     for (int64_t l = 0; l < p->num_levels; l++) {
         const int64_t hl = p->spatial_shapes[2 * l], wl = p->spatial_shapes[2 * l + 1];
-        banded &= hl <= MSDA_BAND_LIMIT && wl <= MSDA_BAND_LIMIT;
         rows = hl > rows ? hl : rows;
         cols = wl > cols ? wl : cols;
     }
-    bg->bands = (rows + strip - 1) / strip;
-    bg->cols = cols;
-    return p->num_queries == p->value_length && banded && bg->bands * cols <= p->value_length;
+    int64_t bands = (rows + strip - 1) / strip;
+    if (bands > MSDA_ORDER_CELLS - 1) bands = MSDA_ORDER_CELLS - 1;
+    const int64_t max_cols = (MSDA_ORDER_CELLS - 1) / bands;
+    sg->bands = bands;
+    sg->cols = cols < max_cols ? cols : max_cols;
 }
 
-/* ---- query order ----
- * The forward walks encoder-style problems in bands (above). Other problems' queries may sample
- * anywhere; walked in index order, the rows a stretch of queries reads can span many image
- * lines and overflow the cache. Blocks of up to MSDA_BLOCK queries are walked instead in
- * Morton (Z) order of a reference point (the mean of head 0's level-0 points), which keeps
- * consecutive queries in a small patch. Only the forward walks this way: its bits do not depend
- * on the order at all. */
-
-#define MSDA_BLOCK 1024
-
-static inline float unit_clamp(float x) { return x >= 0.0f ? (x <= 1.0f ? x : 1.0f) : 0.0f; }   /* NaN: 0 */
-
-static inline uint32_t spread_bits(uint32_t v)   /* bits 0..7 to the even bits 0..14 */
+/* A coordinate (not NaN) clamped into [0, 1], in units of 2^-16: exact, the same everywhere. */
+static inline int32_t unit_fixed(float c)
 {
-    v = (v | v << 4) & 0x0F0Fu;
-    v = (v | v << 2) & 0x3333u;
-    v = (v | v << 1) & 0x5555u;
-    return v;
+    const float u = c > 0.0f ? (c < 1.0f ? c : 1.0f) : 0.0f;
+    return (int32_t)(u * 65536.0f);
 }
 
-/* order[0 .. n) = the queries q_begin .. q_begin + n of batch b, in walking order. */
-static void query_order(const msda_plan *p, const float *locations, int64_t b, int64_t q_begin, int n,
-                        uint16_t *order)
+/* The cell of query q of batch b (see the top of this file); bands * cols when it has no live
+ * point. int32 math: a mean is at most 2^16, times at most 8191 cells. */
+static inline int32_t query_cell(const msda_plan *p, const msda_tensors *t, const sample_grid *sg, int64_t b,
+                                 int64_t q)
 {
-    uint16_t key[MSDA_BLOCK], key_tmp[MSDA_BLOCK], order_tmp[MSDA_BLOCK];
-    const int64_t points = p->num_points < 4 ? p->num_points : 4;
-    for (int i = 0; i < n; i++) {
-        const float *loc = locations + b * p->loc_stride_batch + (q_begin + i) * p->loc_stride_query;
-        float sx = 0.0f, sy = 0.0f;
+    const int64_t NL = p->num_levels, P = p->num_points, points = P < 4 ? P : 4;
+    const float *loc = t->sampling_locations + b * p->loc_stride_batch + q * p->loc_stride_query;
+    const float *weights = t->attention_weights + (b * p->num_queries + q) * p->num_heads * NL * P;
+    const int32_t bands = (int32_t)sg->bands, cols = (int32_t)sg->cols;
+    for (int64_t l = 0; l < NL; l++) {
+        int32_t sx = 0, sy = 0, n = 0;
         for (int64_t pt = 0; pt < points; pt++) {
-            sx += unit_clamp(loc[pt * p->loc_stride_point]);
-            sy += unit_clamp(loc[pt * p->loc_stride_point + p->loc_stride_xy]);
+            const float *xy = loc + l * p->loc_stride_level + pt * p->loc_stride_point;
+            const float x = xy[0], y = xy[p->loc_stride_xy], w = weights[l * P + pt];
+            if (x != x || y != y || w == 0.0f) continue;
+            sx += unit_fixed(x);
+            sy += unit_fixed(y);
+            n++;
         }
-        const uint32_t ix = (uint32_t)(sx / (float)points * 255.0f), iy = (uint32_t)(sy / (float)points * 255.0f);
-        key[i] = (uint16_t)(spread_bits(ix) | spread_bits(iy) << 1);
-        order[i] = (uint16_t)i;
+        if (n == 0) continue;
+        if (n > 1) {   /* the mean, rounded down */
+            sx /= n;
+            sy /= n;
+        }
+        int32_t cx = (sx * cols) >> 16, cy = (sy * bands) >> 16;
+        cx = cx < cols ? cx : cols - 1;   /* a coordinate of exactly 1 */
+        cy = cy < bands ? cy : bands - 1;
+        return cy * cols + cx;
     }
-    /* stable LSD radix sort, two passes of 8 bits */
-    for (int shift = 0; shift < 16; shift += 8) {
-        int count[257] = {0};
-        for (int i = 0; i < n; i++) count[(key[i] >> shift & 255) + 1]++;
-        for (int r = 0; r < 256; r++) count[r + 1] += count[r];
-        for (int i = 0; i < n; i++) {
-            const int at = count[key[i] >> shift & 255]++;
-            key_tmp[at] = key[i];
-            order_tmp[at] = order[i];
+    return bands * cols;
+}
+
+/* order[0 .. n) = the queries q_begin + (order[i] & MSDA_ORDER_INDEX) (n <= MSDA_ORDER_CHUNK) of batch
+ * b in walking order: a counting sort by cell, each key computed once. The keys go into order
+ * itself, then each query moves to its bucket's next slot along cycles of the permutation (the
+ * query found in a slot moves on next), a slot holding a placed query marked by the top bit.
+ * Within a cell the order is that of the cycles: not the index order, but a function of the
+ * keys alone. */
+#define MSDA_ORDER_INDEX 0x7FFFu
+static void sample_order(const msda_plan *p, const msda_tensors *t, const sample_grid *sg, int64_t b,
+                         int64_t q_begin, int n, uint16_t *order)
+{
+    uint16_t start[MSDA_ORDER_CELLS + 1];
+    const int64_t cells = sg->bands * sg->cols + 1;
+    memset(start, 0, (size_t)(cells + 1) * sizeof start[0]);
+    for (int i = 0; i < n; i++) {
+        const int32_t cell = query_cell(p, t, sg, b, q_begin + i);
+        order[i] = (uint16_t)cell;
+        start[cell + 1]++;
+    }
+    for (int64_t c = 0; c < cells; c++) start[c + 1] = (uint16_t)(start[c + 1] + start[c]);
+    for (int i = 0; i < n; i++) {
+        if (order[i] & 0x8000u) continue;   /* placed by an earlier cycle */
+        unsigned query = (unsigned)i, cell = order[i];
+        for (;;) {   /* slot i is free: the cycle ends when a query's slot is i */
+            const unsigned slot = start[cell]++;
+            if (slot == (unsigned)i) {
+                order[slot] = (uint16_t)(0x8000u | query);
+                break;
+            }
+            const unsigned next_cell = order[slot];   /* unplaced: a slot is handed out once */
+            order[slot] = (uint16_t)(0x8000u | query);
+            query = slot;
+            cell = next_cell;
         }
-        memcpy(key, key_tmp, (size_t)n * sizeof *key);
-        memcpy(order, order_tmp, (size_t)n * sizeof *order);
+    }
+}
+
+/* Starts fetching the rows a query reads and writes in the per-query tensors (its locations and
+ * weights, and output or grad_output, grad_sampling_locations, grad_attention_weights), a
+ * query ahead of the walk: walked by place, consecutive queries' rows can be anywhere in those
+ * tensors, so the hardware prefetchers cannot guess them and each row's first touch would wait
+ * on memory (and a page walk). Every cache line, not just the first. WebAssembly has no
+ * prefetch: a load of each line instead (the sum only keeps the loads), which the CPU issues
+ * ahead of the work that follows. The bits are untouched either way. */
+#define MSDA_LINE 64
+
+typedef struct fetch_ahead {
+    float sink;
+} fetch_ahead;
+
+MSDA_INLINE void fetch_rows(fetch_ahead *fa, const void *row, int64_t bytes, int write)
+{
+    const char *r = (const char *)row;
+#if defined(__wasm__)
+    (void)write;
+    float s = 0.0f;
+    for (int64_t k = 0; k < bytes; k += MSDA_LINE) s += *(const float *)(const void *)(r + k);
+    fa->sink += s;
+#else
+    (void)fa;
+    if (write)
+        for (int64_t k = 0; k < bytes; k += MSDA_LINE) __builtin_prefetch(r + k, 1);
+    else
+        for (int64_t k = 0; k < bytes; k += MSDA_LINE) __builtin_prefetch(r + k, 0);
+#endif
+}
+
+/* The rows of query q of batch b in every tensor indexed by query (locations: BQHLP2's row; in
+ * B2QHLP its x and y rows). `outputs` names the per-query outputs of the pass. */
+MSDA_INLINE void fetch_query(fetch_ahead *fa, const msda_plan *p, const msda_tensors *t, int64_t b, int64_t q,
+                             int backward)
+{
+    const int64_t HNP = p->num_heads * p->num_levels * p->num_points, HC = p->num_heads * p->channels,
+                  bq = b * p->num_queries + q;
+    const int64_t loc = b * p->loc_stride_batch + q * p->loc_stride_query;
+    if (p->loc_stride_xy == 1) {
+        fetch_rows(fa, t->sampling_locations + loc, HNP * 8, 0);
+        if (backward) fetch_rows(fa, t->grad_sampling_locations + loc, HNP * 8, 1);
+    } else {
+        for (int xy = 0; xy < 2; xy++) {
+            fetch_rows(fa, t->sampling_locations + loc + xy * p->loc_stride_xy, HNP * 4, 0);
+            if (backward) fetch_rows(fa, t->grad_sampling_locations + loc + xy * p->loc_stride_xy, HNP * 4, 1);
+        }
+    }
+    fetch_rows(fa, t->attention_weights + bq * HNP, HNP * 4, 0);
+    if (backward) {
+        fetch_rows(fa, t->grad_output + bq * HC, HC * 4, 0);
+        fetch_rows(fa, t->grad_attention_weights + bq * HNP, HNP * 4, 1);
+    } else {
+        fetch_rows(fa, t->output + bq * HC, HC * 4, 1);
     }
 }
 

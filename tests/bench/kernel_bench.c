@@ -2,7 +2,12 @@
  * Built natively and (with Emscripten's glue) as wasm SIMD and wasm scalar by mk/bench.mk,
  * so the kernel can be tuned before any JS exists. Prints one JSON line per config with a
  * hash of every output, so builds can be compared bit for bit.
- *   kernel_bench [--config small|decoder|encoder|all] [--repeats N] [--wall]
+ * encoder-shuffled is the encoder with its queries in a seeded random order (its unshuffled_hash,
+ * the output put back in pixel order, must equal the encoder's fwd_hash); decoder-2stage is a
+ * two-stage model's decoder, 900 queries at the level-0 pixels of its top-k proposals in score
+ * (random) order, decoder-2stage-sorted the same queries in pixel order.
+ *   kernel_bench [--config small|decoder|encoder|encoder-shuffled|decoder-2stage|decoder-2stage-sorted|all]
+ *                [--repeats N] [--wall]
  *                [--pass fwd|bwd|both] [--spread PIXELS] [--fixed-ref] [--misalign BYTES]   (tuning: locality of the samples) */
 #define _POSIX_C_SOURCE 199309L
 #include <stdint.h>
@@ -15,14 +20,19 @@
 
 /* CPU time by default: the machine is shared, and a descheduled run is not the kernel's cost.
  * --wall switches to wall-clock time. */
-#ifdef __EMSCRIPTEN__
-static clockid_t bench_clock = CLOCK_MONOTONIC;   /* no CPU clock in wasm */
-#else
 static clockid_t bench_clock = CLOCK_PROCESS_CPUTIME_ID;
+#ifdef __EMSCRIPTEN__
+#include <emscripten.h>
+/* wasm has no CPU clock: Node's process.cpuUsage() (the process's CPU time; its compiler and GC
+ * threads are idle once the kernel runs) */
+EM_JS(double, node_cpu_ms, (void), { const u = process.cpuUsage(); return (u.user + u.system) / 1000; });
 #endif
 
 static double now_ms(void)
 {
+#ifdef __EMSCRIPTEN__
+    if (bench_clock == CLOCK_PROCESS_CPUTIME_ID) return node_cpu_ms();
+#endif
     struct timespec t;
     clock_gettime(bench_clock, &t);
     return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
@@ -74,15 +84,26 @@ static float spread = 4.0f;
 static int run_fwd = 1, run_bwd = 1;
 static int fixed_ref = 0;
 
+/* Rows q of an array of Q rows of `row` floats, permuted: out row i = in row perm[i]. */
+static void permute_rows(float *x, const int64_t *perm, int64_t Q, int64_t row)
+{
+    float *tmp = xmalloc(Q * row * 4);
+    for (int64_t i = 0; i < Q; i++) memcpy(tmp + i * row, x + perm[i] * row, (size_t)row * 4);
+    memcpy(x, tmp, (size_t)(Q * row) * 4);
+    free((char *)tmp - misalign);
+}
+
 static int run(const char *name, int repeats)
 {
+    const int shuffled = strcmp(name, "encoder-shuffled") == 0;
+    const int two_stage = strncmp(name, "decoder-2stage", 14) == 0, two_stage_sorted = strcmp(name, "decoder-2stage-sorted") == 0;
     const int64_t *shapes = strcmp(name, "small") == 0 ? SMALL_SHAPES : DETR_SHAPES;
     int64_t starts[4], L = 0;
     for (int l = 0; l < 4; l++) { starts[l] = L; L += shapes[2 * l] * shapes[2 * l + 1]; }
     msda_problem p;
     msda_problem_init(&p);
     p.batch = strcmp(name, "small") == 0 ? 2 : 1;
-    p.num_queries = strcmp(name, "decoder") == 0 ? 300 : L;
+    p.num_queries = strcmp(name, "decoder") == 0 ? 300 : two_stage ? 900 : L;
     p.num_heads = 8; p.channels = 32; p.num_levels = 4; p.num_points = 4; p.value_length = L;
     p.spatial_shapes = shapes; p.level_start_index = starts;
     const int64_t B = p.batch, Q = p.num_queries, H = 8, NL = 4, P = 4;
@@ -98,12 +119,26 @@ static int run(const char *name, int repeats)
     for (int64_t i = 0; i < no; i++) gout[i] = uniform(-1, 1);
     for (int64_t i = 0; i < nw; i++) attn[i] = uniform(0, 1) / (float)(NL * P);
     const int near = strcmp(name, "small") != 0;
+    /* two-stage: the proposals' level-0 pixels, random (score order) or sorted (pixel order) */
+    int64_t *proposal = NULL;
+    if (two_stage) {
+        proposal = malloc((size_t)Q * sizeof *proposal);
+        for (int64_t q = 0; q < Q; q++) proposal[q] = rng_next() % (uint32_t)(shapes[0] * shapes[1]);
+        if (two_stage_sorted)
+            for (int64_t i = 1; i < Q; i++)
+                for (int64_t j = i; j > 0 && proposal[j - 1] > proposal[j]; j--) {
+                    const int64_t x = proposal[j]; proposal[j] = proposal[j - 1]; proposal[j - 1] = x;
+                }
+    }
 
     for (int64_t b = 0; b < B; b++)
         for (int64_t q = 0; q < Q; q++) {
             float rx = uniform(0, 1), ry = uniform(0, 1);
             if (fixed_ref) rx = ry = 0.5f;
-            else if (near && Q == L) {   /* encoder: the query's own pixel centre */
+            else if (two_stage) {
+                rx = ((float)(proposal[q] % shapes[1]) + 0.5f) / (float)shapes[1];
+                ry = ((float)(proposal[q] / shapes[1]) + 0.5f) / (float)shapes[0];
+            } else if (near && Q == L) {   /* encoder: the query's own pixel centre */
                 int l = 0;
                 while (l < 3 && q >= starts[l + 1]) l++;
                 int64_t pix = q - starts[l], w = shapes[2 * l + 1], h = shapes[2 * l];
@@ -122,6 +157,20 @@ static int run(const char *name, int repeats)
                 }
             }
         }
+    free(proposal);
+    /* shuffled: query i is the encoder's query perm[i] (Fisher-Yates, seeded) */
+    int64_t *perm = NULL;
+    if (shuffled) {
+        perm = malloc((size_t)Q * sizeof *perm);
+        for (int64_t q = 0; q < Q; q++) perm[q] = q;
+        for (int64_t i = Q - 1; i > 0; i--) {
+            const int64_t j = rng_next() % (uint32_t)(i + 1), x = perm[i];
+            perm[i] = perm[j]; perm[j] = x;
+        }
+        permute_rows(loc, perm, Q, H * NL * P * 2);
+        permute_rows(attn, perm, Q, H * NL * P);
+        permute_rows(gout, perm, Q, H * 32);
+    }
 
     double fwd = 1e30, bwd = 1e30;
     msda_error err;
@@ -142,8 +191,16 @@ static int run(const char *name, int repeats)
     }
     uint64_t hf = hash_floats(out, no, 0xCBF29CE484222325ull);
     uint64_t hb = hash_floats(ga, nw, hash_floats(gl, nl, hash_floats(gv, nv, 0xCBF29CE484222325ull)));
-    printf("{\"config\":\"%s\",\"fwd_ms\":%.2f,\"bwd_ms\":%.2f,\"fwd_hash\":\"%016llx\",\"bwd_hash\":\"%016llx\"}\n",
+    printf("{\"config\":\"%s\",\"fwd_ms\":%.2f,\"bwd_ms\":%.2f,\"fwd_hash\":\"%016llx\",\"bwd_hash\":\"%016llx\"",
            name, fwd, bwd, (unsigned long long)hf, (unsigned long long)hb);
+    if (perm) {   /* the output back in pixel order: the encoder's fwd_hash */
+        float *back = xmalloc(no * 4);
+        for (int64_t i = 0; i < Q; i++) memcpy(back + perm[i] * H * 32, out + i * H * 32, (size_t)(H * 32) * 4);
+        printf(",\"unshuffled_hash\":\"%016llx\"", (unsigned long long)hash_floats(back, no, 0xCBF29CE484222325ull));
+        free((char *)back - misalign);
+        free(perm);
+    }
+    printf("}\n");
     float *all[8] = {value, loc, attn, gout, out, gv, gl, ga};
     for (int i = 0; i < 8; i++) free((char *)all[i] - misalign);
     return 0;
@@ -168,8 +225,14 @@ int main(int argc, char **argv)
         else { fprintf(stderr, "kernel_bench: unknown argument %s\n", argv[i]); return 2; }
     }
     if (repeats < 1) repeats = 1;
-    const char *names[3] = {"small", "decoder", "encoder"};
-    for (int i = 0; i < 3; i++)
+    const char *names[6] = {"small", "decoder", "encoder", "encoder-shuffled", "decoder-2stage", "decoder-2stage-sorted"};
+    int known = strcmp(which, "all") == 0;
+    for (int i = 0; i < 6; i++) known |= strcmp(which, names[i]) == 0;
+    if (!known) {
+        fprintf(stderr, "kernel_bench: --config is '%s', expected small, decoder, encoder, encoder-shuffled, decoder-2stage, decoder-2stage-sorted or all\n", which);
+        return 2;
+    }
+    for (int i = 0; i < 6; i++)
         if (strcmp(which, "all") == 0 || strcmp(which, names[i]) == 0)
             if (run(names[i], repeats)) return 1;
     return 0;

@@ -211,22 +211,46 @@ for (const name of Object.keys(RECIPES)) {
   }
 }
 
-test('vite (the dev server, as `npx vite` starts it): the app runs on the page and in its Web Worker with Node\'s bits', async () => {
-  const dir = built.vite.dir;
+// Starts `npx vite` (the dev server) in dir; resolves to its URL and the process.
+async function viteDev(dir) {
   const server = spawn(path.join(BIN, 'vite'), ['--host', '127.0.0.1', '--port', '0'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  let said = '';
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`vite did not start:\n${said}`)), 30000);
+    const read = (chunk) => {
+      said += chunk;
+      const m = /Local:\s+(http:\/\/127\.0\.0\.1:\d+\/)/.exec(said.replace(/\x1b\[[0-9;]*m/g, ''));
+      if (m) { clearTimeout(timer); resolve(m[1]); }
+    };
+    server.stdout.on('data', read);
+    server.stderr.on('data', read);
+    server.on('exit', (code) => reject(new Error(`vite exited (${code}):\n${said}`)));
+  }).catch((e) => { server.kill(); throw e; });
+  return { url, server };
+}
+
+test('vite dev server with docs/bundlers.md\'s server.headers snippet as vite.config.js: 2 threads on the page and in its worker, Node\'s bits', async () => {
+  const docs = await readFile(path.join(ROOT, 'docs/bundlers.md'), 'utf8');
+  const snippet = /<!-- VITE DEV HEADERS[^>]*-->\n```js\n([^`]*)```/.exec(docs);
+  assert.ok(snippet, 'docs/bundlers.md has the VITE DEV HEADERS block');
+  const dir = path.join(work, 'vite-isolated');
+  await cp(built.vite.dir, dir, { recursive: true, verbatimSymlinks: true });
+  await writeFile(path.join(dir, 'vite.config.js'), snippet[1]);
+  const { url, server } = await viteDev(dir);
   try {
-    let said = '';
-    const url = await new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`vite did not start:\n${said}`)), 30000);
-      const read = (chunk) => {
-        said += chunk;
-        const m = /Local:\s+(http:\/\/127\.0\.0\.1:\d+\/)/.exec(said.replace(/\x1b\[[0-9;]*m/g, ''));
-        if (m) { clearTimeout(timer); resolve(m[1]); }
-      };
-      server.stdout.on('data', read);
-      server.stderr.on('data', read);
-      server.on('exit', (code) => reject(new Error(`vite exited (${code}):\n${said}`)));
-    });
+    const { result, problems } = await openApp(url);
+    assert.equal(result.error, undefined, result.error);
+    assert.deepEqual(problems.filter((p) => !/\[vite\]/.test(p)), []);
+    checkRun(result.main, true, 'vite dev page, isolated');
+    checkRun(result.worker, true, 'vite dev worker, isolated');
+  } finally {
+    server.kill();
+  }
+});
+
+test('vite (the dev server, as `npx vite` starts it): the app runs on the page and in its Web Worker with Node\'s bits', async () => {
+  const { url, server } = await viteDev(built.vite.dir);
+  try {
     const { result, problems } = await openApp(url);
     assert.equal(result.error, undefined, result.error);
     assert.deepEqual(problems.filter((p) => !/\[vite\]/.test(p)), []);
@@ -262,4 +286,40 @@ compute().then((main) => ({ main, worker: main }), (e) => ({ error: String(e && 
   assert.deepEqual(bundled.problems, []);
   checkRun(bundled.result.main, true, 'esbuild page, wasmPaths on the CDN');
   checkRun(bundled.result.worker, true, 'esbuild worker, wasmPaths on the CDN');
+});
+
+// ms-deform-attn/tfjs bundled by the README's esbuild recipe, the package's files under /msda/
+// (issue 20: its old top-level await fetched ../dist/msda-simd.wasm at import, a 404 there).
+test('esbuild: ms-deform-attn/tfjs loads nothing at import; setMsda(await init({ wasmPaths })) or configure + ready() give Node\'s output', async () => {
+  const dir = path.join(work, 'tfjs');
+  await cp(path.join(work, 'base'), dir, { recursive: true, verbatimSymlinks: true });
+  // The user's own tfjs: this repository's copy and what its browser build needs (npm's offline
+  // cache may not hold it).
+  for (const dep of ['@tensorflow/tfjs-core', '@tensorflow/tfjs-backend-cpu', 'long', 'seedrandom']) {
+    await cp(path.join(ROOT, 'node_modules', dep), path.join(dir, 'node_modules', dep), { recursive: true, dereference: true });
+  }
+  await cp(path.join(ROOT, 'tests/bundlers/tfjs-app/index.js'), path.join(dir, 'src/tfjs.js'));
+  const env = { ...npmEnv, PATH: `${BIN}:${process.env.PATH}` };
+  const [esbuild, copy] = RECIPES.esbuild.steps;
+  const r = await run(esbuild[0], ['src/tfjs.js', ...esbuild[1].filter((a) => a.startsWith('--'))], { cwd: dir, env });
+  assert.equal((r.stdout + r.stderr).trim(), '', 'esbuild said nothing');
+  await run(copy[0], copy[1], { cwd: dir, env });
+  await writeFile(path.join(dir, 'public/index.html'),
+    '<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>tfjs</title><script type="module" src="/tfjs.js"></script>');
+  // Node's output of the same op (the repository's own tfjs.js, tfjs-backend-cpu).
+  const tf = await import('@tensorflow/tfjs-core');
+  await import('@tensorflow/tfjs-backend-cpu');
+  const { msDeformAttn } = await import('../../bindings/tfjs.js');
+  await tf.setBackend('cpu');
+  const out = msDeformAttn(tf.tensor(Float32Array.from({ length: 12 }, (_, i) => i / 7), [1, 6, 1, 2]),
+    tf.tensor([0.3, 0.6, 0.9, 0.1], [1, 2, 1, 1, 1, 2]), tf.tensor([0.5, 2], [1, 2, 1, 1, 1]), { spatialShapes: [[2, 3]] });
+  const expected = Array.from(out.dataSync());
+  const url = await serve(path.join(dir, 'public'), {});
+  for (const how of ['setMsda', 'configure']) {
+    const { result, problems } = await openApp(`${url}/?how=${how}`);
+    assert.equal(result.error, undefined, `${how}: ${result.error}`);
+    assert.deepEqual(problems, [], how);
+    assert.deepEqual(result.loadedAtImport, [], `${how}: nothing fetched at import`);
+    assert.deepEqual(result.output, expected, `${how}: Node's output`);
+  }
 });

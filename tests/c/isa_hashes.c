@@ -1,7 +1,8 @@
 /* The same bits on every ISA: runs a fixed battery of problems (the accuracy kinds: random
  * shapes and options, every channel count the vector paths split differently, encoder-style
  * one query per pixel, a long level; and non-finite ones: NaN payloads of both signs, +-Inf in
- * every tensor, infinite weights at pixel centres) and prints one hash of all four outputs per
+ * every tensor, infinite weights at pixel centres; one query per pixel in a random order, where
+ * the backward's summation order comes from the locations) and prints one hash of all four outputs per
  * problem. tests/c/isa_bits.sh compares the lines of every ISA this CPU has (natively, forced
  * one by one) and of the wasm SIMD and wasm scalar builds of this same file.
  *   isa_hashes ISA     run on ISA (native builds; "default" for the library's own choice)
@@ -90,7 +91,7 @@ static void battery(void)
         run_case("channels", &tc);
         tu_case_free(&tc);
     }
-    for (int combo = 0; combo < TU_COMBOS; combo += 5) {   /* one query per pixel: the banded walk */
+    for (int combo = 0; combo < TU_COMBOS; combo += 5) {   /* one query per pixel, in pixel order */
         static const int64_t pyramid[] = {17, 11, 9, 6, 5, 3, 3, 2};
         tu_case tc;
         tu_rng rng;
@@ -98,6 +99,44 @@ static void battery(void)
         tu_case_init(&tc, 7200 + (uint64_t)combo, 1, 187 + 54 + 15 + 6, 2, 32, 4, 4, pyramid, combo);
         tu_case_fill(&tc, &rng, -0.1, 1.1);
         run_case("encoder", &tc);
+        tu_case_free(&tc);
+    }
+    for (int combo = 1; combo < TU_COMBOS; combo += 4) {   /* one query per pixel, in a random order */
+        static const int64_t pyramid[] = {17, 11, 9, 6, 5, 3, 3, 2};
+        const int64_t L = 187 + 54 + 15 + 6, H = 2, NL = 4, P = 4;
+        tu_case tc;
+        tu_rng rng;
+        tu_rng_seed(&rng, 7250 + (uint64_t)combo);
+        tu_case_init(&tc, 7250 + (uint64_t)combo, 2, L, H, 32 + combo % 3, NL, P, pyramid, combo);
+        tu_case_fill(&tc, &rng, 0, 1);
+        int64_t perm[187 + 54 + 15 + 6];
+        for (int64_t q = 0; q < L; q++) perm[q] = q;
+        for (int64_t i = L - 1; i > 0; i--) {
+            const int64_t j = tu_int(&rng, 0, i), x = perm[i];
+            perm[i] = perm[j];
+            perm[j] = x;
+        }
+        const int b2q = tc.p.locations_layout == MSDA_LOCATIONS_B2QHLP;
+        for (int64_t b = 0; b < 2; b++)
+            for (int64_t q = 0; q < L; q++) {   /* query q sits at pixel perm[q] */
+                int64_t l = 0;
+                while (l + 1 < NL && perm[q] >= tc.level_start_index[l + 1]) l++;
+                const int64_t pix = perm[q] - tc.level_start_index[l], w = pyramid[2 * l + 1], h = pyramid[2 * l];
+                for (int64_t i = 0; i < H * NL * P; i++) {
+                    const int64_t sl = i / P % NL;
+                    const double dx = tu_uniform(&rng, -2, 2), dy = tu_uniform(&rng, -2, 2);
+                    float x = (float)((pix % w + 0.5) / w + dx / pyramid[2 * sl + 1]),
+                          y = (float)((pix / w + 0.5) / h + dy / pyramid[2 * sl]);
+                    if (combo > 8 && i < P && q % 4 == 0) {   /* first points dead: the place from another */
+                        if (i % 2) x = NAN;
+                        else tc.attention_weights[(b * L + q) * H * NL * P + i] = 0.0f;
+                    }
+                    const int64_t HNP = H * NL * P;
+                    tc.sampling_locations[b2q ? ((b * 2) * L + q) * HNP + i : ((b * L + q) * HNP + i) * 2] = x;
+                    tc.sampling_locations[b2q ? ((b * 2 + 1) * L + q) * HNP + i : ((b * L + q) * HNP + i) * 2 + 1] = y;
+                }
+            }
+        run_case("shuffled", &tc);
         tu_case_free(&tc);
     }
     {   /* a level over 1024 pixels: the double position path */

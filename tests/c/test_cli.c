@@ -6,6 +6,7 @@
  *    input (each malformed-.npy class, missing file, wrong shape or dtype, bad level starts,
  *    unreadable --in, unwritable --out), and that no output file is left behind. */
 #include "../../src/cli/npy.c" /* compiled in: the CLI is not part of libmsda */
+#include "../../src/cli/crosscheck.c"
 #include "reference.h"
 #include "testutil.h"
 
@@ -240,6 +241,238 @@ static void test_against_reference(void)
     }
 }
 
+/* Half-precision inputs ('<f2', 'bfloat16'): the outputs are those of the float32 values the
+ * bits stand for (the reference on the widened values), forward and backward. */
+static void test_half_inputs(void)
+{
+    for (int kind = 0; kind < 2; kind++) {
+        const npy_dtype dt = kind ? NPY_BF16 : NPY_F2;
+        tu_case tc;
+        tu_case_random(&tc, 4242 + (uint64_t)kind, 3);
+        const msda_problem *p = &tc.p;
+        float *arrays[4] = {tc.value, tc.sampling_locations, tc.attention_weights, tc.grad_output};
+        const int64_t counts[4] = {tc.value_elements, tc.locations_elements, tc.weights_elements, tc.output_elements};
+        char in[512], out[512];
+        snprintf(in, sizeof in, "%s/half%d", root, kind);
+        snprintf(out, sizeof out, "%s/half%d/out", root, kind);
+        write_case(in, &tc, 0);
+        int64_t vs[4], ls[6], ws[5];
+        value_shape(p, vs);
+        locations_shape(p, ls);
+        weights_shape(p, ws);
+        const int64_t go[3] = {p->batch, p->num_queries, p->num_heads * p->channels};
+        const char *names[4] = {"value.npy", "sampling_locations.npy", "attention_weights.npy", "grad_output.npy"};
+        const int nd[4] = {4, 6, 5, 3};
+        const int64_t *shapes[4] = {vs, ls, ws, go};
+        for (int a = 0; a < 4; a++) {
+            uint16_t *bits = malloc((size_t)counts[a] * 2);
+            for (int64_t i = 0; i < counts[a]; i++) {
+                uint32_t u;
+                memcpy(&u, &arrays[a][i], 4);
+                bits[i] = kind ? (uint16_t)(u >> 16) : npy_f32_to_f16(u); /* bfloat16: truncated, still exact bits */
+                u = kind ? npy_bf16_to_f32(bits[i]) : npy_f16_to_f32(bits[i]);
+                memcpy(&arrays[a][i], &u, 4); /* the reference sees what the file holds */
+            }
+            save_or_die(path_in(in, names[a]), dt, nd[a], shapes[a], bits);
+            free(bits);
+        }
+        const char *ctx = kind ? "bfloat16 inputs" : "float16 inputs";
+        char *args[] = {"backward", "--in", in, "--out", out, "--value-layout", "BNLC", "--sampling-locations-layout",
+                        "B2QHLP", NULL};
+        tu_check(p->value_layout == MSDA_VALUE_BNLC && p->locations_layout == MSDA_LOCATIONS_B2QHLP, "combo 3 layouts");
+        result r;
+        run_argv(&r, args);
+        if (tu_check(r.status == 0 && r.err[0] == '\0', "%s: backward exit %d, stderr \"%s\"", ctx, r.status, r.err)) {
+            double *gv = tu_doubles(tc.value_elements), *gl = tu_doubles(tc.locations_elements),
+                   *gw = tu_doubles(tc.weights_elements);
+            ref_backward(p, tc.grad_output, tc.value, tc.sampling_locations, tc.attention_weights, gv, gl, gw);
+            check_output(out, "grad_value.npy", 4, vs, gv, tc.value_elements, ctx);
+            check_output(out, "grad_sampling_locations.npy", 6, ls, gl, tc.locations_elements, ctx);
+            check_output(out, "grad_attention_weights.npy", 5, ws, gw, tc.weights_elements, ctx);
+            free(gv); free(gl); free(gw);
+        }
+        args[0] = "forward";
+        run_argv(&r, args);
+        if (tu_check(r.status == 0 && r.err[0] == '\0', "%s: forward exit %d, stderr \"%s\"", ctx, r.status, r.err)) {
+            double *ref = tu_doubles(tc.output_elements);
+            ref_forward(p, tc.value, tc.sampling_locations, tc.attention_weights, ref);
+            check_output(out, "output.npy", 3, go, ref, tc.output_elements, ctx);
+            free(ref);
+        }
+        tu_case_free(&tc);
+    }
+}
+
+/* ---- crosscheck --expect ------------------------------------------------------------------ */
+
+/* JavaScript's String(x), x.toExponential(2) and the report's pairs, as node prints them
+ * (generated once with node; tests/js/crosscheck.test.js compares the whole reports). */
+static const struct { double x; const char *js; } JS_NUMBERS[] = {
+    {0e+0, "0"},
+    {-0.0, "0"},
+    {1e+0, "1"},
+    {-1e+0, "-1"},
+    {1e-1, "0.1"},
+    {3.333333333333333e-1, "0.3333333333333333"},
+    {5.960464477539063e-8, "5.960464477539063e-8"},
+    {4.8828125e-4, "0.00048828125"},
+    {3.90625e-3, "0.00390625"},
+    {5e-324, "5e-324"},
+    {1.7976931348623157e+308, "1.7976931348623157e+308"},
+    {1e+21, "1e+21"},
+    {1e+20, "100000000000000000000"},
+    {1.2345678901234568e+20, "123456789012345680000"},
+    {1e-7, "1e-7"},
+    {1e-6, "0.000001"},
+    {1.234e-6, "0.000001234"},
+    {-1.23e-6, "-0.00000123"},
+    {9.007199254740992e+15, "9007199254740992"},
+    {9.007199254740994e+15, "9007199254740994"},
+    {3.4028234663852886e+38, "3.4028234663852886e+38"},
+    {1.401298464324817e-45, "1.401298464324817e-45"},
+    {9.5367431640625e-7, "9.5367431640625e-7"},
+    {3e-1, "0.3"},
+    {1e+2, "100"},
+    {1e+100, "1e+100"},
+    {-2.5e-300, "-2.5e-300"},
+    {4.94e-322, "4.94e-322"},
+    {6.103515625e-5, "0.00006103515625"},
+    {6.5504e+4, "65504"},
+    {1.0000000000000002e+0, "1.0000000000000002"},
+    {3.0000000000000004e-1, "0.30000000000000004"},
+    {1.2345678e+3, "1234.5678"},
+    {3.141592653589793e+0, "3.141592653589793"},
+    {2.718281828459045e+0, "2.718281828459045"},
+    {1.5e-323, "1.5e-323"},
+    {NAN, "NaN"},
+    {INFINITY, "Infinity"},
+    {-INFINITY, "-Infinity"},
+    {7e-10, "7e-10"},
+    {8.673617379884035e-19, "8.673617379884035e-19"},
+    {1.1805916207174113e+21, "1.1805916207174113e+21"},
+    {2.7939677238464355e-9, "2.7939677238464355e-9"},
+};
+static const struct { double x; const char *js; } JS_EXP2[] = {
+    {1.125e+0, "1.13e+0"},
+    {3.75e-1, "3.75e-1"},
+    {2.675e+0, "2.67e+0"},
+    {-1.125e+0, "-1.13e+0"},
+    {9.995e+0, "9.99e+0"},
+    {9.994999e+0, "9.99e+0"},
+    {1e-7, "1.00e-7"},
+    {1.23456e+2, "1.23e+2"},
+    {1e-4, "1.00e-4"},
+    {5e-1, "5.00e-1"},
+    {9.995e+2, "1.00e+3"},
+    {9.995e-300, "9.99e-300"},
+};
+static const struct { double a, b; const char *x, *y; } JS_PAIRS[] = {
+    {9.32617e-2, 9.32618e-2, "0.0932617", "0.0932618"},
+    {3.333333333333333e-1, 3.333334e-1, "0.3333333", "0.3333334"},
+    {-6.6875e+0, 8.43159e+0, "-6.6875", "8.43159"},
+    {1e+0, 1.0000001e+0, "1", "1.0000001"},
+    {1e-1, 1e-1, "0.1", "0.1"},
+};
+
+static void test_js_numbers(void)
+{
+    char a[48], b[48];
+    for (size_t i = 0; i < sizeof JS_NUMBERS / sizeof JS_NUMBERS[0]; i++)
+        tu_check(!strcmp(cc_js_number(JS_NUMBERS[i].x, a), JS_NUMBERS[i].js), "String(%.17g) is %s, got %s", JS_NUMBERS[i].x,
+                 JS_NUMBERS[i].js, a);
+    for (size_t i = 0; i < sizeof JS_EXP2 / sizeof JS_EXP2[0]; i++)
+        tu_check(!strcmp(js_fmt(JS_EXP2[i].x, a), JS_EXP2[i].js), "(%.17g).toExponential(2) is %s, got %s", JS_EXP2[i].x,
+                 JS_EXP2[i].js, a);
+    for (size_t i = 0; i < sizeof JS_PAIRS / sizeof JS_PAIRS[0]; i++) {
+        js_pair(JS_PAIRS[i].a, JS_PAIRS[i].b, a, b);
+        tu_check(!strcmp(a, JS_PAIRS[i].x) && !strcmp(b, JS_PAIRS[i].y), "pair(%.17g, %.17g) is %s, %s; got %s, %s",
+                 JS_PAIRS[i].a, JS_PAIRS[i].b, JS_PAIRS[i].x, JS_PAIRS[i].y, a, b);
+    }
+}
+
+/* The native CLI's crosscheck on its own outputs: agree (exit 0); one element moved: exit 1,
+ * named by its coordinates; without --expect: exit 2 pointing at the JS CLI. */
+static void test_crosscheck(void)
+{
+    tu_case tc;
+    tu_case_random(&tc, 5150, 0);
+    char in[512], exp[600];
+    snprintf(in, sizeof in, "%s/cross", root);
+    snprintf(exp, sizeof exp, "%s/cross/mine", root);
+    write_case(in, &tc, 0);
+    result r;
+    RUN(&r, "forward", "--in", in, "--out", exp);
+    RUN(&r, "backward", "--in", in, "--out", exp);
+    RUN(&r, "crosscheck", "--in", in, "--expect", exp);
+    tu_check(r.status == 0 && strstr(r.out, "crosscheck: all 4 outputs agree\n") && r.err[0] == '\0',
+             "crosscheck on the CLI's own outputs: exit %d, %s%s", r.status, r.out, r.err);
+    tu_check(strstr(r.out, "tolerance for float32 (the default): |yours - ours| <= 4*u*M") != NULL, "says the rule: %s", r.out);
+    /* grad_attention_weights (B, N_q, N_h, N_l, N_p): element 0 is [b=0, q=0, h=0, l=0, p=0] */
+    npy_array a;
+    float *gw = NULL;
+    char err[320];
+    if (npy_load_f32(path_in(exp, "grad_attention_weights.npy"), &a, &gw, NULL, err, sizeof err) == 0) {
+        gw[0] += 0.5f;
+        save_or_die(path_in(exp, "grad_attention_weights.npy"), NPY_F4, a.ndim, a.shape, gw);
+        free(gw);
+    }
+    RUN(&r, "crosscheck", "--in", in, "--expect", exp, "--top", "1");
+    tu_check(r.status == 1 && strstr(r.out, "    grad_attention_weights[b=0, q=0, h=0, l=0, p=0]: yours ") &&
+             strstr(r.out, "grad_attention_weights   DISAGREE  1 of "),
+             "one moved element: exit 1 and its coordinates: exit %d, %s", r.status, r.out);
+    tu_check(strstr(r.err, "msda: crosscheck: grad_attention_weights (1 of ") == r.err, "stderr names it: %s", r.err);
+    RUN(&r, "crosscheck", "--in", in, "--expect", exp, "--json");
+    tu_check(r.status == 1 && r.out[0] == '{' && strstr(r.out, "\"agree\": false") && strstr(r.out, "\"disagree\": 1,"),
+             "--json: one document: %s", r.out);
+    RUN(&r, "crosscheck", "--in", in);
+    tu_check(r.status == 2 && strstr(r.err, "crosscheck without --expect") && strstr(r.err, "npx msda crosscheck"),
+             "without --expect: exit 2 pointing at the JS CLI: %s", r.err);
+    RUN(&r, "crosscheck", "--in", in, "--expect", exp, "--dtype", "float64");
+    tu_check(r.status == 2 && !strcmp(r.err, "msda: --dtype: 'float64', expected float32, float16 or bfloat16\n"), "bad --dtype: %s", r.err);
+    RUN(&r, "forward", "--in", in, "--out", exp, "--json");
+    tu_check(r.status == 2 && !strcmp(r.err, "msda: --json is only for msda crosscheck\n"), "--json for forward: %s", r.err);
+    tu_case_free(&tc);
+}
+
+/* .npz cases (tests/fixtures/npz, written by Python's zipfile as np.savez and np.savez_compressed
+ * write them): the directory's bytes; every prefix of the compressed one refused with exit 2
+ * (never a crash: this suite also runs against the ASan+UBSan CLI). */
+static void test_npz(void)
+{
+    const char *fixtures = "tests/fixtures/npz";
+    char want[600], got[600], file[600], cmd[4096];
+    snprintf(want, sizeof want, "%s/npz-dir", root);
+    snprintf(got, sizeof got, "%s/npz-out", root);
+    result r;
+    snprintf(file, sizeof file, "%s/case", fixtures);
+    RUN(&r, "backward", "--in", file, "--out", want);
+    if (!tu_check(r.status == 0, "backward on %s: %s", file, r.err)) return;
+    for (int k = 0; k < 2; k++) {
+        snprintf(file, sizeof file, "%s/%s", fixtures, k ? "case-compressed.npz" : "case.npz");
+        RUN(&r, "backward", "--in", file, "--out", got);
+        tu_check(r.status == 0 && r.err[0] == '\0', "backward on %s: exit %d %s", file, r.status, r.err);
+        snprintf(cmd, sizeof cmd, "cmp -s '%s/grad_value.npy' '%s/grad_value.npy' && cmp -s '%s/grad_sampling_locations.npy' "
+                 "'%s/grad_sampling_locations.npy' && cmp -s '%s/grad_attention_weights.npy' '%s/grad_attention_weights.npy'",
+                 want, got, want, got, want, got);
+        tu_check(system(cmd) == 0, "%s: the directory's output bytes", file);
+    }
+    FILE *f = fopen(file, "rb");
+    unsigned char buf[8192];
+    size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
+    if (f) fclose(f);
+    char cut[600];
+    snprintf(cut, sizeof cut, "%s/cut.npz", root);
+    int bad = 0;
+    for (size_t len = 4; len < n; len += len < 64 ? 1 : 37) {
+        FILE *o = fopen(cut, "wb");
+        fwrite(buf, 1, len, o);
+        fclose(o);
+        RUN(&r, "forward", "--in", cut, "--out", got);
+        bad += r.status != 2 || strncmp(r.err, "msda: ", 6) != 0;
+    }
+    tu_check(n > 0 && bad == 0, "every cut of %s refused with exit 2 and one line (%d not)", file, bad);
+}
+
 /* ---- refusals ---------------------------------------------------------------------------- */
 
 static tu_case good;           /* a small valid case written afresh before each refusal test */
@@ -437,11 +670,14 @@ static void test_malformed_files(void)
         {"unsupported version", "attention_weights.npy", "NUMPY\x01", "NUMPY\x04", 0,
          "attention_weights.npy: unsupported .npy format version 4.0"},
         {"big-endian", "sampling_locations.npy", "'<f4'", "'>f4'", 0,
-         "sampling_locations.npy: dtype '>f4' (big-endian): sampling_locations.npy must be little-endian float32: save tensor.astype('<f4')"},
+         "sampling_locations.npy: dtype '>f4' (big-endian): sampling_locations.npy must be little-endian float32 or float16: save tensor.astype('<f4')"},
         {"big-endian ints", "spatial_shapes.npy", "'<i8'", "'>i8'", 0,
          "spatial_shapes.npy: dtype '>i8' (big-endian): spatial_shapes.npy must be little-endian int64 or int32: save tensor.astype('<i8')"},
         {"Fortran order", "value.npy", "False", "True ", 0, "value.npy: Fortran-order"},
-        {"other dtype", "value.npy", "'<f4'", "'<f8'", 0, "value.npy: dtype '<f8': value.npy must be float32: save tensor.astype(np.float32)"},
+        {"other dtype", "value.npy", "'<f4'", "'<f8'", 0, "value.npy: dtype '<f8': value.npy must be float32 or float16: save tensor.astype(np.float32)"},
+        {"2-byte void (np.save of ml_dtypes.bfloat16)", "value.npy", "'<f4'", "'<V2'", 0,
+         "value.npy: dtype '<V2': a 2-byte void, which is how np.save writes ml_dtypes' bfloat16, but its bits cannot be "
+         "told from any other 2-byte record: save bfloat16 as float32, which is exact: tensor.astype(np.float32)"},
         {"other int dtype", "level_start_index.npy", "'<i8'", "'<u8'", 0,
          "level_start_index.npy: dtype '<u8': level_start_index.npy must be int64 or int32: save tensor.astype(np.int64)"},
         {"header not a dict", "attention_weights.npy", "{'descr'", "['descr'", 0, "attention_weights.npy: header: expected '{'"},
@@ -474,6 +710,17 @@ static void test_malformed_files(void)
     fclose(f);
     run_case(&r, "forward");
     expect_refusal("empty file", &r, "value.npy: empty file");
+
+    /* every bad file is named in the one line, in the order the case lists them */
+    fresh_case();
+    edit_file("value.npy", "'<f4'", "'<f8'", 0);
+    edit_file("sampling_locations.npy", "False", "True ", 0);
+    unlink(path_in(good_dir, "grad_output.npy"));
+    run_case(&r, "backward");
+    expect_refusal("three bad files", &r, "value.npy: dtype '<f8': value.npy must be float32 or float16: save tensor.astype(np.float32); also: ");
+    const char *second = strstr(r.err, "sampling_locations.npy: Fortran-order"), *third = strstr(r.err, "grad_output.npy: cannot open");
+    tu_check(second && third && second < third && strstr(second, "; also: ") && strstr(second, "; also: ") < third,
+             "the other two named after it: %s", r.err);
 }
 
 static void test_inconsistent_case(void)
@@ -488,7 +735,7 @@ static void test_inconsistent_case(void)
     int64_t *ints = calloc((size_t)good.value_elements, sizeof(int64_t));
     save_or_die(path_in(good_dir, "value.npy"), NPY_I8, 4, vs, ints);
     run_case(&r, "forward");
-    expect_refusal("value.npy as <i8", &r, "value.npy: dtype '<i8': value.npy must be float32: save tensor.astype(np.float32)");
+    expect_refusal("value.npy as <i8", &r, "value.npy: dtype '<i8': value.npy must be float32 or float16: save tensor.astype(np.float32)");
     free(ints);
     fresh_case();
     const int64_t ss[2] = {p->num_levels, 2};
@@ -515,7 +762,28 @@ static void test_inconsistent_case(void)
 
     fresh_case();
     RUN(&r, "forward", "--in", good_dir, "--out", out_dir, "--sampling-locations-layout", "B2QHLP");
-    expect_refusal("locations in the other layout than the flag says", &r, "per --sampling-locations-layout B2QHLP");
+    expect_refusal("locations in the other layout than the flag says", &r,
+                   "per --sampling-locations-layout B2QHLP with N_q and N_p from");
+    tu_check(strstr(r.err, "; --sampling-locations-layout BQHLP2 makes the shapes fit\n") != NULL, "names the flag that fits: %s", r.err);
+    fresh_case();
+    RUN(&r, "forward", "--in", good_dir, "--out", out_dir, "--value-layout", "BNLC");
+    expect_refusal("value in the other layout than the flag says", &r, "; --value-layout BLNC makes the shapes fit");
+
+    /* level_start_index.npy left out: derived, the same outputs */
+    fresh_case();
+    char with_dir[600];
+    snprintf(with_dir, sizeof with_dir, "%s-with", out_dir);
+    RUN(&r, "forward", "--in", good_dir, "--out", with_dir);
+    tu_check(r.status == 0, "forward with level_start_index.npy: %s", r.err);
+    unlink(path_in(good_dir, "level_start_index.npy"));
+    RUN(&r, "forward", "--in", good_dir, "--out", out_dir);
+    if (tu_check(r.status == 0 && r.err[0] == '\0', "forward without level_start_index.npy: exit %d %s", r.status, r.err)) {
+        char a[1400], b[700];
+        snprintf(a, sizeof a, "cmp -s '%s/output.npy' '%s/output.npy'", with_dir, out_dir);
+        tu_check(system(a) == 0, "without level_start_index.npy: the same output.npy");
+        snprintf(b, sizeof b, "rm -rf '%s'", with_dir);
+        if (system(b) != 0) fprintf(stderr, "could not remove %s\n", with_dir);
+    }
 
     fresh_case();
     const int64_t flat[1] = {good.value_elements};
@@ -594,6 +862,10 @@ int main(void)
         return 1;
     }
     test_against_reference();
+    test_half_inputs();
+    test_js_numbers();
+    test_crosscheck();
+    test_npz();
 
     static const int64_t shapes[4] = {3, 4, 2, 2};
     tu_case_init(&good, 5, 2, 3, 2, 3, 2, 2, shapes, 0);

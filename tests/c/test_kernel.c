@@ -588,7 +588,7 @@ static void test_long_side(int64_t n, int64_t across_size, int num_combos)
 /* More threads than heads: the backward splits each head into parts (pixel ranges of
  * grad_value, query slices of the other gradients). Whatever the split, the bits must be those
  * of one unit per head: each split's units are run one at a time in reverse order and compared
- * with threads = 1, on the banded walk (one query per pixel) and on index order, one and two
+ * with threads = 1, one query per pixel and fewer queries, one and two
  * heads, every option combination. */
 static void test_split_heads(void)
 {

@@ -4,6 +4,8 @@
 #include "../../src/cli/npy.c" /* compiled in: the CLI is not part of libmsda */
 #include "testutil.h"
 
+#include <math.h>
+
 static char tmpdir[] = "/tmp/msda-test-npy-XXXXXX";
 
 /* A .npy file image: magic, version, header length, dict (padded to 64 with a newline when
@@ -197,7 +199,13 @@ static void test_malformed(void)
     build(&im, 1, 0, "{'descr': '|f4', 'fortran_order': False, 'shape': (2, 3), }", 1, SIX, 24);
     refused("'|' byte order on a 4-byte type", &im, "'|' is for 1-byte types");
     build(&im, 1, 0, "{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }", 1, SIX, 24);
-    refused("float64", &im, "unsupported dtype '<f8', expected '<f4', '<i4' or '<i8'");
+    refused("float64", &im, "unsupported dtype '<f8', expected '<f4', '<f2', 'bfloat16', '<i4' or '<i8'");
+    build(&im, 1, 0, "{'descr': '<V2', 'fortran_order': False, 'shape': (3,), }", 1, SIX, 6);
+    refused("2-byte void (np.save of ml_dtypes.bfloat16)", &im, "2-byte void dtype (np.save writes ml_dtypes' bfloat16 so");
+    build(&im, 1, 0, "{'descr': '>f2', 'fortran_order': False, 'shape': (3,), }", 1, SIX, 6);
+    refused("big-endian float16", &im, "big-endian dtype '>f2'");
+    build(&im, 1, 0, "{'descr': '|f2', 'fortran_order': False, 'shape': (3,), }", 1, SIX, 6);
+    refused("'|' byte order on float16", &im, "'|' is for 1-byte types");
     build(&im, 1, 0, "{'descr': '|u1', 'fortran_order': False, 'shape': (24,), }", 1, SIX, 24);
     refused("uint8", &im, "unsupported dtype '|u1'");
     build(&im, 1, 0, "{'descr': [('x', '<f4')], 'fortran_order': False, 'shape': (6,), }", 1, SIX, 24);
@@ -283,6 +291,100 @@ static void test_malformed(void)
     refused("zero-sized array with data after it", &im, "4 bytes of trailing data after the 0");
 }
 
+static uint32_t bits_of(float x) { uint32_t u; memcpy(&u, &x, 4); return u; }
+static float float_of(uint32_t u) { float x; memcpy(&x, &u, 4); return x; }
+
+/* The value of binary16 bits by their definition, in double (independent of the bit tricks). */
+static double f16_value(uint16_t h)
+{
+    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1024 + m, e - 25);
+    return h & 0x8000 ? -v : v;
+}
+
+/* Widening: all 65,536 binary16 values against their definition, NaN payloads kept; bfloat16 is
+ * the top half; narrowing is the nearest binary16, ties to even, checked against the neighbours
+ * of its result on a million seeded floats and on every tie just above and below each value. */
+static void test_half_conversions(void)
+{
+    int bad = 0;
+    for (uint32_t h = 0; h < 65536; h++) {
+        uint32_t u = npy_f16_to_f32((uint16_t)h);
+        double want = f16_value((uint16_t)h);
+        float got = float_of(u);
+        if (isnan(want) ? !(isnan(got) && (u & 0x7fffff) == (h & 0x3ffu) << 13 && (u >> 31) == (h >> 15))
+                        : (double)got != want || !signbit(got) != !signbit(want))
+            bad++;
+        if (!isnan(want) && npy_f32_to_f16(u) != h) bad++; /* exact values narrow to themselves */
+        if (npy_bf16_to_f32((uint16_t)h) != h << 16) bad++;
+    }
+    tu_check(bad == 0, "binary16 -> float32 exact on all 65536 bit patterns, and back (%d wrong)", bad);
+
+    uint64_t seed = 12345;
+    int wrong = 0;
+    for (int i = 0; i < 1000000; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        uint32_t f = (uint32_t)(seed >> 32);
+        /* exponents around binary16's range, where narrowing does something */
+        f = (f & 0x807fffffu) | (uint32_t)(100 + (seed >> 20) % 48) << 23;
+        double x = float_of(f);
+        uint16_t h = npy_f32_to_f16(f);
+        double got = f16_value(h), err = fabs(got - x);
+        for (int d = -1; d <= 1 && (h & 0x7fff) != 0x7c00; d += 2) {
+            uint16_t n = (uint16_t)(h + d);
+            if (((n ^ h) & 0x8000) || ((n >> 10) & 0x1f) == 31 || ((h & 0x7fff) == 0 && d < 0)) continue;
+            double other = fabs(f16_value(n) - x);
+            if (other < err || (other == err && (h & 1))) wrong++;
+        }
+        if (fabs(x) >= 65520.0 && (h & 0x7fff) != 0x7c00) wrong++; /* past the largest half-way point: infinity */
+    }
+    tu_check(wrong == 0, "float32 -> binary16 is the nearest, ties to even, on 10^6 floats (%d wrong)", wrong);
+    /* ties: 1 + 2^-11 is half-way between 1 and 1 + 2^-10, rounds to even 1; 1 + 3*2^-11 up */
+    tu_check(npy_f32_to_f16(bits_of(1.0f + 0x1p-11f)) == 0x3c00 && npy_f32_to_f16(bits_of(1.0f + 3 * 0x1p-11f)) == 0x3c02,
+             "float32 -> binary16 ties go to even");
+    tu_check(npy_f32_to_f16(bits_of(0x1p-25f)) == 0 && npy_f32_to_f16(bits_of(0x1.000002p-25f)) == 1 &&
+             npy_f32_to_f16(bits_of(65504.0f)) == 0x7bff && npy_f32_to_f16(bits_of(65520.0f)) == 0x7c00,
+             "float32 -> binary16 at the ends: 2^-25 ties to 0, just above rounds to the smallest subnormal, 65520 to infinity");
+
+    /* '<f2' and 'bfloat16' files load as exactly those float32 values */
+    const uint16_t halves[6] = {0x3c00, 0xc000, 0x0001, 0x7c00, 0x7e01, 0x8000};
+    char path[512], err[320] = "";
+    const char *names[2] = {"<f2", "bfloat16"};
+    for (int k = 0; k < 2; k++) {
+        image im;
+        char dict[128];
+        snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (2, 3), }", names[k]);
+        build(&im, 1, 0, dict, 1, halves, sizeof halves);
+        snprintf(path, sizeof path, "%s/half%d.npy", tmpdir, k);
+        FILE *fp = fopen(path, "wb");
+        fwrite(im.bytes, 1, im.len, fp);
+        fclose(fp);
+        npy_array a;
+        float *data = NULL;
+        int io = 0, rc = npy_load_f32(path, &a, &data, &io, err, sizeof err);
+        int same = rc == 0 && a.count == 6 && a.dtype == (k ? NPY_BF16 : NPY_F2);
+        for (int i = 0; same && i < 6; i++)
+            same = bits_of(data[i]) == (k ? npy_bf16_to_f32(halves[i]) : npy_f16_to_f32(halves[i]));
+        tu_check(same, "npy_load_f32 widens a '%s' file exactly (%s)", names[k], rc ? err : "values differ");
+        free(data);
+        int64_t *ints = NULL;
+        rc = npy_load_i64(path, &a, &ints, &io, err, sizeof err);
+        tu_check(rc != 0 && a.bad_dtype && strstr(err, names[k]), "npy_load_i64 refuses '%s' (%s)", names[k], err);
+        free(ints);
+    }
+    /* written as '<f2' and read back, bit for bit */
+    snprintf(path, sizeof path, "%s/written.npy", tmpdir);
+    const int64_t shape[1] = {6};
+    int rc = npy_save(path, NPY_F2, 1, shape, halves, err, sizeof err);
+    npy_array a;
+    float *data = NULL;
+    int io = 0;
+    rc = rc ? rc : npy_load_f32(path, &a, &data, &io, err, sizeof err);
+    tu_check(rc == 0 && a.dtype == NPY_F2 && a.data_offset == 128 && bits_of(data[2]) == npy_f16_to_f32(1),
+             "npy_save writes '<f2' that loads back (%s)", rc ? err : "ok");
+    free(data);
+}
+
 /* Every prefix of a valid file is refused (never a crash or a read past the end). */
 static void test_every_prefix(void)
 {
@@ -311,6 +413,7 @@ int main(void)
     test_versions_and_forms();
     test_malformed();
     test_every_prefix();
+    test_half_conversions();
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);

@@ -1,7 +1,7 @@
 /* Threads: forward and backward give the same bits for every thread count (1, 2, 3, 8 and more
  * than the pool's maximum) on cases whose batch x heads does not divide by the thread count;
- * the pool is reused, not re-spawned per call; concurrent callers, fork() and a failing
- * pthread_create are handled. */
+ * the pool is reused, not re-spawned per call; concurrent callers, fork(), a failing
+ * pthread_create and a worker that does not run during a call are handled. */
 #define _GNU_SOURCE
 #include "msda.h"
 #include "reference.h"
@@ -17,14 +17,42 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* pthread_create, interposed so a test can make the pool fail to start a worker. */
-static int fail_thread_create;
+/* pthread_create, interposed so a test can make the pool fail to start a worker, or start one
+ * that waits (as one the system has not scheduled yet) until the test lets it run. */
+static int fail_thread_create, hold_new_workers;
+static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hold_cond = PTHREAD_COND_INITIALIZER;
+static int held;   /* workers waiting; -1 once released */
+static void *(*held_start)(void *);
+
+static void held_timeout(int sig)
+{
+    (void)sig;
+    static const char msg[] = "FAIL: threads 2 with its worker held: the call still waits after 20 s\n";
+    if (write(2, msg, sizeof msg - 1) < 0) _exit(1);
+    _exit(1);
+}
+
+static void *held_worker(void *arg)
+{
+    pthread_mutex_lock(&hold_lock);
+    held++;
+    pthread_cond_broadcast(&hold_cond);
+    while (held >= 0) pthread_cond_wait(&hold_cond, &hold_lock);
+    pthread_mutex_unlock(&hold_lock);
+    return held_start(arg);
+}
+
 int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *), void *arg)
 {
     typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
     static create_fn real;
     if (fail_thread_create) return 11; /* EAGAIN */
     if (!real) real = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
+    if (hold_new_workers) {
+        held_start = start;
+        return real(thread, attr, held_worker, arg);
+    }
     return real(thread, attr, start, arg);
 }
 
@@ -139,6 +167,34 @@ static void check_parts(tu_case *tc, int threads, outputs *o)
              msda__job_parts(&bwd, threads), (long long)want_b, (long long)bwd.units);
 }
 
+/* One query per pixel, query q at pixel perm[q] of a random permutation, each sampling within
+ * two pixels of its own on every level (locations layout B2QHLP). */
+static void shuffle_encoder(tu_case *tc, tu_rng *rng)
+{
+    const int64_t Q = tc->p.num_queries, NL = tc->p.num_levels, HNP = tc->p.num_heads * NL * tc->p.num_points;
+    int64_t *perm = tu_xmalloc((size_t)Q * sizeof *perm);
+    for (int64_t q = 0; q < Q; q++) perm[q] = q;
+    for (int64_t i = Q - 1; i > 0; i--) {
+        const int64_t j = tu_int(rng, 0, i), x = perm[i];
+        perm[i] = perm[j];
+        perm[j] = x;
+    }
+    for (int64_t q = 0; q < Q; q++) {
+        int64_t l = 0;
+        while (l + 1 < NL && perm[q] >= tc->level_start_index[l + 1]) l++;
+        const int64_t pix = perm[q] - tc->level_start_index[l], h = tc->spatial_shapes[2 * l],
+                      w = tc->spatial_shapes[2 * l + 1];
+        for (int64_t i = 0; i < HNP; i++) {
+            const int64_t sl = i / tc->p.num_points % NL;
+            tc->sampling_locations[q * HNP + i] =
+                (float)((pix % w + 0.5) / w + tu_uniform(rng, -2, 2) / tc->spatial_shapes[2 * sl + 1]);
+            tc->sampling_locations[(Q + q) * HNP + i] =
+                (float)((pix / w + 0.5) / h + tu_uniform(rng, -2, 2) / tc->spatial_shapes[2 * sl]);
+        }
+    }
+    free(perm);
+}
+
 typedef struct concurrent_arg {
     tu_case *tc;
     outputs out;
@@ -161,23 +217,55 @@ int main(void)
     const int own_threads = process_threads();
     /* qemu-user 7.2 aborts in a fork() of a threaded process: make test-arm64 sets this */
     const int no_fork = getenv("MSDA_TEST_NO_FORK") != NULL;
-    /* batch x heads: 3, 10, 7, 14 (none divides by 3 or 8). Case 3 has one query per pixel (296),
-     * so both passes take the banded walk, whose parts end inside a query block's heads. */
+    /* batch x heads: 3, 10, 7, 14, 5 (none divides by 3 or 8). Case 3 has one query per pixel
+     * (296) in pixel order, whose forward parts end inside a query block's heads; case 4 the same
+     * shapes with its queries in a random order, each sampling around its own pixel, so the
+     * backward's order comes from the locations. */
     static const int64_t shapes_a[] = {40, 30, 20, 15, 7, 9};
     static const int64_t shapes_b[] = {17, 23, 5, 1};
     static const int64_t shapes_c[] = {64, 48};
     static const int64_t shapes_d[] = {16, 14, 8, 7, 4, 4};
-    enum { CASES = 4 };
+    enum { CASES = 5 };
     tu_case cases[CASES];
     tu_case_init(&cases[0], 101, 1, 3000, 3, 5, 3, 4, shapes_a, 0);
     tu_case_init(&cases[1], 202, 2, 300, 5, 33, 2, 3, shapes_b, 15);
     tu_case_init(&cases[2], 303, 1, 5000, 7, 4, 1, 4, shapes_c, 6);
     tu_case_init(&cases[3], 505, 2, 296, 7, 32, 3, 4, shapes_d, 0);
+    tu_case_init(&cases[4], 606, 1, 296, 5, 32, 3, 4, shapes_d, 2);
     for (int i = 0; i < CASES; i++) {
         tu_rng rng;
         tu_rng_seed(&rng, cases[i].seed);
         tu_case_fill(&cases[i], &rng, -0.1, 1.1);
         if (i == 1) tu_case_sprinkle_far(&cases[i], &rng, 0.05);
+        if (i == 4) shuffle_encoder(&cases[i], &rng);
+    }
+
+    /* A worker that does not run during a call (here: held from its start; on a busy machine: not
+     * scheduled yet) does not hold the call up: the caller claims every part itself, with the
+     * same bits. Before any other call, so that this one starts the pool's first worker. A hang
+     * here is the failure: alarm turns it into one. */
+    {
+        outputs one, two;
+        outputs_alloc(&one, &cases[3]);
+        outputs_alloc(&two, &cases[3]);
+        msda_error err = {0};
+        run_both(&cases[3], 1, &one, &err);
+        hold_new_workers = 1;
+        signal(SIGALRM, held_timeout);
+        alarm(20);
+        tu_check(run_both(&cases[3], 2, &two, &err) == MSDA_OK, "held worker: threads 2 failed: %s", err.message);
+        hold_new_workers = 0;
+        pthread_mutex_lock(&hold_lock);
+        while (held < 1) pthread_cond_wait(&hold_cond, &hold_lock);   /* it was started */
+        alarm(0);
+        tu_check(held == 1, "held worker: %d workers were started and held, expected 1", held);
+        held = -1;
+        pthread_cond_broadcast(&hold_cond);
+        pthread_mutex_unlock(&hold_lock);
+        same_bits("threads 2 with its worker held: the caller ran every part, the bits of threads 1", &cases[3], &one,
+                  &two);
+        outputs_free(&one);
+        outputs_free(&two);
     }
 
     outputs base[CASES], got;

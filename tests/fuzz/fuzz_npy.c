@@ -7,7 +7,8 @@
  *     exactly the bytes after the header, and the header NumPy's writer would emit for that
  *     dtype and shape parses back to the same array;
  *   - the file loaders (npy_load_f32 / npy_load_i64) agree with npy_parse on the same bytes and
- *     decode every element to the value its little-endian bytes hold. */
+ *     decode every element to the value its little-endian bytes hold ('<f2' and 'bfloat16'
+ *     widened exactly). */
 #define _POSIX_C_SOURCE 200809L   /* strnlen, getpid, access */
 #include "npy.h"
 
@@ -71,14 +72,25 @@ static void check_loaders(const uint8_t *data, size_t size, int parsed, const np
     int64_t *ints = NULL;
     int io_error = -1;
     const int rf = npy_load_f32(file_path, &got, &floats, &io_error, err, sizeof err);
-    const int want_f = parsed == 0 && arr->dtype == NPY_F4 ? 0 : -1;
+    const int is_float = arr->dtype == NPY_F4 || arr->dtype == NPY_F2 || arr->dtype == NPY_BF16;
+    const int want_f = parsed == 0 && is_float ? 0 : -1;
     if (rf != want_f) die("npy_load_f32 disagrees with npy_parse", rf ? err : "accepted");
     if (rf == 0) {
         same_array(arr, &got, "npy_load_f32");
         if (!floats) die("npy_load_f32 returned no data", NULL);
-        /* host order is little-endian here (x86-64), so the bits must equal the file's bytes */
-        if (arr->count && memcmp(floats, data + arr->data_offset, arr->data_bytes) != 0)
+        /* host order is little-endian here (x86-64), so the bits must equal the file's bytes, or
+         * for half precision their exact widening (npy_f16_to_f32 is checked on all 65536 values
+         * by tests/c/test_npy.c) */
+        if (arr->dtype == NPY_F4 && arr->count && memcmp(floats, data + arr->data_offset, arr->data_bytes) != 0)
             die("npy_load_f32 decoded different bits", NULL);
+        for (int64_t i = 0; arr->dtype != NPY_F4 && i < arr->count; i++) {
+            const uint8_t *h = data + arr->data_offset + 2 * i;
+            const uint16_t bits = (uint16_t)(h[0] | h[1] << 8);
+            const uint32_t want = arr->dtype == NPY_F2 ? npy_f16_to_f32(bits) : npy_bf16_to_f32(bits);
+            uint32_t got_bits;
+            memcpy(&got_bits, &floats[i], 4);
+            if (got_bits != want) die("npy_load_f32 widened a half-precision value wrongly", NULL);
+        }
     } else {
         if (floats) die("npy_load_f32 failed but returned data", NULL);
         if (io_error != 0) die("npy_load_f32 reported an I/O error for bad content", err);
@@ -87,7 +99,7 @@ static void check_loaders(const uint8_t *data, size_t size, int parsed, const np
     free(floats);
 
     const int ri = npy_load_i64(file_path, &got, &ints, &io_error, err, sizeof err);
-    const int want_i = parsed == 0 && arr->dtype != NPY_F4 ? 0 : -1;
+    const int want_i = parsed == 0 && (arr->dtype == NPY_I4 || arr->dtype == NPY_I8) ? 0 : -1;
     if (ri != want_i) die("npy_load_i64 disagrees with npy_parse", ri ? err : "accepted");
     if (ri == 0) {
         same_array(arr, &got, "npy_load_i64");
@@ -142,7 +154,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_message(err, sizeof err);
     } else {
         if (arr.version_major < 1 || arr.version_major > 3) die("version out of range", NULL);
-        if (arr.dtype != NPY_F4 && arr.dtype != NPY_I4 && arr.dtype != NPY_I8) die("dtype out of range", NULL);
+        if (arr.dtype != NPY_F4 && arr.dtype != NPY_I4 && arr.dtype != NPY_I8 && arr.dtype != NPY_F2 && arr.dtype != NPY_BF16)
+            die("dtype out of range", NULL);
         if (arr.ndim < 0 || arr.ndim > NPY_MAX_DIMS) die("ndim out of range", NULL);
         __int128 count = 1;
         int zero = 0;

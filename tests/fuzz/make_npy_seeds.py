@@ -21,7 +21,7 @@ def npy(descr, shape, data=None, version=1, fortran='False', extra=b'', header=N
         count = 1
         for s in shape:
             count *= s
-        size = {'<f4': 4, '<i4': 4, '<i8': 8}.get(descr, 4)
+        size = {'<f4': 4, '<i4': 4, '<i8': 8, '<f2': 2, 'bfloat16': 2}.get(descr, 4)
         data = bytes((i * 37 + 11) & 0xff for i in range(count * size))
     return b'\x93NUMPY' + bytes([version, 0]) + length + h + data + extra
 
@@ -32,9 +32,9 @@ def write(name, b):
 
 
 for version in (1, 2, 3):
-    for descr in ('<f4', '<i4', '<i8'):
+    for descr in ('<f4', '<i4', '<i8', '<f2', 'bfloat16'):
         for shape in ((), (0,), (3,), (2, 3), (1, 2, 1, 2)):
-            write('ok-v%d-%s-%s' % (version, descr[1:], 'x'.join(map(str, shape)) or 'scalar'),
+            write('ok-v%d-%s-%s' % (version, descr.lstrip('<'), 'x'.join(map(str, shape)) or 'scalar'),
                   npy(descr, shape, version=version))
 write('bad-magic', b'\x93NUMPX' + npy('<f4', (2,))[6:])
 write('bad-version', npy('<f4', (2,), version=4))
@@ -42,6 +42,7 @@ write('big-endian', npy('>f4', (2,)))
 write('fortran', npy('<f4', (2, 2), fortran='True'))
 write('dtype-f8', npy('<f8', (2,)))
 write('dtype-pipe', npy('|i4', (2,)))
+write('dtype-void2', npy('<V2', (2,)))
 write('structured', npy('<f4', (2,), header="{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }"))
 write('missing-key', npy('<f4', (2,), header="{'descr': '<f4', 'shape': (2,), }"))
 write('extra-key', npy('<f4', (2,), header="{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}"))

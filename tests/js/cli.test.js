@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { main } from '../../bindings/cli.js';
 import { parseNpy, serializeNpy } from '../../bindings/npy.js';
+import { narrowToHalf, widenHalf } from '../../bindings/core/half.js';
 import { assertClose, OPTION_COMBOS, randomCase } from './helpers.js';
 
 const NATIVE_CLI = fileURLToPath(new URL('../../build/native/msda', import.meta.url));
@@ -169,6 +170,83 @@ test('forward and backward on wasm, wasm-scalar and native agree with the native
   }
 });
 
+test('--out-dtype float16 | bfloat16: the outputs rounded to nearest even, the same bytes from both CLIs', async () => {
+  const options = OPTION_COMBOS[12];
+  const c = randomCase(88, options);
+  const dir = `${root}/out-dtype`;
+  writeCase(dir, c);
+  const flags = flagsOf(options);
+  for (const op of ['forward', 'backward']) assert.equal(native([op, '--in', dir, '--out', `${dir}/f32`, ...flags]).status, 0);
+  for (const dtype of ['float16', 'bfloat16']) {
+    for (const op of ['forward', 'backward']) {
+      const n = native([op, '--in', dir, '--out', `${dir}/n-${dtype}`, '--out-dtype', dtype, ...flags]);
+      assert.equal(n.status, 0, n.err);
+      const j = await js([op, '--in', dir, '--out', `${dir}/j-${dtype}`, '--out-dtype', dtype, '--backend', 'native', ...flags]);
+      assert.equal(j.status, 0, j.err);
+    }
+    for (const name of OUTPUTS) {
+      const bytes = readFileSync(`${dir}/n-${dtype}/${name}.npy`);
+      assert.deepEqual(readFileSync(`${dir}/j-${dtype}/${name}.npy`), bytes, `${dtype} ${name}: both CLIs`);
+      const got = parseNpy(bytes), f32 = load(`${dir}/f32/${name}.npy`);
+      assert.equal(got.dtype, dtype === 'float16' ? '<f2' : '<f4', `${dtype} ${name}: dtype`);
+      assert.deepEqual(got.shape, f32.shape);
+      const want = narrowToHalf(f32.data, dtype);
+      if (dtype === 'float16') assert.deepEqual(got.data, want, `${name}: the nearest float16`);
+      else assert.deepEqual(new Uint32Array(got.data.buffer), new Uint32Array(widenHalf(want, 'bfloat16').buffer), `${name}: the nearest bfloat16`);
+    }
+  }
+});
+
+test('level_start_index.npy may be left out (derived): both CLIs give the same bytes as with it', async () => {
+  const options = OPTION_COMBOS[9];
+  const c = randomCase(77, options);
+  const dir = `${root}/no-starts`;
+  writeCase(dir, c);
+  const flags = flagsOf(options);
+  assert.equal(native(['backward', '--in', dir, '--out', `${dir}/with`, ...flags]).status, 0);
+  unlinkSync(`${dir}/level_start_index.npy`);
+  const n = native(['backward', '--in', dir, '--out', `${dir}/native`, ...flags]);
+  assert.equal(n.status, 0, n.err);
+  const j = await js(['backward', '--in', dir, '--out', `${dir}/js`, '--backend', 'native', ...flags]);
+  assert.equal(j.status, 0, j.err);
+  for (const name of OUTPUTS.slice(1)) {
+    assert.deepEqual(readFileSync(`${dir}/native/${name}.npy`), readFileSync(`${dir}/with/${name}.npy`), name);
+    assert.deepEqual(readFileSync(`${dir}/js/${name}.npy`), readFileSync(`${dir}/with/${name}.npy`), name);
+  }
+});
+
+test("'<f2' and 'bfloat16' inputs: both CLIs compute on the float32 values the bits stand for, same bytes", async () => {
+  for (const dtype of ['float16', 'bfloat16']) {
+    const options = OPTION_COMBOS[6];
+    const c = randomCase(900, options);
+    const halfDir = `${root}/half-${dtype}`, wideDir = `${root}/wide-${dtype}`;
+    writeCase(halfDir, c);
+    writeCase(wideDir, c);
+    for (const [name, t] of [['value', c.args.value], ['sampling_locations', c.args.samplingLocations],
+      ['attention_weights', c.args.attentionWeights], ['grad_output', c.gradOutput]]) {
+      const bits = narrowToHalf(t.data, dtype);
+      writeFileSync(`${halfDir}/${name}.npy`, serializeNpy({ data: bits, shape: t.shape, dtype: dtype === 'float16' ? '<f2' : 'bfloat16' }));
+      writeFileSync(`${wideDir}/${name}.npy`, serializeNpy({ data: widenHalf(bits, dtype), shape: t.shape }));
+    }
+    const flags = flagsOf(options);
+    for (const op of ['forward', 'backward']) {
+      assert.equal(native([op, '--in', wideDir, '--out', `${wideDir}/out`, ...flags]).status, 0);
+      const n = native([op, '--in', halfDir, '--out', `${halfDir}/native`, ...flags]);
+      assert.equal(n.status, 0, n.err);
+      const j = await js([op, '--in', halfDir, '--out', `${halfDir}/js`, '--backend', 'native', ...flags]);
+      assert.equal(j.status, 0, j.err);
+      const w = await js([op, '--in', halfDir, '--out', `${halfDir}/wasm`, ...flags]);
+      assert.equal(w.status, 0, w.err);
+      for (const name of op === 'forward' ? ['output'] : OUTPUTS.slice(1)) {
+        const want = readFileSync(`${wideDir}/out/${name}.npy`);
+        assert.deepEqual(readFileSync(`${halfDir}/native/${name}.npy`), want, `${dtype} ${name}: native CLI`);
+        assert.deepEqual(readFileSync(`${halfDir}/js/${name}.npy`), want, `${dtype} ${name}: JS CLI on native`);
+        assertClose(load(`${halfDir}/wasm/${name}.npy`).data, parseNpy(want).data, `${dtype} ${name}: JS CLI on wasm`);
+      }
+    }
+  }
+});
+
 // Each entry edits a fresh copy of a valid case (or the arguments) and must be refused by both
 // CLIs with the same line.
 const GOOD = randomCase(42, OPTION_COMBOS[0]);
@@ -207,20 +285,31 @@ const REFUSALS = [
   ['--align-corners=1', null, ['--align-corners=1'], '--align-corners takes no value'],
   ['--in twice', null, ['--in', '/tmp'], '--in given more than once'],
   ['--padding-mode without value', null, ['--padding-mode'], '--padding-mode needs a value'],
+  ['bad --out-dtype', null, ['--out-dtype', 'float64'], "--out-dtype: 'float64', expected float32, float16 or bfloat16"],
   // malformed files, one per class
   ['wrong magic', edit('value.npy', 'NUMPY', 'NUMPX'), [], 'value.npy: not a .npy file'],
   ['unsupported version', edit('attention_weights.npy', 'NUMPY\x01', 'NUMPY\x04'), [], 'unsupported .npy format version 4.0'],
   ['big-endian', edit('sampling_locations.npy', "'<f4'", "'>f4'"), [],
-    "sampling_locations.npy: dtype '>f4' (big-endian): sampling_locations.npy must be little-endian float32: save tensor.astype('<f4')"],
+    "sampling_locations.npy: dtype '>f4' (big-endian): sampling_locations.npy must be little-endian float32 or float16: save tensor.astype('<f4')"],
   ['big-endian ints', edit('spatial_shapes.npy', "'<i8'", "'>i8'"), [],
     "spatial_shapes.npy: dtype '>i8' (big-endian): spatial_shapes.npy must be little-endian int64 or int32: save tensor.astype('<i8')"],
-  ['Fortran order', edit('value.npy', 'False', 'True '), [], 'Fortran-order'],
+  ['Fortran order', edit('value.npy', 'False', 'True '), [], 'Fortran-order (column-major) arrays are not supported, expected fortran_order False: save np.ascontiguousarray(tensor)'],
   ['float64 value (the common NumPy slip)', edit('value.npy', "'<f4'", "'<f8'"), [],
-    "value.npy: dtype '<f8': value.npy must be float32: save tensor.astype(np.float32)"],
-  ['float16 weights', edit('attention_weights.npy', "'<f4'", "'<f2'"), [],
-    "attention_weights.npy: dtype '<f2': attention_weights.npy must be float32: save tensor.astype(np.float32)"],
+    "value.npy: dtype '<f8': value.npy must be float32 or float16: save tensor.astype(np.float32)"],
+  ['2-byte void weights (np.save of ml_dtypes.bfloat16)', edit('attention_weights.npy', "'<f4'", "'<V2'"), [],
+    "attention_weights.npy: dtype '<V2': a 2-byte void, which is how np.save writes ml_dtypes' bfloat16, but its bits cannot be told from any other 2-byte record: save bfloat16 as float32, which is exact: tensor.astype(np.float32)"],
   ['uint64 level starts', edit('level_start_index.npy', "'<i8'", "'<u8'"), [],
     "level_start_index.npy: dtype '<u8': level_start_index.npy must be int64 or int32: save tensor.astype(np.int64)"],
+  ['every bad file named in one run', (dir) => {
+    edit('value.npy', "'<f4'", "'<f8'")(dir);
+    unlinkSync(`${dir}/attention_weights.npy`);
+    edit('spatial_shapes.npy', 'False', 'True ')(dir);
+  }, [], "value.npy: dtype '<f8': value.npy must be float32 or float16: save tensor.astype(np.float32); also: "],
+  ['every bad file named in one run: the others', (dir) => {
+    edit('value.npy', "'<f4'", "'<f8'")(dir);
+    unlinkSync(`${dir}/attention_weights.npy`);
+    edit('spatial_shapes.npy', 'False', 'True ')(dir);
+  }, [], 'spatial_shapes.npy: Fortran-order (column-major) arrays are not supported, expected fortran_order False: save np.ascontiguousarray(tensor); also: '],
   ['header not a dict', edit('attention_weights.npy', "{'descr'", "['descr'"), [], "header: expected '{'"],
   ['unknown key', edit('value.npy', "'shape'", "'shapf'"), [], "unexpected key 'shapf'"],
   ['shape not a tuple', (dir) => {
@@ -246,11 +335,15 @@ const REFUSALS = [
   // missing files, wrong dtypes and shapes
   ['missing file', (dir) => unlinkSync(`${dir}/attention_weights.npy`), [], 'attention_weights.npy: cannot open: No such file or directory'],
   ['value as <i8', replace('value.npy', { data: new BigInt64Array(S.value.data.length), shape: S.value.shape }), [],
-    "value.npy: dtype '<i8': value.npy must be float32: save tensor.astype(np.float32)"],
+    "value.npy: dtype '<i8': value.npy must be float32 or float16: save tensor.astype(np.float32)"],
   ['spatial_shapes as <f4', replace('spatial_shapes.npy', { data: new Float32Array(2 * S.spatialShapes.length), shape: [S.spatialShapes.length, 2] }), [],
     "spatial_shapes.npy: dtype '<f4': spatial_shapes.npy must be int64 or int32: save tensor.astype(np.int64)"],
-  ['locations in the other layout', null, ['--sampling-locations-layout', 'B2QHLP'], 'per --sampling-locations-layout B2QHLP'],
+  ['locations in the other layout', null, ['--sampling-locations-layout', 'B2QHLP'],
+    'per --sampling-locations-layout B2QHLP with N_q and N_p from'],
+  ['locations in the other layout: the hint', null, ['--sampling-locations-layout', 'B2QHLP'],
+    '; --sampling-locations-layout BQHLP2 makes the shapes fit'],
   ['value in the other layout', null, ['--value-layout', 'BNLC'], 'value.npy: shape'],
+  ['value in the other layout: the hint', null, ['--value-layout', 'BNLC'], 'per --value-layout BNLC; --value-layout BLNC makes the shapes fit'],
   ['value not 4-d', replace('value.npy', { data: S.value.data, shape: [S.value.data.length] }), [], 'expected 4 dimensions'],
   ['attention_weights of the wrong shape', replace('attention_weights.npy', { data: new Float32Array(3), shape: [3] }), [],
     'attention_weights.npy: shape (3,)'],
@@ -356,14 +449,19 @@ test('crosscheck: exit 0 when wasm and native agree, exit 1 on a tampered expect
   const n = tamper('grad_sampling_locations', 3, 1e-3);
   const tampered = bin(['crosscheck', '--in', dir, '--expect', expect, ...flags]);
   assert.equal(tampered.status, 1, tampered.out);
-  assert.match(tampered.out, /grad_sampling_locations +max abs diff 1\.00e-3 .* DISAGREE: 1 of \d+ elements, worst \[3\]/);
-  assert.match(tampered.out, /grad_value +max abs diff \S+ +max rel diff \S+ +ok/);
+  // element 3 of B2QHLP (B, 2, N_q, N_h, N_l, N_p): its coordinates, not a flat index
+  const [, , Q, H, NL, P] = c.args.samplingLocations.shape;
+  const co = [3 % P, Math.floor(3 / P) % NL, Math.floor(3 / (P * NL)) % H, Math.floor(3 / (P * NL * H)) % Q];
+  assert.match(tampered.out, new RegExp(`grad_sampling_locations +DISAGREE +1 of ${n} elements beyond their bound`));
+  assert.match(tampered.out, new RegExp(`grad_sampling_locations\\[b=0, xy=0, q=${co[3]}, h=${co[2]}, l=${co[1]}, p=${co[0]}\\]: yours \\S+, ours \\S+, \\|diff\\| 1\\.00e-3 > bound`));
+  assert.match(tampered.out, /grad_value +ok /);
   assert.equal(tampered.err, `msda: crosscheck: grad_sampling_locations (1 of ${n} elements) beyond tolerance\n`);
 
-  // within tolerance passes: restore, then nudge by less than 1e-5
-  tamper('grad_sampling_locations', 3, -1e-3);
-  tamper('output', 0, 5e-6);
-  assert.equal((await js(['crosscheck', '--in', dir, '--expect', expect, ...flags])).status, 0);
+  // within tolerance passes: restore, then nudge by far less than the bound
+  assert.equal(native(['backward', '--in', dir, '--out', expect, ...flags]).status, 0);
+  tamper('output', 0, 1e-9);
+  const nudged = await js(['crosscheck', '--in', dir, '--expect', expect, ...flags]);
+  assert.equal(nudged.status, 0, nudged.out);
 
   // only the files present are compared; a wrong shape or an empty directory is bad input
   unlinkSync(`${expect}/grad_value.npy`);

@@ -38,7 +38,7 @@ test('train-toy: a progress bar and a loss per step, ending lower than it starte
   assert.equal(demo('train-toy.js', ['--steps', 'x']).code, 2, 'bad --steps is refused');
 });
 
-test('crosscheck: native and wasm command lines agree on a written case', () => {
+test('crosscheck: native and wasm command lines agree on a written case; a bfloat16 kernel passes, one element off is caught', () => {
   const native = path.join(ROOT, 'build', 'native', 'msda');
   assert.ok(fs.existsSync(native), 'build/native/msda exists (make native)');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'msda-demo-test-'));
@@ -54,6 +54,12 @@ test('crosscheck: native and wasm command lines agree on a written case', () => 
     }
     assert.match(r.out, /grad_value\.npy \(2×4×420×8\)/, 'the BNLC option reached both command lines');
     assert.match(r.out, /native and wasm agree/);
+    // the kernel-author part: a bfloat16 kernel passes --dtype bfloat16, one element off is named
+    assert.match(r.out, /tolerance for bfloat16 \(--dtype\)/);
+    assert.match(r.out, /crosscheck: all 4 outputs agree\n {4}\(exit 0\)/);
+    assert.match(r.out, / {4}msda: crosscheck: grad_sampling_locations \(1 of 7680 elements\) beyond tolerance\n {4}\(exit 1\)/);
+    assert.match(r.out, /grad_sampling_locations\[b=\d, q=\d+, h=\d, l=\d, p=\d, xy=\d\]: yours \S+, ours \S+/);
+    assert.match(r.out, /the bfloat16 kernel passes and the broken one is caught/);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -113,8 +113,8 @@ test('ms-deform-attn/tfjs: the same lists are a RangeError naming the option, no
   const results = JSON.parse(r.stdout.trim().split('\n').pop());
   const expect = {
     levels: /^msDeformAttn: spatialShapes has 4294967295 levels, expected at most 16777216$/,
-    pair: /^msDeformAttn: spatialShapes\[0\] is .*, expected an \[H, W\] pair$/,
-    data: /^msDeformAttn: spatialShapes has 4294967294 numbers, expected \(N_l, 2\) with N_l at most 16777216$/,
+    pair: /^msDeformAttn: spatialShapes\[0\] has 4294967295 entries, expected an \[H, W\] pair$/,
+    data: /^msDeformAttn: spatialShapes has 4294967294 entries, expected \(N_l, 2\) with N_l at most 16777216$/,
     starts: /^msDeformAttn: levelStartIndex has 4294967295 entries, expected 1 \(one per level of spatialShapes\)$/,
   };
   for (const [name, re] of Object.entries(expect)) {

@@ -4,6 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { formatShape, NpyError, parseNpy, serializeNpy } from '../../bindings/npy.js';
+import { f16ToF32Bits, f32ToBf16Bits, f32ToF16Bits, narrowToHalf, widenHalf } from '../../bindings/core/half.js';
 
 const SIX = new Float32Array([1.5, -2, 0, 3.25, -0, 1e-30]);
 
@@ -103,7 +104,10 @@ test('refuses big-endian, byte-order-less, other and structured dtypes and Fortr
   refused(image(dict('>f4', '(2, 3)')), "big-endian dtype '>f4'");
   refused(image(dict('>i8', '(3,)')), "big-endian dtype '>i8'");
   refused(image(dict('|f4', '(2, 3)')), "'|' is for 1-byte types");
-  refused(image(dict('<f8', '(3,)')), "unsupported dtype '<f8', expected '<f4', '<i4' or '<i8'");
+  refused(image(dict('<f8', '(3,)')), "unsupported dtype '<f8', expected '<f4', '<f2', 'bfloat16', '<i4' or '<i8'");
+  refused(image(dict('<V2', '(3,)')), "2-byte void dtype (np.save writes ml_dtypes' bfloat16 so");
+  refused(image(dict('>f2', '(3,)')), "big-endian dtype '>f2'");
+  refused(image(dict('|f2', '(3,)')), "'|' is for 1-byte types");
   refused(image(dict('|u1', '(24,)')), "unsupported dtype '|u1'");
   refused(image("{'descr': [('x', '<f4')], 'fortran_order': False, 'shape': (6,), }"), 'structured dtypes are not supported');
   refused(image(dict('<f4', '(2, 3)', 'True')), 'Fortran-order');
@@ -175,4 +179,78 @@ test('zero-size arrays with dimensions past 2^53: exact BigInt dimensions with {
   // at the limit and below: plain numbers, as before
   assert.deepEqual(parseNpy(image(dict('<f4', '(0, 9007199254740991)'), { data: new Uint8Array(0) })).shape, [0, 9007199254740991]);
   assert.deepEqual(parseNpy(serializeNpy({ data: SIX, shape: [2, 3] }), { bigint: true }).shape, [2n, 3n]);
+});
+
+// The value of binary16 bits by their definition (independent of half.js's bit operations).
+function f16Value(h) {
+  const e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  const v = e === 0 ? m * 2 ** -24 : e === 31 ? (m ? NaN : Infinity) : (1024 + m) * 2 ** (e - 25);
+  return h & 0x8000 ? -v : v;
+}
+const f32 = new Float32Array(1), u32 = new Uint32Array(f32.buffer);
+const valueOfBits = (u) => { u32[0] = u; return f32[0]; };
+
+test('half.js: binary16 widens exactly on all 65536 bit patterns (NaN payloads kept) and narrows back', () => {
+  let bad = 0;
+  for (let h = 0; h < 65536; h++) {
+    const u = f16ToF32Bits(h), want = f16Value(h), got = valueOfBits(u);
+    if (Number.isNaN(want)) {
+      if (!Number.isNaN(got) || (u & 0x7fffff) !== (h & 0x3ff) << 13 || (u >>> 31) !== (h >> 15)) bad++;
+    } else if (!Object.is(got, want) || f32ToF16Bits(u) !== h) bad++;
+  }
+  assert.equal(bad, 0);
+  const bits = Uint16Array.from([0x3c00, 0x0001, 0xfc00, 0x7e01]);
+  assert.deepEqual([...new Uint32Array(widenHalf(bits, 'float16').buffer)], [0x3f800000, 0x33800000, 0xff800000, 0x7fc02000]);
+  assert.deepEqual([...new Uint32Array(widenHalf(bits, 'bfloat16').buffer)], [0x3c000000, 0x00010000, 0xfc000000, 0x7e010000]);
+});
+
+test('half.js: float32 narrows to the nearest binary16 / bfloat16, ties to even', () => {
+  let seed = 12345, wrong = 0;
+  for (let i = 0; i < 200000; i++) {
+    seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0;
+    const f = ((seed & 0x807fffff) | ((100 + (seed >>> 8) % 48) << 23)) >>> 0;
+    const x = valueOfBits(f), h = f32ToF16Bits(f), err = Math.abs(f16Value(h) - x);
+    if ((h & 0x7fff) === 0x7c00) { if (Math.abs(x) < 65520) wrong++; continue; }
+    for (const d of [-1, 1]) {
+      const n = h + d;
+      if (((n ^ h) & 0x8000) || ((n >> 10) & 0x1f) === 31 || ((h & 0x7fff) === 0 && d < 0)) continue;
+      const other = Math.abs(f16Value(n) - x);
+      if (other < err || (other === err && (h & 1))) wrong++;
+    }
+    const b = f32ToBf16Bits(f), bv = valueOfBits(b << 16);
+    const below = valueOfBits((f & 0xffff0000) >>> 0), above = valueOfBits(((f & 0xffff0000) + 0x10000) >>> 0);
+    const best = Math.abs(below - x) < Math.abs(above - x) ? below : Math.abs(below - x) > Math.abs(above - x) ? above
+      : ((f >>> 16) & 1 ? above : below);
+    if (!Object.is(bv, best)) wrong++;
+  }
+  assert.equal(wrong, 0);
+  assert.equal(f32ToF16Bits(new Uint32Array(new Float32Array([1 + 2 ** -11]).buffer)[0]), 0x3c00); // tie to even
+  assert.equal(f32ToF16Bits(new Uint32Array(new Float32Array([1 + 3 * 2 ** -11]).buffer)[0]), 0x3c02);
+  assert.deepEqual([...narrowToHalf([65504, 65520, 2 ** -25, -0], 'float16')], [0x7bff, 0x7c00, 0, 0x8000]);
+});
+
+test("'<f2' and 'bfloat16' files: parsed as their bits (Uint16Array), written back byte for byte", () => {
+  const bits = Uint16Array.from([0x3c00, 0xc000, 0x0001, 0x7c00, 0x7e01, 0x8000]);
+  for (const descr of ['<f2', 'bfloat16']) {
+    const file = image(dict(descr, '(2, 3)'), { data: new Uint8Array(bits.buffer) });
+    const a = parseNpy(file);
+    assert.equal(a.dtype, descr);
+    assert.ok(a.data instanceof Uint16Array);
+    assert.deepEqual([...a.data], [...bits]);
+    assert.deepEqual(serializeNpy({ data: a.data, shape: a.shape, dtype: descr }), file);
+  }
+  assert.deepEqual(serializeNpy({ data: bits, shape: [6], dtype: 'float16' }), serializeNpy({ data: bits, shape: [6], dtype: '<f2' }));
+  assert.throws(() => serializeNpy({ data: bits, shape: [6] }), /Uint16Array with dtype '<f2' or 'bfloat16'/);
+  if (typeof Float16Array === 'function') {
+    // eslint-disable-next-line no-undef
+    const h = new Float16Array(bits.buffer);
+    assert.deepEqual(serializeNpy({ data: h, shape: [6] }), serializeNpy({ data: bits, shape: [6], dtype: '<f2' }));
+  }
+});
+
+test("widenHalf is exported by ms-deform-attn/npy: a parsed '<f2' file's bits become its float32 values", async () => {
+  const { widenHalf: fromNpy } = await import('../../bindings/npy.js');
+  const bits = Uint16Array.from([0x3555, 0x0400]); // 0.33325195..., 2^-14
+  const a = parseNpy(serializeNpy({ data: bits, shape: [2], dtype: '<f2' }));
+  assert.deepEqual([...fromNpy(a.data, 'float16')], [0.333251953125, 2 ** -14]);
 });

@@ -24,8 +24,8 @@ const UNPACKED_BUDGET = 1536 * 1024;
 const README_SHARE = 0.15;
 
 // What the tarball may hold: the code, its types, the wasm modules, the docs and the picture the
-// README shows, the license. Nothing from tests, sources or the build tree.
-const ALLOWED = /^(package\.json|README\.md|LICENSE|bindings\/((core|wasm|workers|webgpu)\/)?[^/]+\.(js|d\.ts)|dist\/msda-(simd|scalar|simd-threads)\.wasm|dist\/(threads-worker|msda-worker)\.js|prebuilds\/[a-z0-9]+-[a-z0-9]+\/ms-deform-attn\.node|docs\/[A-Za-z]+\.md|docs\/demo\.webp)$/;
+// README shows, the interactive page (msda demo), the license. Nothing from tests, sources or the build tree.
+const ALLOWED = /^(package\.json|README\.md|LICENSE|bindings\/((core|wasm|workers|webgpu)\/)?[^/]+\.(js|d\.ts)|dist\/msda-(simd|scalar|simd-threads)\.wasm|dist\/(threads-worker|msda-worker)\.js|prebuilds\/[a-z0-9]+-[a-z0-9]+\/ms-deform-attn\.node|docs\/[A-Za-z]+\.md|docs\/demo\.webp|web\/(index\.html|style\.css|[a-z-]+\.js))$/;
 const REQUIRED = ['package.json', 'README.md', 'LICENSE', 'docs/SEMANTICS.md', 'docs/CONTRACT.md', 'docs/demo.webp',
   'bindings/index.js', 'bindings/wasm/loader.js', 'bindings/index.d.ts', 'bindings/native.js', 'bindings/reference.js',
   'bindings/wasm/threads.js', 'bindings/workers/threads-worker.js', 'dist/msda-simd.wasm', 'dist/msda-scalar.wasm',

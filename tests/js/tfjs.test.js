@@ -257,7 +257,7 @@ test('bad input: errors name the argument, the expected and the actual value, an
     [() => msDeformAttn(v, l, w, { spatialShapes, padding: 'zeros' }), TypeError, /unknown option 'padding'/],
     [() => msDeformAttn(v, l, w, { spatialShapes, paddingMode: 'reflect' }), RangeError, /paddingMode is 'reflect', expected one of 'zeros', 'border'/],
     [() => msDeformAttn(v, l, w, { spatialShapes: [[4, 0], [2, 2]] }), RangeError, /spatialShapes\[0\] is \[4, 0\]/],
-    [() => msDeformAttn(v, l, w, { spatialShapes: [['4', 4], [2, 2]] }), RangeError, /spatialShapes\[0\] is \[the string "4", 4\], expected integers/],
+    [() => msDeformAttn(v, l, w, { spatialShapes: [['4', 4], [2, 2]] }), TypeError, /spatialShapes\[0\]\[0\] is the string "4", expected an integer/],
     [() => msDeformAttn(v, l, w, { spatialShapes, levelStartIndex: [0, 15] }), RangeError, /levelStartIndex is \[0, 15\], expected \[0, 16\]/],
     [() => msDeformAttnBackward(dyBad, v, l, w, { spatialShapes }), RangeError, /dy has shape \[1, 3, 7\], expected \[B, N_q, N_h\*C_h\] = \[1, 3, 8\]/],
     [() => setMsda({}), TypeError, /setMsda: instance is Object/],

@@ -1,4 +1,4 @@
-// web/serve.js: the demo's static server serves web/, bindings/ and dist/ only, .wasm as
+// web/serve.js: the demo's static server serves web/, bindings/, dist/ and docs/ only, .wasm as
 // application/wasm, with the cross-origin-isolation headers threaded wasm needs.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -34,6 +34,7 @@ test('serves the page, the package and the wasm with the right types and isolati
     ['/bindings/index.js', 'text/javascript; charset=utf-8'],
     ['/dist/msda-simd.wasm', 'application/wasm'],
     ['/dist/msda-scalar.wasm', 'application/wasm'],
+    ['/docs/SEMANTICS.md', 'text/plain; charset=utf-8'],
   ];
   for (const [p, type] of cases) {
     const r = await get(p);
@@ -67,12 +68,12 @@ test('directory redirects stay on this server: //web, ///bindings, //dist?x go t
   }
 });
 
-test('nothing outside web/, bindings/ and dist/ is reachable', async () => {
+test('nothing outside web/, bindings/, dist/ and docs/ is reachable', async () => {
   const refused = [
     '/package.json', '/src/msda.h', '/Makefile', '/.git/config', '/web/../package.json',
     '/web/%2e%2e/package.json', '/web/..%2fpackage.json', '/web/..%2f..%2fetc%2fpasswd', '/%2e%2e/%2e%2e/etc/passwd',
     '/bindings/..%5c..%5cpackage.json', '/web/%00index.html', '/web/%zz', '//etc/passwd', '/dist/../src/msda.h',
-    '/web/missing.js', '/webx/index.html',
+    '/web/missing.js', '/webx/index.html', '/docs/../package.json', '/docsx/SEMANTICS.md',
   ];
   for (const p of refused) {
     const r = await get(p);

@@ -54,7 +54,8 @@ const hex = (t) => Array.from(new Uint8Array(t.buffer, t.byteOffset, t.byteLengt
 try {
   const tf = await import('@tensorflow/tfjs-core');
   await import('@tensorflow/tfjs-backend-cpu');
-  const { msDeformAttn, MSDeformAttn, getMsda } = await import('/bindings/tfjs.js');
+  const { msDeformAttn, MSDeformAttn, getMsda, ready } = await import('/bindings/tfjs.js');
+  await ready();   // nothing is loaded at import
   await tf.setBackend('cpu');
   const c = makeCase();
   const t = (x) => tf.tensor(x.data, x.shape, 'float32');

@@ -28,6 +28,13 @@ export async function usage(): Promise<number> {
     gradOutput: { data: out.data, shape: out.shape },
   });
   const gv: Float32Array = grads.gradValue.data;
+  // half-precision tensors: the bits with their dtype
+  const halfOut: Tensor = msda.forward({
+    value: { data: new Uint16Array(16), shape: [1, 16, 1, 1], dtype: 'float16' }, spatialShapes: [[4, 4]],
+    samplingLocations: { data: new Uint16Array(2), shape: [1, 1, 1, 1, 1, 2], dtype: 'bfloat16' }, attentionWeights,
+  });
+  // @ts-expect-error a Uint16Array needs its dtype
+  msda.forward({ value: { data: new Uint16Array(16), shape: [1, 16, 1, 1] }, spatialShapes: [[4, 4]], samplingLocations, attentionWeights });
 
   const p: Prepared = native.prepare({
     batch: 1, numQueries: 1, numHeads: 1, channels: 1, numPoints: 1, spatialShapes: [[4, 4]], paddingMode: 'border',

@@ -1,0 +1,821 @@
+/* crosscheck --expect (see crosscheck.h): a line-for-line port of bindings/core/crosscheck.js and
+ * the report of bindings/cli.js, in the same order of floating-point operations, so both CLIs
+ * decide every element alike and print the same numbers. */
+#define _POSIX_C_SOURCE 200809L
+#include "crosscheck.h"
+#include "npy.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const CC_NAMES[CC_COUNT] = {"output", "grad_value", "grad_sampling_locations", "grad_attention_weights"};
+static const char *const DTYPE_NAMES[3] = {"float32", "float16", "bfloat16"};
+static const double UNIT_ROUNDOFF[3] = {0x1p-24, 0x1p-11, 0x1p-8};
+static const double TINY[3] = {0x1p-150, 0x1p-25, 0x1p-134};
+static const int U_EXPONENT[3] = {-24, -11, -8};
+#define U32 0x1p-24
+static const char BOUND_RULE[] =
+    "|yours - ours| <= 4*u*M + 2*(n+4)*2^-24*M + P (M: sum of |contributions|, n: their count, "
+    "P: the change when pixel positions move by float32 rounding)";
+
+/* ---- JavaScript's number formatting ------------------------------------------------------- */
+
+/* Math.max: NaN wins. */
+static double js_max(double a, double b)
+{
+    if (isnan(a) || isnan(b)) return NAN;
+    return a > b ? a : b;
+}
+
+const char *cc_js_number(double x, char *buf)
+{
+    if (isnan(x)) return strcpy(buf, "NaN");
+    if (isinf(x)) return strcpy(buf, x > 0 ? "Infinity" : "-Infinity");
+    if (x == 0) return strcpy(buf, "0");
+    char e[40], digits[20];
+    int k = 0, exp10 = 0;
+    /* The shortest digits that read back as x: at each length the nearest, or else a neighbour
+     * of it in the last digit (the nearest can miss next to a power of two, where the spacing
+     * of doubles changes). */
+    for (int p = 1; p <= 17; p++) {
+        snprintf(e, sizeof e, "%.*e", p - 1, fabs(x));
+        k = 0;
+        for (const char *c = e; *c && *c != 'e'; c++)
+            if (*c >= '0' && *c <= '9') digits[k++] = *c;
+        digits[k] = '\0';
+        exp10 = atoi(strchr(e, 'e') + 1);
+        int found = 0;
+        for (int delta = 0; delta <= 2 && !found; delta++) {
+            char cand[20], text[48];
+            int ce = exp10;
+            memcpy(cand, digits, (size_t)k + 1);
+            if (delta) { /* +1 then -1 in the last digit, with carries */
+                int i = k - 1;
+                if (delta == 1) {
+                    while (i >= 0 && cand[i] == '9') cand[i--] = '0';
+                    if (i < 0) { memmove(cand + 1, cand, (size_t)k); cand[0] = '1'; cand[k] = '\0'; ce++; }
+                    else cand[i]++;
+                } else {
+                    while (i >= 0 && cand[i] == '0') cand[i--] = '9';
+                    if (i < 0 || (i == 0 && cand[0] == '1' && k == 1)) continue;
+                    cand[i]--;
+                    if (cand[0] == '0') continue;
+                }
+            }
+            snprintf(text, sizeof text, "%c.%se%d", cand[0], cand + 1, ce);
+            if (strtod(text, NULL) == fabs(x)) {
+                memcpy(digits, cand, strlen(cand) + 1);
+                exp10 = ce;
+                found = 1;
+            }
+        }
+        if (found) break;
+    }
+    k = (int)strlen(digits);
+    while (k > 1 && digits[k - 1] == '0') digits[--k] = '\0'; /* 1.0e5: the digits are "1" */
+    int n = exp10 + 1; /* where the decimal point goes */
+    char *o = buf;
+    if (x < 0) *o++ = '-';
+    if (k <= n && n <= 21) {
+        o += sprintf(o, "%s", digits);
+        for (int i = k; i < n; i++) *o++ = '0';
+        *o = '\0';
+    } else if (0 < n && n <= 21) {
+        sprintf(o, "%.*s.%s", n, digits, digits + n);
+    } else if (-6 < n && n <= 0) {
+        o += sprintf(o, "0.");
+        for (int i = 0; i < -n; i++) *o++ = '0';
+        sprintf(o, "%s", digits);
+    } else {
+        if (k == 1) sprintf(o, "%se%c%d", digits, n - 1 >= 0 ? '+' : '-', abs(n - 1));
+        else sprintf(o, "%c.%se%c%d", digits[0], digits + 1, n - 1 >= 0 ? '+' : '-', abs(n - 1));
+    }
+    return buf;
+}
+
+/* |x| rounded to p significant digits, ties away from zero (toPrecision / toExponential):
+ * the digits into d (p of them) and the decimal exponent of the first. */
+static int round_digits(double x, int p, char *d)
+{
+    char e[128];
+    snprintf(e, sizeof e, "%.80e", fabs(x)); /* the exact expansion, far enough for ties */
+    char all[100];
+    int k = 0;
+    for (const char *c = e; *c && *c != 'e'; c++)
+        if (*c >= '0' && *c <= '9') all[k++] = *c;
+    int exp10 = atoi(strchr(e, 'e') + 1);
+    int up = all[p] > '5';
+    if (all[p] == '5') {
+        up = 1; /* a tie or above: away from zero */
+    }
+    memcpy(d, all, (size_t)p);
+    d[p] = '\0';
+    if (up) {
+        int i = p - 1;
+        while (i >= 0 && d[i] == '9') d[i--] = '0';
+        if (i >= 0) d[i]++;
+        else {
+            memmove(d + 1, d, (size_t)p);
+            d[0] = '1';
+            d[p] = '\0';
+            exp10++;
+        }
+    }
+    return exp10;
+}
+
+/* fmt: '0' for zero, else x.toExponential(2). */
+static const char *js_fmt(double x, char *buf)
+{
+    if (x == 0) return strcpy(buf, "0");
+    if (!isfinite(x)) return cc_js_number(x, buf);
+    char d[24];
+    int e = round_digits(x, 3, d);
+    sprintf(buf, "%s%c.%se%c%d", x < 0 ? "-" : "", d[0], d + 1, e >= 0 ? '+' : '-', abs(e));
+    return buf;
+}
+
+/* String(Number(x.toPrecision(p))) */
+static const char *js_precision(double x, int p, char *buf)
+{
+    if (!isfinite(x) || x == 0) return cc_js_number(x, buf);
+    char d[24], text[64];
+    int e = round_digits(x, p, d);
+    snprintf(text, sizeof text, "%s%c.%se%d", x < 0 ? "-" : "", d[0], d + 1, e);
+    return cc_js_number(strtod(text, NULL), buf);
+}
+
+/* Numbers as short as tell two apart (bindings/cli.js pair). */
+static void js_pair(double a, double b, char *x, char *y)
+{
+    for (int digits = 6; digits < 17; digits++) {
+        js_precision(a, digits, x);
+        js_precision(b, digits, y);
+        if (strcmp(x, y) != 0 || digits == 16) return;
+    }
+}
+
+static void json_string(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c == '"') fputs("\\\"", out);
+        else if (*c == '\\') fputs("\\\\", out);
+        else if (*c == '\b') fputs("\\b", out);
+        else if (*c == '\f') fputs("\\f", out);
+        else if (*c == '\n') fputs("\\n", out);
+        else if (*c == '\r') fputs("\\r", out);
+        else if (*c == '\t') fputs("\\t", out);
+        else if (*c < 0x20) fprintf(out, "\\u%04x", *c);
+        else fputc(*c, out);
+    }
+    fputc('"', out);
+}
+
+/* jsonNumber: a finite number as itself, else its name as a string. */
+static void json_number(FILE *out, double x)
+{
+    char b[40];
+    cc_js_number(x, b);
+    if (isfinite(x)) fputs(b, out);
+    else fprintf(out, "\"%s\"", b);
+}
+
+/* ---- the bounded reference ---------------------------------------------------------------- */
+
+typedef struct dims {
+    int64_t B, L, H, C, Q, NL, P;
+    int blnc, bq;
+    const int64_t *shapes, *starts;
+} dims;
+
+static int64_t value_at(const dims *d, int64_t b, int64_t pix, int64_t h, int64_t c)
+{
+    return d->blnc ? ((b * d->L + pix) * d->H + h) * d->C + c : ((b * d->H + h) * d->L + pix) * d->C + c;
+}
+
+static int64_t loc_at(const dims *d, int64_t b, int64_t q, int64_t h, int64_t l, int64_t p, int64_t xy)
+{
+    return d->bq ? (((((b * d->Q + q) * d->H + h) * d->NL + l) * d->P + p) * 2 + xy)
+                 : (((((b * 2 + xy) * d->Q + q) * d->H + h) * d->NL + l) * d->P + p);
+}
+
+typedef struct axis {
+    int ok;
+    double i0, frac, grad_scale;
+} axis;
+
+static axis pad(double pos, int64_t size, int border, double scale)
+{
+    axis a = {0, 0, 0, 0};
+    if (isnan(pos)) return a;
+    double derivative = 1;
+    if (border) {
+        if (!(pos > 0 && pos < (double)(size - 1))) {
+            derivative = 0;
+            pos = pos <= 0 ? 0 : (double)(size - 1);
+        }
+    } else if (!(pos >= -1 && pos < (double)size)) {
+        return a;
+    }
+    a.ok = 1;
+    a.i0 = floor(pos);
+    a.frac = pos - a.i0;
+    a.grad_scale = scale * derivative;
+    return a;
+}
+
+typedef struct geom {
+    int ok, n;
+    axis ax, ay;
+    double fx, fy, x0, y0;
+    int64_t pix[4];
+    double w[4];
+} geom;
+
+static geom geometry(const dims *d, int64_t l, double px, double py, double sx, double sy, int border)
+{
+    geom g;
+    memset(&g, 0, sizeof g);
+    const int64_t Hl = d->shapes[2 * l], Wl = d->shapes[2 * l + 1];
+    g.ax = pad(px, Wl, border, sx);
+    if (g.ax.ok) g.ay = pad(py, Hl, border, sy);
+    if (!g.ax.ok || !g.ay.ok) return g;
+    g.ok = 1;
+    g.fx = g.ax.frac;
+    g.fy = g.ay.frac;
+    g.x0 = g.ax.i0;
+    g.y0 = g.ay.i0;
+    const double ci[4] = {g.y0, g.y0, g.y0 + 1, g.y0 + 1}, cj[4] = {g.x0, g.x0 + 1, g.x0, g.x0 + 1};
+    const double cw[4] = {(1 - g.fy) * (1 - g.fx), (1 - g.fy) * g.fx, g.fy * (1 - g.fx), g.fy * g.fx};
+    for (int k = 0; k < 4; k++) {
+        if (ci[k] >= 0 && ci[k] < (double)Hl && cj[k] >= 0 && cj[k] < (double)Wl) {
+            g.pix[g.n] = d->starts[l] + (int64_t)ci[k] * Wl + (int64_t)cj[k];
+            g.w[g.n++] = cw[k];
+        }
+    }
+    return g;
+}
+
+static void sample(const dims *d, const float *value, int64_t b, int64_t h, const geom *g, double *s, double *abs_s)
+{
+    for (int64_t c = 0; c < d->C; c++) {
+        s[c] = 0;
+        if (abs_s) abs_s[c] = 0;
+    }
+    if (!g->ok) return;
+    for (int k = 0; k < g->n; k++)
+        for (int64_t c = 0; c < d->C; c++) {
+            const double t = g->w[k] * (double)value[value_at(d, b, g->pix[k], h, c)];
+            s[c] += t;
+            if (abs_s) abs_s[c] += fabs(t);
+        }
+}
+
+static double vat(const dims *d, const float *value, int64_t b, int64_t h, int64_t l, double i, double j, int64_t c)
+{
+    const int64_t Hl = d->shapes[2 * l], Wl = d->shapes[2 * l + 1];
+    if (i < 0 || i >= (double)Hl || j < 0 || j >= (double)Wl) return 0;
+    return value[value_at(d, b, d->starts[l] + (int64_t)i * Wl + (int64_t)j, h, c)];
+}
+
+static void loc_grads(const dims *d, const float *value, const float *G, int64_t b, int64_t h, int64_t l,
+                      const geom *g, int64_t base, double *gx_out, double *gy_out)
+{
+    *gx_out = *gy_out = 0;
+    if (!g->ok) return;
+    double gx = 0, gy = 0;
+    for (int64_t c = 0; c < d->C; c++) {
+        const double v00 = vat(d, value, b, h, l, g->y0, g->x0, c), v01 = vat(d, value, b, h, l, g->y0, g->x0 + 1, c);
+        const double v10 = vat(d, value, b, h, l, g->y0 + 1, g->x0, c), v11 = vat(d, value, b, h, l, g->y0 + 1, g->x0 + 1, c);
+        gx += (double)G[base + c] * ((1 - g->fy) * (v01 - v00) + g->fy * (v11 - v10));
+        gy += (double)G[base + c] * ((1 - g->fx) * (v10 - v00) + g->fx * (v11 - v01));
+    }
+    *gx_out = gx * g->ax.grad_scale;
+    *gy_out = gy * g->ay.grad_scale;
+}
+
+static void loc_abs(const dims *d, const float *value, const float *G, int64_t b, int64_t h, int64_t l,
+                    const geom *g, int64_t base, double *mx_out, double *my_out)
+{
+    *mx_out = *my_out = 0;
+    if (!g->ok) return;
+    double mx = 0, my = 0;
+    for (int64_t c = 0; c < d->C; c++) {
+        const double v00 = fabs(vat(d, value, b, h, l, g->y0, g->x0, c)), v01 = fabs(vat(d, value, b, h, l, g->y0, g->x0 + 1, c));
+        const double v10 = fabs(vat(d, value, b, h, l, g->y0 + 1, g->x0, c)), v11 = fabs(vat(d, value, b, h, l, g->y0 + 1, g->x0 + 1, c));
+        const double ag = fabs((double)G[base + c]);
+        mx += ag * ((1 - g->fy) * (v01 + v00) + g->fy * (v11 + v10));
+        my += ag * ((1 - g->fx) * (v10 + v00) + g->fx * (v11 + v01));
+    }
+    *mx_out = mx * fabs(g->ax.grad_scale);
+    *my_out = my * fabs(g->ay.grad_scale);
+}
+
+static double weight_of(const geom *g, int64_t pix)
+{
+    if (g->ok)
+        for (int k = 0; k < g->n; k++)
+            if (g->pix[k] == pix) return g->w[k];
+    return 0;
+}
+
+typedef struct bounded {
+    int64_t count;
+    double *ref, *M, *n, *P;
+} bounded;
+
+static int bounded_alloc(bounded *r, int64_t count)
+{
+    r->count = count;
+    size_t bytes = (size_t)(count ? count : 1) * sizeof(double);
+    r->ref = calloc(1, bytes);
+    r->M = calloc(1, bytes);
+    r->n = calloc(1, bytes);
+    r->P = calloc(1, bytes);
+    return r->ref && r->M && r->n && r->P ? 0 : -1;
+}
+
+static void bounded_free(bounded *r)
+{
+    free(r->ref);
+    free(r->M);
+    free(r->n);
+    free(r->P);
+}
+
+static void pixel(double coord, int64_t size, int align, double *pos, double *scale)
+{
+    if (align) {
+        *pos = size == 1 && !isnan(coord) ? 0 : coord * (double)(size - 1);
+        *scale = (double)(size - 1);
+    } else {
+        *pos = coord * (double)size - 0.5;
+        *scale = (double)size;
+    }
+}
+
+static void reference(const dims *d, const msda_problem *p, const float *value, const float *loc, const float *wts,
+                      const float *G, int forward, int backward, bounded out[CC_COUNT], double *work)
+{
+    static const int MOVES[8][2] = {{-1, -1}, {-1, 0}, {-1, 1}, {0, -1}, {0, 1}, {1, -1}, {1, 0}, {1, 1}};
+    const int align = p->align_corners, border = p->padding == MSDA_PADDING_BORDER;
+    const int64_t C = d->C;
+    double *S = work, *absS = work + C, *S2 = work + 2 * C, *moved = work + 3 * C;
+    for (int64_t b = 0; b < d->B; b++)
+        for (int64_t q = 0; q < d->Q; q++)
+            for (int64_t h = 0; h < d->H; h++) {
+                const int64_t base = (b * d->Q + q) * d->H * C + h * C;
+                for (int64_t l = 0; l < d->NL; l++)
+                    for (int64_t pt = 0; pt < d->P; pt++) {
+                        const int64_t Hl = d->shapes[2 * l], Wl = d->shapes[2 * l + 1];
+                        const int64_t wi = (((b * d->Q + q) * d->H + h) * d->NL + l) * d->P + pt;
+                        const int64_t lx = loc_at(d, b, q, h, l, pt, 0), ly = loc_at(d, b, q, h, l, pt, 1);
+                        const double a = wts[wi];
+                        double xpos, xscale, ypos, yscale;
+                        pixel(loc[lx], Wl, align, &xpos, &xscale);
+                        pixel(loc[ly], Hl, align, &ypos, &yscale);
+                        const double ex = 4 * U32 * (fabs(xpos) + 1), ey = 4 * U32 * (fabs(ypos) + 1);
+                        const geom g0 = geometry(d, l, xpos, ypos, xscale, yscale, border);
+                        geom gs[8];
+                        int ngs = 0, any = g0.ok;
+                        if (isfinite(ex) && isfinite(ey))
+                            for (int m = 0; m < 8; m++) {
+                                gs[ngs] = geometry(d, l, xpos + MOVES[m][0] * ex, ypos + MOVES[m][1] * ey, xscale, yscale, border);
+                                any |= gs[ngs++].ok;
+                            }
+                        if (!any) continue;
+                        sample(d, value, b, h, &g0, S, absS);
+                        for (int64_t c = 0; c < C; c++) moved[c] = 0;
+                        double movedG = 0;
+                        for (int m = 0; m < ngs; m++) {
+                            sample(d, value, b, h, &gs[m], S2, NULL);
+                            double dot = 0;
+                            for (int64_t c = 0; c < C; c++) {
+                                const double dS = S2[c] - S[c];
+                                moved[c] = js_max(moved[c], fabs(dS));
+                                if (backward) dot += (double)G[base + c] * dS;
+                            }
+                            movedG = js_max(movedG, fabs(dot));
+                        }
+                        if (forward) {
+                            bounded *o = &out[CC_OUTPUT];
+                            for (int64_t c = 0; c < C; c++) {
+                                if (g0.ok) {
+                                    o->ref[base + c] += a * S[c];
+                                    o->M[base + c] += fabs(a) * absS[c];
+                                    o->n[base + c] += 4;
+                                }
+                                o->P[base + c] += fabs(a) * moved[c];
+                            }
+                        }
+                        if (!backward) continue;
+                        bounded *gw = &out[CC_GRAD_WEIGHTS], *gl = &out[CC_GRAD_LOCATIONS], *gv = &out[CC_GRAD_VALUE];
+                        double gS = 0, mS = 0;
+                        for (int64_t c = 0; c < C; c++) {
+                            gS += (double)G[base + c] * S[c];
+                            mS += fabs((double)G[base + c]) * absS[c];
+                        }
+                        if (g0.ok) {
+                            gw->ref[wi] = gS;
+                            gw->M[wi] = mS;
+                        }
+                        gw->n[wi] = (double)(4 * C);
+                        gw->P[wi] = movedG;
+                        double gx, gy, px = 0, py = 0, mx, my;
+                        loc_grads(d, value, G, b, h, l, &g0, base, &gx, &gy);
+                        for (int m = 0; m < ngs; m++) {
+                            double qx, qy;
+                            loc_grads(d, value, G, b, h, l, &gs[m], base, &qx, &qy);
+                            px = js_max(px, fabs(a * (qx - gx)));
+                            py = js_max(py, fabs(a * (qy - gy)));
+                        }
+                        loc_abs(d, value, G, b, h, l, &g0, base, &mx, &my);
+                        if (g0.ok) {
+                            gl->ref[lx] = a * gx;
+                            gl->ref[ly] = a * gy;
+                            gl->M[lx] = fabs(a) * mx;
+                            gl->M[ly] = fabs(a) * my;
+                        }
+                        gl->P[lx] = px;
+                        gl->P[ly] = py;
+                        gl->n[lx] = gl->n[ly] = (double)(4 * C);
+                        int64_t pixels[36];
+                        int np = 0;
+                        for (int m = -1; m < ngs; m++) {
+                            const geom *g = m < 0 ? &g0 : &gs[m];
+                            if (!g->ok) continue;
+                            for (int k = 0; k < g->n; k++) {
+                                int seen = 0;
+                                for (int j = 0; j < np; j++) seen |= pixels[j] == g->pix[k];
+                                if (!seen) pixels[np++] = g->pix[k];
+                            }
+                        }
+                        for (int j = 0; j < np; j++) {
+                            const int64_t pix = pixels[j];
+                            const double w = weight_of(&g0, pix);
+                            int corner = 0;
+                            if (g0.ok)
+                                for (int k = 0; k < g0.n; k++) corner |= g0.pix[k] == pix;
+                            double dw = 0;
+                            for (int m = 0; m < ngs; m++) dw = js_max(dw, fabs(weight_of(&gs[m], pix) - w));
+                            for (int64_t c = 0; c < C; c++) {
+                                const int64_t e = value_at(d, b, pix, h, c);
+                                if (corner) {
+                                    const double t = a * w * (double)G[base + c];
+                                    gv->ref[e] += t;
+                                    gv->M[e] += fabs(t);
+                                    gv->n[e] += 1;
+                                }
+                                gv->P[e] += fabs(a * (double)G[base + c]) * dw;
+                            }
+                        }
+                    }
+            }
+}
+
+static double bound_of(const bounded *r, int64_t i, const cc_settings *s)
+{
+    if (s->dtype == CC_NO_DTYPE) return s->atol + s->rtol * fabs(r->ref[i]);
+    const double u = UNIT_ROUNDOFF[s->dtype], n = r->n[i] + 4;
+    return 4 * u * r->M[i] + 2 * n * U32 * r->M[i] + r->P[i] + n * TINY[s->dtype];
+}
+
+/* ---- coordinates and comparison ----------------------------------------------------------- */
+
+typedef struct coords {
+    int count;
+    const char *key[7];
+    int64_t v[7];
+    int64_t level;
+} coords;
+
+static void split(int64_t index, const int64_t *sizes, int n, int64_t *out)
+{
+    for (int k = n - 1; k >= 0; k--) {
+        out[k] = index % sizes[k];
+        index /= sizes[k];
+    }
+}
+
+static coords coordinates(int which, int64_t i, const dims *d)
+{
+    coords co;
+    memset(&co, 0, sizeof co);
+    int64_t v[6];
+#define SET(...)                                                                        \
+    do {                                                                                \
+        const char *k_[] = {__VA_ARGS__};                                               \
+        co.count = (int)(sizeof k_ / sizeof k_[0]);                                     \
+        for (int j_ = 0; j_ < co.count; j_++) co.key[j_] = k_[j_];                      \
+    } while (0)
+    if (which == CC_OUTPUT) {
+        const int64_t s[4] = {d->B, d->Q, d->H, d->C};
+        split(i, s, 4, v);
+        SET("b", "q", "h", "c");
+        memcpy(co.v, v, 4 * sizeof v[0]);
+    } else if (which == CC_GRAD_WEIGHTS) {
+        const int64_t s[5] = {d->B, d->Q, d->H, d->NL, d->P};
+        split(i, s, 5, v);
+        SET("b", "q", "h", "l", "p");
+        memcpy(co.v, v, 5 * sizeof v[0]);
+        co.level = v[3];
+    } else if (which == CC_GRAD_LOCATIONS) {
+        if (d->bq) {
+            const int64_t s[6] = {d->B, d->Q, d->H, d->NL, d->P, 2};
+            split(i, s, 6, v);
+            SET("b", "q", "h", "l", "p", "xy");
+            co.level = v[3];
+        } else {
+            const int64_t s[6] = {d->B, 2, d->Q, d->H, d->NL, d->P};
+            split(i, s, 6, v);
+            SET("b", "xy", "q", "h", "l", "p");
+            co.level = v[4];
+        }
+        memcpy(co.v, v, 6 * sizeof v[0]);
+    } else {
+        int64_t b, pix, h, c;
+        if (d->blnc) {
+            const int64_t s[4] = {d->B, d->L, d->H, d->C};
+            split(i, s, 4, v);
+            b = v[0]; pix = v[1]; h = v[2]; c = v[3];
+        } else {
+            const int64_t s[4] = {d->B, d->H, d->L, d->C};
+            split(i, s, 4, v);
+            b = v[0]; pix = v[2]; h = v[1]; c = v[3];
+        }
+        int64_t l = 0;
+        while (l + 1 < d->NL && d->starts[l + 1] <= pix) l++;
+        const int64_t W = d->shapes[2 * l + 1], y = (pix - d->starts[l]) / W, x = (pix - d->starts[l]) % W;
+        co.level = l;
+        if (d->blnc) {
+            SET("b", "pix", "l", "y", "x", "h", "c");
+            const int64_t vv[7] = {b, pix, l, y, x, h, c};
+            memcpy(co.v, vv, sizeof vv);
+        } else {
+            SET("b", "h", "pix", "l", "y", "x", "c");
+            const int64_t vv[7] = {b, h, pix, l, y, x, c};
+            memcpy(co.v, vv, sizeof vv);
+        }
+    }
+#undef SET
+    return co;
+}
+
+typedef struct worst_entry {
+    double diff;
+    int64_t index;
+} worst_entry;
+
+typedef struct cc_result {
+    int64_t count, disagree;
+    double max_abs, max_ratio;
+    int64_t *per_level; /* NULL for output */
+    worst_entry *worst;
+    int nworst;
+} cc_result;
+
+static int compare(int which, const float *yours, const bounded *r, const dims *d, const cc_settings *s, cc_result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->count = r->count;
+    if (which != CC_OUTPUT) {
+        res->per_level = calloc((size_t)d->NL, sizeof(int64_t));
+        if (!res->per_level) return -1;
+    }
+    res->worst = malloc((size_t)(s->top ? s->top : 1) * sizeof(worst_entry));
+    if (!res->worst) return -1;
+    for (int64_t i = 0; i < r->count; i++) {
+        const double y = yours[i], o = r->ref[i];
+        if (isnan(y) && isnan(o)) continue;
+        if (y == o) continue;
+        const double diff = fabs(y - o), bound = bound_of(r, i, s);
+        const double abs_diff = isnan(diff) ? INFINITY : diff;
+        res->max_abs = js_max(res->max_abs, abs_diff);
+        const double ratio = abs_diff == 0 ? 0 : bound > 0 ? abs_diff / bound : INFINITY;
+        res->max_ratio = js_max(res->max_ratio, ratio);
+        if (!(abs_diff <= bound)) {
+            res->disagree++;
+            if (res->per_level) res->per_level[coordinates(which, i, d).level]++;
+            if (s->top > 0 && (res->nworst < s->top || abs_diff > res->worst[res->nworst - 1].diff)) {
+                int at = res->nworst < s->top ? res->nworst++ : s->top - 1;
+                while (at > 0 && res->worst[at - 1].diff < abs_diff) {
+                    res->worst[at] = res->worst[at - 1];
+                    at--;
+                }
+                res->worst[at].diff = abs_diff;
+                res->worst[at].index = i;
+            }
+        }
+    }
+    return 0;
+}
+
+static void print_coordinates(FILE *out, const char *name, const coords *co)
+{
+    fprintf(out, "%s[", name);
+    for (int k = 0; k < co->count; k++) fprintf(out, "%s%s=%lld", k ? ", " : "", co->key[k], (long long)co->v[k]);
+    fputc(']', out);
+}
+
+/* The first input element the dtype cannot hold, or -1. */
+static int64_t not_representable(const float *data, int64_t n, int dtype)
+{
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &data[i], 4);
+        if (isnan(data[i])) continue;
+        const uint32_t back = dtype == CC_FLOAT16 ? npy_f16_to_f32(npy_f32_to_f16(u)) : npy_bf16_to_f32(npy_f32_to_bf16(u));
+        if (back != u) return i;
+    }
+    return -1;
+}
+
+int cc_run(const msda_problem *p, const float *value, const float *locations, const float *weights,
+           const float *grad_output, const cc_file files[CC_COUNT], const cc_settings *s, FILE *out, char **failure)
+{
+    *failure = NULL;
+    dims d = {p->batch, p->value_length, p->num_heads, p->channels, p->num_queries, p->num_levels, p->num_points,
+              p->value_layout == MSDA_VALUE_BLNC, p->locations_layout == MSDA_LOCATIONS_BQHLP2, p->spatial_shapes,
+              p->level_start_index};
+    const int forward = files[CC_OUTPUT].path != NULL;
+    const int backward = files[CC_GRAD_VALUE].path || files[CC_GRAD_LOCATIONS].path || files[CC_GRAD_WEIGHTS].path;
+    const int64_t counts[CC_COUNT] = {d.B * d.Q * d.H * d.C, d.B * d.L * d.H * d.C, d.B * d.Q * d.H * d.NL * d.P * 2,
+                                      d.B * d.Q * d.H * d.NL * d.P};
+    bounded r[CC_COUNT];
+    memset(r, 0, sizeof r);
+    cc_result res[CC_COUNT];
+    memset(res, 0, sizeof res);
+    int rc = 0;
+    double *work = malloc((size_t)(4 * d.C) * sizeof(double));
+    if (!work) rc = -1;
+    for (int k = 0; k < CC_COUNT && !rc; k++)
+        if ((k == CC_OUTPUT ? forward : backward) && bounded_alloc(&r[k], counts[k])) rc = -1;
+    if (!rc) reference(&d, p, value, locations, weights, grad_output, forward, backward, r, work);
+    for (int k = 0; k < CC_COUNT && !rc; k++)
+        if (files[k].path && compare(k, files[k].data, &r[k], &d, s, &res[k])) rc = -1;
+    if (rc) goto done;
+
+    /* notes */
+    char notes[6][1024];
+    int nnotes = 0;
+    char num[40];
+    if (s->dtype == CC_FLOAT16 || s->dtype == CC_BFLOAT16)
+        for (int k = 0; k < 4; k++) {
+            if (!s->input_path[k]) continue;
+            int64_t i = not_representable(s->input_data[k], s->input_count[k], s->dtype);
+            if (i >= 0)
+                snprintf(notes[nnotes++], sizeof notes[0], "%s holds values that %s cannot (element %lld: %s)",
+                         s->input_path[k], DTYPE_NAMES[s->dtype], (long long)i, cc_js_number(s->input_data[k][i], num));
+        }
+    if (s->backend)
+        snprintf(notes[nnotes++], sizeof notes[0], "--backend %s is not used with --expect: ours is the float64 reference",
+                 s->backend);
+
+    char rule[512];
+    if (s->dtype == CC_NO_DTYPE) {
+        char a[40], b[40];
+        snprintf(rule, sizeof rule, "|yours - ours| <= %s + %s*|ours|", cc_js_number(s->atol, a), cc_js_number(s->rtol, b));
+    } else {
+        snprintf(rule, sizeof rule, "%s, u = 2^%d", BOUND_RULE, U_EXPONENT[s->dtype]);
+    }
+    int nresults = 0, nfail = 0;
+    for (int k = 0; k < CC_COUNT; k++) {
+        if (!files[k].path) continue;
+        nresults++;
+        nfail += res[k].disagree > 0;
+    }
+    char x[40], y[40], f1[40], f2[40];
+    if (s->json) {
+        fputs("{\n  \"in\": ", out);
+        json_string(out, s->in);
+        fputs(",\n  \"expect\": ", out);
+        json_string(out, s->expect);
+        fputs(",\n  \"yours\": ", out);
+        char *yours = malloc(strlen(s->expect) + 16);
+        if (!yours) {
+            rc = -1;
+            goto done;
+        }
+        sprintf(yours, "the files in %s", s->expect);
+        json_string(out, yours);
+        free(yours);
+        fputs(",\n  \"ours\": \"the float64 reference (docs/SEMANTICS.md)\",\n  \"tolerance\": {\n", out);
+        if (s->dtype == CC_NO_DTYPE) {
+            fprintf(out, "    \"rtol\": %s,\n    \"atol\": %s,\n", cc_js_number(s->rtol, x), cc_js_number(s->atol, y));
+        } else {
+            fprintf(out, "    \"dtype\": \"%s\",\n    \"from\": \"%s\",\n    \"unitRoundoff\": %s,\n", DTYPE_NAMES[s->dtype],
+                    s->dtype_from, cc_js_number(UNIT_ROUNDOFF[s->dtype], x));
+        }
+        fputs("    \"rule\": ", out);
+        json_string(out, rule);
+        fprintf(out, "\n  },\n  \"agree\": %s,\n  \"notes\": [", nfail ? "false" : "true");
+        for (int k = 0; k < nnotes; k++) {
+            fputs(k ? ",\n    " : "\n    ", out);
+            json_string(out, notes[k]);
+        }
+        fputs(nnotes ? "\n  ],\n  \"outputs\": {" : "],\n  \"outputs\": {", out);
+        int first = 1;
+        for (int k = 0; k < CC_COUNT; k++) {
+            if (!files[k].path) continue;
+            const cc_result *q = &res[k];
+            fprintf(out, "%s\n    \"%s\": {\n      \"file\": ", first ? "" : ",", CC_NAMES[k]);
+            first = 0;
+            json_string(out, files[k].path);
+            fprintf(out, ",\n      \"dtype\": \"%s\",\n      \"count\": %lld,\n      \"disagree\": %lld,\n      \"maxAbsDiff\": ",
+                    files[k].descr, (long long)q->count, (long long)q->disagree);
+            json_number(out, q->max_abs);
+            fputs(",\n      \"maxRatioToBound\": ", out);
+            json_number(out, q->max_ratio);
+            fputs(",\n      \"perLevel\": ", out);
+            if (!q->per_level) {
+                fputs("null", out);
+            } else {
+                fputc('[', out);
+                for (int64_t l = 0; l < d.NL; l++) fprintf(out, "%s\n        %lld", l ? "," : "", (long long)q->per_level[l]);
+                fputs("\n      ]", out);
+            }
+            fputs(",\n      \"worst\": [", out);
+            for (int w = 0; w < q->nworst; w++) {
+                const int64_t i = q->worst[w].index;
+                const coords co = coordinates(k, i, &d);
+                fprintf(out, "%s\n        {\n          \"coordinates\": {", w ? "," : "");
+                for (int c = 0; c < co.count; c++)
+                    fprintf(out, "%s\n            \"%s\": %lld", c ? "," : "", co.key[c], (long long)co.v[c]);
+                fprintf(out, "\n          },\n          \"index\": %lld,\n          \"yours\": ", (long long)i);
+                json_number(out, files[k].data[i]);
+                fputs(",\n          \"ours\": ", out);
+                json_number(out, r[k].ref[i]);
+                fputs(",\n          \"diff\": ", out);
+                json_number(out, fabs((double)files[k].data[i] - r[k].ref[i]));
+                fputs(",\n          \"bound\": ", out);
+                json_number(out, bound_of(&r[k], i, s));
+                fputs("\n        }", out);
+            }
+            fputs(q->nworst ? "\n      ]\n    }" : "]\n    }", out);
+        }
+        fputs(first ? "}\n}\n" : "\n  }\n}\n", out);
+    } else {
+        fprintf(out, "crosscheck %s: yours = the files in %s, ours = the float64 reference (docs/SEMANTICS.md)\n", s->in, s->expect);
+        if (s->dtype == CC_NO_DTYPE) fprintf(out, "  tolerance (--rtol/--atol): %s, per element\n", rule);
+        else fprintf(out, "  tolerance for %s (%s): %s, per element\n", DTYPE_NAMES[s->dtype], s->dtype_from, rule);
+        for (int k = 0; k < nnotes; k++) {
+            if (!strncmp(notes[k], "--backend", 9)) fprintf(out, "  note: %s\n", notes[k]);
+            else fprintf(out, "  note: %s; if your kernel read them rounded to %s, save the rounded inputs\n", notes[k],
+                         DTYPE_NAMES[s->dtype]);
+        }
+        for (int k = 0; k < CC_COUNT; k++) {
+            if (!files[k].path) continue;
+            const cc_result *q = &res[k];
+            if (q->disagree) {
+                fprintf(out, "  %-24s DISAGREE  %lld of %lld elements beyond their bound", CC_NAMES[k], (long long)q->disagree,
+                        (long long)q->count);
+                if (q->per_level) {
+                    fputs(" (per level: ", out);
+                    for (int64_t l = 0; l < d.NL; l++) fprintf(out, "%sl=%lld: %lld", l ? ", " : "", (long long)l, (long long)q->per_level[l]);
+                    fputc(')', out);
+                }
+                fputs("; ", out);
+            } else {
+                fprintf(out, "  %-24s ok        %lld elements; ", CC_NAMES[k], (long long)q->count);
+            }
+            fprintf(out, "max |yours - ours| %s, max |yours - ours| / bound %s\n", js_fmt(q->max_abs, f1), js_fmt(q->max_ratio, f2));
+            for (int w = 0; w < q->nworst; w++) {
+                const int64_t i = q->worst[w].index;
+                const coords co = coordinates(k, i, &d);
+                fputs("    ", out);
+                print_coordinates(out, CC_NAMES[k], &co);
+                js_pair(files[k].data[i], r[k].ref[i], x, y);
+                fprintf(out, ": yours %s, ours %s, |diff| %s > bound %s\n", x, y,
+                        js_fmt(fabs((double)files[k].data[i] - r[k].ref[i]), f1), js_fmt(bound_of(&r[k], i, s), f2));
+            }
+        }
+        if (!nfail) fprintf(out, "crosscheck: all %d outputs agree\n", nresults);
+    }
+    if (nfail) {
+        size_t cap = 64 + 96 * CC_COUNT, used = 0;
+        char *msg = malloc(cap);
+        if (!msg) {
+            rc = -1;
+            goto done;
+        }
+        used += (size_t)snprintf(msg, cap, "crosscheck: ");
+        int n = 0;
+        for (int k = 0; k < CC_COUNT; k++)
+            if (files[k].path && res[k].disagree)
+                used += (size_t)snprintf(msg + used, cap - used, "%s%s (%lld of %lld elements)", n++ ? ", " : "", CC_NAMES[k],
+                                         (long long)res[k].disagree, (long long)res[k].count);
+        snprintf(msg + used, cap - used, " beyond tolerance");
+        *failure = msg;
+        rc = 1;
+    }
+done:
+    for (int k = 0; k < CC_COUNT; k++) {
+        bounded_free(&r[k]);
+        free(res[k].per_level);
+        free(res[k].worst);
+    }
+    free(work);
+    return rc;
+}

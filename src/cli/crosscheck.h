@@ -1,0 +1,46 @@
+/* msda crosscheck --expect for the native CLI: your dumps against the float64 reference, each
+ * element against its own bound, with the JS CLI's rule, report and JSON, character for
+ * character (bindings/core/crosscheck.js and bindings/cli.js are the other half; the tests run
+ * both and compare their output). */
+#ifndef MSDA_CLI_CROSSCHECK_H
+#define MSDA_CLI_CROSSCHECK_H
+
+#include "msda.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+enum { CC_OUTPUT, CC_GRAD_VALUE, CC_GRAD_LOCATIONS, CC_GRAD_WEIGHTS, CC_COUNT };
+enum { CC_FLOAT32, CC_FLOAT16, CC_BFLOAT16, CC_NO_DTYPE = -1 };
+
+typedef struct cc_file {
+    const char *path;  /* NULL: not compared */
+    const char *descr; /* "<f4", "<f2", "bfloat16" */
+    const float *data; /* the element count of the output's shape (checked by the caller) */
+} cc_file;
+
+typedef struct cc_settings {
+    const char *in, *expect;
+    int dtype;          /* CC_FLOAT32.., or CC_NO_DTYPE with rtol/atol */
+    const char *dtype_from;
+    double rtol, atol;
+    int top, json;
+    const char *backend; /* named by --backend (a note), or NULL */
+    /* inputs, for the note on values the dtype cannot hold; NULL where not read */
+    const char *input_path[4];
+    const float *input_data[4];
+    int64_t input_count[4];
+} cc_settings;
+
+extern const char *const CC_NAMES[CC_COUNT];
+
+/* Computes the reference and bounds, prints the report (or the JSON document) on out. Returns 0
+ * when everything agrees, 1 when something disagrees (then *failure is the malloc'd text of the
+ * stderr line, without "msda: "), -1 when out of memory. */
+int cc_run(const msda_problem *p, const float *value, const float *locations, const float *weights,
+           const float *grad_output, const cc_file files[CC_COUNT], const cc_settings *s, FILE *out, char **failure);
+
+/* JavaScript's Number.prototype.toString of x, into buf (at least 32 bytes). */
+const char *cc_js_number(double x, char *buf);
+
+#endif

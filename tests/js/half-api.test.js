@@ -1,0 +1,89 @@
+// The JS API with half-precision tensors: { data: Uint16Array, dtype: 'float16' | 'bfloat16' }
+// (and Float16Array where the runtime has it) are widened exactly, so every backend, the float64
+// reference and initWorker give the same bits as for the float32 values the bits stand for.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { init, initWorker } from '../../bindings/index.js';
+import { referenceBackward } from '../../bindings/reference.js';
+import { narrowToHalf, widenHalf } from '../../bindings/core/half.js';
+import { OPTION_COMBOS, randomCase } from './helpers.js';
+
+const FLOATS = ['value', 'samplingLocations', 'attentionWeights', 'gradOutput'];
+const bitsOf = (t) => new Uint32Array(t.data.buffer, t.data.byteOffset, t.data.length);
+
+/** c's float arguments as half-precision tensors (some of them, per `which`) and as their float32 values. */
+function halfAndWide(c, dtype, which = FLOATS) {
+  const half = { ...c.args, gradOutput: c.gradOutput }, wide = { ...c.args, gradOutput: c.gradOutput };
+  for (const name of which) {
+    const t = half[name];
+    const bits = narrowToHalf(t.data, dtype);
+    half[name] = { data: bits, shape: t.shape, dtype };
+    wide[name] = { data: widenHalf(bits, dtype), shape: t.shape };
+  }
+  return { half, wide };
+}
+
+test('half-precision tensors give the bits of their float32 values on wasm, wasm-scalar and native', async () => {
+  for (const backend of ['wasm', 'wasm-scalar', 'native']) {
+    const msda = await init({ backend });
+    for (const [k, options] of OPTION_COMBOS.entries()) {
+      const dtype = k % 2 ? 'bfloat16' : 'float16';
+      const c = randomCase(600 + k, options);
+      const { half, wide } = halfAndWide(c, dtype, k % 3 ? FLOATS : ['value', 'gradOutput']);
+      const before = half.value.data.slice();
+      const { gradOutput: g1, ...fHalf } = half;
+      const { gradOutput: g2, ...fWide } = wide;
+      assert.deepEqual(bitsOf(msda.forward(fHalf)), bitsOf(msda.forward(fWide)), `${backend} ${dtype} forward`);
+      const a = msda.backward(half), b = msda.backward(wide);
+      for (const key of ['gradValue', 'gradSamplingLocations', 'gradAttentionWeights']) {
+        assert.deepEqual(bitsOf(a[key]), bitsOf(b[key]), `${backend} ${dtype} ${key}`);
+      }
+      assert.deepEqual(half.value.data, before, "the caller's bits are not touched");
+    }
+    msda.dispose();
+  }
+});
+
+test('the float64 reference and initWorker take half-precision tensors too', async () => {
+  const c = randomCase(31, OPTION_COMBOS[5]);
+  const { half, wide } = halfAndWide(c, 'float16');
+  const r1 = referenceBackward(half), r2 = referenceBackward(wide);
+  assert.deepEqual(r1.gradSamplingLocations.data, r2.gradSamplingLocations.data);
+  const worker = await initWorker({ backend: 'wasm' });
+  try {
+    const msda = await init({ backend: 'wasm' });
+    const w = await worker.backward(half);
+    assert.deepEqual(bitsOf(w.gradValue), bitsOf(msda.backward(wide).gradValue));
+  } finally {
+    worker.terminate();
+  }
+});
+
+test('Float16Array data is float16 (where the runtime has Float16Array)', { skip: typeof Float16Array !== 'function' && 'no Float16Array in this runtime' }, async () => {
+  const msda = await init();
+  const c = randomCase(8, OPTION_COMBOS[0]);
+  const { half, wide } = halfAndWide(c, 'float16');
+  // eslint-disable-next-line no-undef
+  const f16 = { ...half, value: { data: new Float16Array(half.value.data.buffer), shape: half.value.shape } };
+  assert.deepEqual(bitsOf(msda.backward(f16).gradValue), bitsOf(msda.backward(wide).gradValue));
+});
+
+test('half-precision arguments that do not fit: a TypeError naming the tensor and what it needs', async () => {
+  const msda = await init();
+  const c = randomCase(9, OPTION_COMBOS[0]);
+  const t = c.args.value;
+  const bits = narrowToHalf(t.data, 'float16');
+  const cases = [
+    [{ data: bits, shape: t.shape }, "forward: value.data is Uint16Array, expected a Float32Array (a Uint16Array of half-precision bits needs dtype: 'float16' or 'bfloat16')"],
+    [{ data: t.data, shape: t.shape, dtype: 'float16' }, "forward: value.data is Float32Array, expected a Uint16Array of float16 bits or a Float16Array (dtype 'float16')"],
+    [{ data: t.data, shape: t.shape, dtype: 'bfloat16' }, "forward: value.data is Float32Array, expected a Uint16Array of bfloat16 bits (dtype 'bfloat16')"],
+    [{ data: bits, shape: t.shape, dtype: 'int16' }, 'forward: value.dtype is the string "int16", expected \'float32\', \'float16\' or \'bfloat16\''],
+    [{ data: bits, shape: t.shape, dtype: 'float32' }, 'forward: value.data is Uint16Array, expected a Float32Array'],
+  ];
+  for (const [value, message] of cases) {
+    assert.throws(() => msda.forward({ ...c.args, value }), (e) => e instanceof TypeError && e.message === message, message);
+  }
+  // the shape is checked against the bits' count like any tensor's
+  assert.throws(() => msda.forward({ ...c.args, value: { data: bits.subarray(1), shape: t.shape, dtype: 'float16' } }), RangeError);
+  assert.doesNotThrow(() => msda.forward({ ...c.args, value: { data: t.data, shape: t.shape, dtype: 'float32' } }));
+});
