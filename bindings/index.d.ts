@@ -185,7 +185,7 @@ export interface InitOptions {
   /** A compiled module to instantiate instead. */
   module?: WebAssembly.Module;
   /** 'wasm' (default), 'wasm-scalar' (same as simd: false), 'native' (the Node addon) or 'auto'
-   *  (native where Node loads the addon, else wasm; same results). */
+   *  (native where Node loads the addon, else wasm; same results). 'webgpu': WebGPUInitOptions. */
   backend?: BackendName | 'auto';
   /** native/auto: the path of the addon (default: this package's prebuilds/<platform>-<arch>/,
    *  else build/native/msda.node from `make native`). */
@@ -208,8 +208,55 @@ export interface MsdaError extends Error {
   status: number;
 }
 
+// ---- the WebGPU backend (docs/webgpu.md). GPU objects are typed by the members read here, so
+// that neither @webgpu/types nor a DOM library is needed; the runtime's own objects fit.
+
+/** A GPUBuffer: float32 data, usage including GPUBufferUsage.STORAGE. */
+export interface GPUBufferLike { readonly size: number; readonly usage: number; destroy(): void }
+/** A tensor on the GPU: its buffer on the instance's device, from byteOffset (a multiple of 4). */
+export interface GPUTensorInput { buffer: GPUBufferLike; shape: readonly number[]; byteOffset?: number }
+/** A result on the GPU, the caller's to destroy. */
+export interface GPUTensor { buffer: GPUBufferLike; shape: number[] }
+type OnGpu<T> = { [K in keyof T]: T[K] extends TensorInput ? TensorInput | GPUTensorInput : T[K] };
+export type WebGPUForwardArgs = OnGpu<ForwardArgs>;
+export type WebGPUBackwardArgs = OnGpu<BackwardArgs>;
+export interface GPUGradients { gradValue: GPUTensor; gradSamplingLocations: GPUTensor; gradAttentionWeights: GPUTensor }
+
+export interface WebGPUInitOptions {
+  backend: 'webgpu';
+  /** A navigator.gpu-like object (default navigator.gpu; in Node the optional 'webgpu' package). */
+  gpu?: { requestAdapter(options?: object): Promise<unknown> };
+  /** A GPUDevice to run on (e.g. await ort.env.webgpu.device, tf.backend().device); never destroyed here. */
+  device?: object;
+}
+
+/** The instance init({ backend: 'webgpu' }) resolves to. Without an adapter init rejects with an
+ *  Error whose code is 'MSDA_WEBGPU_UNAVAILABLE'; a lost device rejects calls with 'MSDA_WEBGPU_DEVICE_LOST'.
+ *  (A type only: the class is loaded on demand by init.) */
+export interface MsdaWebGPU {
+  readonly backend: 'webgpu';
+  /** The GPUDevice every call runs on. */
+  readonly device: any;
+  readonly adapterInfo: { vendor: string; architecture: string; device: string; description: string } | null;
+  /** What the startup probe saw: a*b+c fused, subnormal inputs flushed (null until known on an instance made without awaiting). */
+  readonly numerics: { fusedMultiplyAdd: boolean; flushesSubnormals: boolean } | null;
+  readonly limits: Record<string, number>;
+  readonly threads: 1;
+  forward(args: WebGPUForwardArgs, options?: { outputs?: 'cpu' }): Promise<Tensor>;
+  forward(args: WebGPUForwardArgs, options: { outputs: 'gpu' }): Promise<GPUTensor>;
+  backward(args: WebGPUBackwardArgs, options?: { outputs?: 'cpu' }): Promise<Gradients>;
+  backward(args: WebGPUBackwardArgs, options: { outputs: 'gpu' }): Promise<GPUGradients>;
+  /** Encoded and submitted now, the result on the GPU at once (for code that cannot await). */
+  dispatchForward(args: WebGPUForwardArgs): GPUTensor;
+  dispatchBackward(args: WebGPUBackwardArgs): GPUGradients;
+  /** Frees what the instance holds; destroys the device only if init made it. Idempotent. */
+  dispose(): void;
+  readonly disposed: boolean;
+}
+
 /** Loads a backend and returns an instance of its own (dispose() it when done); instances with
  *  the same options share one backend. */
+export function init(options: WebGPUInitOptions): Promise<MsdaWebGPU>;
 export function init(options?: InitOptions): Promise<Msda>;
 /** The native Node addon with the same API (Node only). Where no addon loads (no prebuild for
  *  this platform), rejects with an Error whose code is 'MSDA_NATIVE_UNAVAILABLE'. */

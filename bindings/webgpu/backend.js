@@ -6,6 +6,7 @@
 
 import { DISPOSE } from '../core/api.js';
 import { problemFromTensors } from '../core/problem.js';
+import { typedArrayBuffer, typedArrayByteOffset, typedArrayLength } from '../core/typed.js';
 import { describe } from '../wasm/loader.js';
 import { CANONICAL_NAN, FORWARD, GATHER, PLACE, PROBE, SAMPLES, SCAN, SCAN_ADD, SCAN_BLOCK, SORT, WORKGROUP } from './kernels.js';
 
@@ -298,9 +299,9 @@ class WebGPUBackend {
     return this.device.createBuffer({ size: Math.max(4, Math.ceil(size / 4) * 4), usage, label });
   }
 
-  uniform(n, perRow) {
+  uniform(n, perRow, first = 0) {
     const u = this.buffer(16, UNIFORM | COPY_DST, 'msda dispatch');
-    this.device.queue.writeBuffer(u, 0, new Uint32Array([n, perRow, 0, 0]));
+    this.device.queue.writeBuffer(u, 0, new Uint32Array([n, perRow, first, 0]));
     return u;
   }
 
@@ -314,11 +315,11 @@ class WebGPUBackend {
   }
 
   // One compute pass of `name` over n invocations (n values for the scan), bindings by number.
-  dispatch(encoder, name, n, entries, temps, perGroup = WORKGROUP) {
+  dispatch(encoder, name, n, entries, temps, perGroup = WORKGROUP, first = 0) {
     if (n === 0) return;
     const groups = Math.ceil(n / perGroup);
     const [x, y] = this.grid(groups);
-    const u = this.uniform(n, name === 'scan' ? x : x * perGroup);
+    const u = this.uniform(n, name === 'scan' ? x : x * perGroup, first);
     temps.push(u);
     const p = this.pipelines[name];
     const bg = this.device.createBindGroup({
@@ -449,7 +450,7 @@ export class MsdaWebGPU {
     const { problem, inputs } = problemFromTensors(fn, args, kind === 'backward', undefined, gpuReader);
     this._live(fn);
     const plan = kind === 'forward' ? planForward(b, problem) : planBackward(b, problem);
-    for (const [name, data] of Object.entries(inputs)) plan.buffers[`${name} (input)`] = data instanceof GpuTensor ? data.bytes : data.byteLength;
+    for (const [name, data] of Object.entries(inputs)) plan.buffers[`${name} (input)`] = data instanceof GpuTensor ? data.bytes : 4 * typedArrayLength(data);
     checkPlan(fn, b, plan);
     return go(b, kind, problem, inputs, plan);
   }
@@ -463,25 +464,35 @@ function planForward(b, problem) {
   return { fn: 'forward', buffers: { output: 4 * product(s.output) }, invocations: { forward: product(s.output) / problem.channels * Math.ceil(problem.channels / 4) } };
 }
 
+// The backward's scratch (corner records, their sorted order, per-pixel counts) is made for a
+// part of the (batch, head) pairs at a time when all of them would not fit one buffer: the
+// parts run one after the other in one submission, and each grad_value element still gets its
+// terms from one invocation, in the same order (the bits do not depend on the parts).
 function planBackward(b, problem) {
   const s = problem.shapes;
   const samples = product(s.attentionWeights);
-  const pixels = problem.batch * problem.numHeads * problem.valueLength;
+  const pairs = problem.batch * problem.numHeads;
+  const perPair = samples / pairs, L = problem.valueLength;
+  const limit = Math.min(b.limits.maxStorageBufferBindingSize, b.limits.maxBufferSize);
+  const pairsPerPart = Math.max(1, Math.min(pairs, Math.floor(limit / (32 * perPair)), Math.floor((limit - 4) / (4 * L))));
+  const pixels = pairsPerPart * L;
   return {
     fn: 'backward',
     samples,
+    pairs,
+    pairsPerPart,
+    perPair,
     pixels,
     buffers: {
       gradValue: 4 * product(s.gradValue),
       gradSamplingLocations: 4 * product(s.gradSamplingLocations),
       gradAttentionWeights: 4 * samples,
       'location and weight gradients (scratch)': 4 * (product(s.gradSamplingLocations) + samples),
-      'corner records (scratch)': 32 * samples,
-      'sorted records (scratch)': 16 * samples,
-      'pixel counts (scratch)': 4 * (pixels + 1),
-      'pixel offsets (scratch)': 4 * (pixels + 1),
+      'corner records of one (batch, head) part (scratch)': 32 * perPair * pairsPerPart,
+      'sorted records of one part (scratch)': 16 * perPair * pairsPerPart,
+      'pixel counts of one part (scratch)': 4 * (pixels + 1),
     },
-    invocations: { samples: 4 * samples, gather: product(s.gradValue) },
+    invocations: { samples: perPair * pairsPerPart, place: 4 * perPair * pairsPerPart, gather: pixels * problem.channels },
   };
 }
 
@@ -499,8 +510,8 @@ function checkPlan(fn, b, plan) {
       throw new RangeError(`${fn}: the ${name} pass needs ${n} invocations, more than one dispatch can index (32-bit indices, ${max} x ${max} workgroups)`);
     }
   }
-  if (plan.fn === 'backward' && plan.pixels + 1 >= 2 ** 32) {
-    throw new RangeError(`${fn}: ${plan.pixels} (batch, head, pixel) triples exceed the 32-bit indices of the backward's gather`);
+  if (plan.fn === 'backward' && (plan.pixels + 1 >= 2 ** 32 || plan.perPair * plan.pairsPerPart * 4 >= 2 ** 32)) {
+    throw new RangeError(`${fn}: a part of ${plan.pairsPerPart} (batch, head) pairs has ${plan.pixels} pixels and ${4 * plan.perPair * plan.pairsPerPart} corner records, past the 32-bit indices of the backward's gather`);
   }
 }
 
@@ -518,10 +529,18 @@ function bindInput(b, name, data, temps, encoder) {
     encoder.copyBufferToBuffer(data.buffer, data.byteOffset, copy, 0, data.bytes);
     return { buffer: copy, size: data.bytes };
   }
-  const buf = b.buffer(data.byteLength, STORAGE | COPY_DST, `msda ${name}`);
+  // The intrinsics, not the array's own (redefinable) properties; a SharedArrayBuffer's view is
+  // copied first (Dawn for Node refuses to write from one).
+  const bytes = 4 * typedArrayLength(data);
+  const buf = b.buffer(bytes, STORAGE | COPY_DST, `msda ${name}`);
   temps.push(buf);
-  b.device.queue.writeBuffer(buf, 0, data.buffer, data.byteOffset, data.byteLength);
-  return { buffer: buf, size: data.byteLength };
+  const backing = typedArrayBuffer(data);
+  if (typeof SharedArrayBuffer !== 'undefined' && backing instanceof SharedArrayBuffer) {
+    b.device.queue.writeBuffer(buf, 0, new Float32Array(data));
+  } else {
+    b.device.queue.writeBuffer(buf, 0, backing, typedArrayByteOffset(data), bytes);
+  }
+  return { buffer: buf, size: bytes };
 }
 
 // Encodes and submits one call, synchronously, inside its own error scopes (pushed and popped
@@ -623,7 +642,7 @@ function metaBuffer(b, md, temps) {
 }
 
 function encodeBackward(b, encoder, problem, plan, bind, out, temps) {
-  const { samples, pixels } = plan;
+  const { samples, pixels, pairs, pairsPerPart, perPair } = plan;
   const locElements = product(problem.shapes.gradSamplingLocations);
   const md = metaBuffer(b, metaOf(problem, { gradWeightsOffset: locElements, ranks: backwardRanks(problem) }), temps);
   const scratch = (bytes, label, usage = STORAGE | COPY_DST | COPY_SRC) => {
@@ -632,23 +651,27 @@ function encodeBackward(b, encoder, problem, plan, bind, out, temps) {
     return buf;
   };
   const grads = scratch(4 * (locElements + samples), 'grads');
-  const recs = scratch(32 * samples, 'records');
+  const recs = scratch(32 * perPair * pairsPerPart, 'records');
   const counts = scratch(4 * (pixels + 1), 'counts');
   const offsets = scratch(4 * (pixels + 1), 'offsets');
-  const sorted = scratch(16 * samples, 'sorted');
-  encoder.clearBuffer(counts);
-  b.dispatch(encoder, 'samples', samples, {
-    0: { buffer: md }, 1: bind.value, 2: bind.samplingLocations, 3: bind.attentionWeights, 4: bind.gradOutput,
-    5: { buffer: grads }, 6: { buffer: recs }, 7: { buffer: counts },
-  }, temps);
-  b.scan(encoder, counts, offsets, pixels + 1, temps);
-  encoder.clearBuffer(counts);
-  b.dispatch(encoder, 'place', 4 * samples, { 0: { buffer: recs }, 1: { buffer: offsets }, 2: { buffer: counts }, 3: { buffer: sorted } }, temps);
-  b.dispatch(encoder, 'sort', pixels, { 0: { buffer: md }, 1: { buffer: offsets }, 2: { buffer: sorted } }, temps);
+  const sorted = scratch(16 * perPair * pairsPerPart, 'sorted');
   const gradValue = out('gradValue', plan.buffers.gradValue);
-  b.dispatch(encoder, 'gather', product(problem.shapes.gradValue), {
-    0: { buffer: md }, 1: { buffer: offsets }, 2: { buffer: sorted }, 3: { buffer: recs }, 4: bind.gradOutput, 5: { buffer: gradValue },
-  }, temps);
+  for (let first = 0; first < pairs; first += pairsPerPart) {
+    const n = Math.min(pairsPerPart, pairs - first);
+    const partPixels = n * problem.valueLength;
+    encoder.clearBuffer(counts);
+    b.dispatch(encoder, 'samples', n * perPair, {
+      0: { buffer: md }, 1: bind.value, 2: bind.samplingLocations, 3: bind.attentionWeights, 4: bind.gradOutput,
+      5: { buffer: grads }, 6: { buffer: recs }, 7: { buffer: counts },
+    }, temps, WORKGROUP, first);
+    b.scan(encoder, counts, offsets, partPixels + 1, temps);
+    encoder.clearBuffer(counts);
+    b.dispatch(encoder, 'place', 4 * n * perPair, { 0: { buffer: recs }, 1: { buffer: offsets }, 2: { buffer: counts }, 3: { buffer: sorted } }, temps);
+    b.dispatch(encoder, 'sort', partPixels, { 0: { buffer: md }, 1: { buffer: offsets }, 2: { buffer: sorted } }, temps);
+    b.dispatch(encoder, 'gather', partPixels * problem.channels, {
+      0: { buffer: md }, 1: { buffer: offsets }, 2: { buffer: sorted }, 3: { buffer: recs }, 4: bind.gradOutput, 5: { buffer: gradValue },
+    }, temps, WORKGROUP, first);
+  }
   const gradSamplingLocations = out('gradSamplingLocations', plan.buffers.gradSamplingLocations);
   const gradAttentionWeights = out('gradAttentionWeights', plan.buffers.gradAttentionWeights);
   encoder.copyBufferToBuffer(grads, 0, gradSamplingLocations, 0, 4 * locElements);

@@ -25,7 +25,7 @@ export const CANONICAL_NAN = 0x7fc00000;
 
 const common = /* wgsl */ `
 @group(0) @binding(0) var<storage, read> md: array<u32>;
-@group(0) @binding(15) var<uniform> disp: vec4<u32>;   // invocations, invocations per grid row
+@group(0) @binding(15) var<uniform> disp: vec4<u32>;   // invocations, invocations per grid row, first (batch, head) of a backward part
 
 fn mf(i: u32) -> f32 { return bitcast<f32>(md[i]); }
 // Bit tests: WGSL lets a compiler assume no NaN or Inf in comparisons.
@@ -233,6 +233,22 @@ fn load4(i: u32, c0: u32, C: u32) -> vec4<f32> {
   return v;
 }
 
+struct Tap { mask: u32, off: i32, aw: vec4<f32> }
+
+// Point p of (b, q, h, l) as taps: its inside corners and a * w_k; none past the last point, and
+// none for an infinite weight (added after, below).
+fn tap_point(b: u32, q: u32, h: u32, l: u32, p: u32, wbase: u32) -> Tap {
+  if (p >= md[5]) { return Tap(0u, 0, vec4<f32>(0.0)); }
+  let pt = point(l, locs[loc_index(b, q, h, l, p, 0u)], locs[loc_index(b, q, h, l, p, 1u)]);
+  let a = weights[wbase + l * md[5] + p];
+  return Tap(select(pt.mask, 0u, is_inf(a)), pt.off, a * pt.w);
+}
+
+fn tap(acc: vec4<f32>, t: Tap, k: u32, base: i32, c0: u32, C: u32) -> vec4<f32> {
+  if (((t.mask >> k) & 1u) == 0u) { return acc; }
+  return acc + t.aw[k] * load4(u32(base + t.off), c0, C);
+}
+
 @compute @workgroup_size(${WORKGROUP})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let idx = invocation(gid);
@@ -244,27 +260,17 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let vbh = value_base(b, h);
   let wbase = bqh * NL * P;
   var acc = vec4<f32>(0.0);
-  var pts: array<Pt, 4>;
-  var aw: array<vec4<f32>, 4>;
   for (var l = 0u; l < NL; l = l + 1u) {
     let g = 16u + 16u * l;
     let vlev = i32(vbh + md[g + 2u] * md[g + 14u] + c0);
     for (var p0 = 0u; p0 < P; p0 = p0 + 4u) {
-      let count = min(4u, P - p0);
-      for (var i = 0u; i < count; i = i + 1u) {
-        let p = p0 + i;
-        pts[i] = point(l, locs[loc_index(b, q, h, l, p, 0u)], locs[loc_index(b, q, h, l, p, 1u)]);
-        let a = weights[wbase + l * P + p];
-        aw[i] = a * pts[i].w;
-        if (is_inf(a)) { pts[i].mask = 0u; }   // added after the taps, below
-      }
+      // four points in registers (no arrays: private arrays indexed at run time spill to memory)
+      let t0 = tap_point(b, q, h, l, p0, wbase); let t1 = tap_point(b, q, h, l, p0 + 1u, wbase);
+      let t2 = tap_point(b, q, h, l, p0 + 2u, wbase); let t3 = tap_point(b, q, h, l, p0 + 3u, wbase);
       for (var k = 0u; k < 4u; k = k + 1u) {
-        let dk = corner_delta(g, k);
-        for (var i = 0u; i < count; i = i + 1u) {
-          if (((pts[i].mask >> k) & 1u) != 0u) {
-            acc = acc + aw[i][k] * load4(u32(vlev + pts[i].off + dk), c0, C);
-          }
-        }
+        let base = vlev + corner_delta(g, k);
+        acc = tap(acc, t0, k, base, c0, C); acc = tap(acc, t1, k, base, c0, C);
+        acc = tap(acc, t2, k, base, c0, C); acc = tap(acc, t3, k, base, c0, C);
       }
     }
   }
@@ -307,11 +313,15 @@ export const SAMPLES = common + /* wgsl */ `
 
 @compute @workgroup_size(${WORKGROUP})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let s = invocation(gid);
-  if (s >= disp.x) { return; }
+  // This dispatch's samples: those of (batch, head) pairs disp.z, disp.z + 1, ..., each pair's
+  // queries, levels and points in order (local index r; s is the sample's index in the tensors).
+  let r = invocation(gid);
+  if (r >= disp.x) { return; }
   let Q = md[1]; let H = md[2]; let C = md[3]; let NL = md[4]; let P = md[5]; let L = md[6];
-  let p = s % P; let l = (s / P) % NL; let bqh = s / (P * NL);
-  let h = bqh % H; let q = (bqh / H) % Q; let b = bqh / (H * Q);
+  let p = r % P; let l = (r / P) % NL; let q = (r / (P * NL)) % Q; let bhl = r / (P * NL * Q);
+  let bh = disp.z + bhl; let h = bh % H; let b = bh / H;
+  let bqh = (b * Q + q) * H + h;
+  let s = (bqh * NL + l) * P + p;
   let g = 16u + 16u * l;
   let lx = loc_index(b, q, h, l, p, 0u); let ly = loc_index(b, q, h, l, p, 1u);
   let pt = point(l, locs[lx], locs[ly]);
@@ -343,15 +353,15 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   grads[ly] = canon(gy);
   grads[md[11] + s] = canon(ga);
   let Wl = md[g + 1u];
-  let pix0 = (b * H + h) * L + md[g + 2u];
+  let pix0 = bhl * L + md[g + 2u];
   for (var k = 0u; k < 4u; k = k + 1u) {
-    var r = vec2<u32>(0xffffffffu, 0u);
+    var rec = vec2<u32>(0xffffffffu, 0u);
     if (((pt.mask >> k) & 1u) != 0u) {
       let dest = pix0 + u32(pt.y0 + i32(k >> 1u)) * Wl + u32(pt.x0 + i32(k & 1u));
-      r = vec2<u32>(dest, bitcast<u32>(aw[k]));
+      rec = vec2<u32>(dest, bitcast<u32>(aw[k]));
       atomicAdd(&counts[dest], 1u);
     }
-    recs[s * 4u + k] = r;
+    recs[r * 4u + k] = rec;
   }
 }
 `;
@@ -422,9 +432,9 @@ export const SORT = common + /* wgsl */ `
 
 fn key(slot: u32) -> u32 {
   let Q = md[1]; let H = md[2]; let NL = md[4]; let P = md[5];
-  let s = slot / 4u;
-  let q = (s / (P * NL * H)) % Q;
-  return md[md[12] + q] * P + s % P;
+  let r = slot / 4u;   // the samples pass's local index
+  let q = (r / (P * NL)) % Q;
+  return md[md[12] + q] * P + r % P;
 }
 
 fn sift(base: u32, start: u32, n: u32) {
@@ -466,13 +476,15 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let idx = invocation(gid);
   if (idx >= disp.x) { return; }
   let H = md[2]; let C = md[3]; let NL = md[4]; let P = md[5]; let L = md[6];
+  let Q = md[1];
   let c = idx % C; let dest = idx / C;
-  let pix = dest % L; let bh = dest / L; let h = bh % H; let b = bh / H;
+  let pix = dest % L; let bh = disp.z + dest / L; let h = bh % H; let b = bh / H;
   var acc: f32 = 0.0;
-  for (var r = offsets[dest]; r < offsets[dest + 1u]; r = r + 1u) {
-    let slot = sorted[r];
+  for (var i = offsets[dest]; i < offsets[dest + 1u]; i = i + 1u) {
+    let slot = sorted[i];
     let aw = bitcast<f32>(recs[slot].y);
-    acc = acc + aw * gout[(slot / (4u * NL * P)) * C + c];
+    let q = (slot / (4u * NL * P)) % Q;
+    acc = acc + aw * gout[((b * Q + q) * H + h) * C + c];
   }
   gvalue[value_base(b, h) + pix * select(C, H * C, md[7] != 0u) + c] = canon(acc);
 }

@@ -57,7 +57,7 @@ if (!full) {
   CONFIGS['encoder/8'] = { ...CONFIGS.encoder, levels: eighth(CONFIGS.encoder.levels) };
   CONFIGS['decoder/8'] = { ...CONFIGS.decoder, levels: eighth(CONFIGS.decoder.levels) };
 }
-const reps = Number(process.env.MSDA_BENCH_REPS ?? (emulated ? 3 : 20));
+const reps = Number(process.env.MSDA_BENCH_REPS ?? (emulated ? 1 : 20));
 
 const { init } = await import('../../bindings/node.js');
 let t0 = performance.now();

@@ -203,6 +203,18 @@ test('GPU tensors in, GPU tensors out ({ outputs: "gpu" }), byteOffset aligned o
   for (const b of made) b.destroy();
 });
 
+test('CPU tensors read through the intrinsics: a view of a SharedArrayBuffer, an array whose buffer property lies', async () => {
+  const c = problem(650, { shapes: [[3, 3]], Q: 4 });
+  const want = wasm.forward(c.args);
+  const shared = new Float32Array(new SharedArrayBuffer(c.args.value.data.byteLength));
+  shared.set(c.args.value.data);
+  const liar = new Float32Array(c.args.attentionWeights.data);
+  Object.defineProperty(liar, 'buffer', { get() { throw new Error('read buffer'); } });
+  Object.defineProperty(liar, 'byteLength', { value: 4 });
+  const got = await gpu.forward({ ...c.args, value: { data: shared, shape: c.args.value.shape }, attentionWeights: { data: liar, shape: c.args.attentionWeights.shape } });
+  assert.equal(sameBits(got.data, want.data), want.data.length);
+});
+
 test('bad input: the messages of the other backends, and GPU tensors checked', async () => {
   const c = problem(700, { shapes: [[2, 2]], Q: 2 });
   const bad = [
@@ -265,7 +277,26 @@ test('limits: what one buffer cannot hold is refused with a RangeError naming th
     attentionWeights: { ...fake(4 * Q), shape: [1, Q, 1, 1, 1] },
     gradOutput: { ...fake(4 * Q), shape: [1, Q, 1] },
   };
-  await assert.rejects(gpu.backward(big), { name: 'RangeError', message: new RegExp(`corner records \\(scratch\\) needs ${32 * Q} bytes`) });
+  await assert.rejects(gpu.backward(big), { name: 'RangeError', message: new RegExp(`corner records of one \\(batch, head\\) part \\(scratch\\) needs ${32 * Q} bytes`) });
+});
+
+test('a backward whose scratch does not fit one buffer runs in parts of (batch, head) pairs, with the same bits', async () => {
+  const c = problem(850, { shapes: [[6, 5], [3, 3]], B: 2, H: 3, Q: 30, P: 4, C: 5 });
+  const b = { ...c.args, gradOutput: c.gradOutput };
+  const whole = await gpu.backward(b);
+  const limits = gpu._backendKept.limits;
+  const saved = limits.maxStorageBufferBindingSize;
+  // 1,440 samples, 240 a (batch, head) pair: room for the location and weight gradients (12 bytes
+  // a sample) and for the corner records (32 bytes a sample) of two pairs, three parts in all
+  limits.maxStorageBufferBindingSize = 12 * 1440 + 100;
+  try {
+    const parts = await gpu.backward(b);
+    for (const name of Object.keys(whole)) {
+      assert.equal(sameBits(parts[name].data, whole[name].data), whole[name].data.length, `${name}: ${firstDiff(parts[name].data, whole[name].data)}`);
+    }
+  } finally {
+    limits.maxStorageBufferBindingSize = saved;
+  }
 });
 
 test('a lost device: the pending call and later ones reject with MSDA_WEBGPU_DEVICE_LOST, nothing hangs', async () => {
