@@ -5,19 +5,22 @@ import { callError } from './errors.js';
 import { DESC } from './problem.js';
 import { part } from './typed.js';
 
+// The copying forward on wasm streams the per-query tensors through the heap: each batch's value
+// goes in whole (any query may sample any pixel), then a window of queries at a time their
 // locations and weights go in, are computed, and their output comes out while all three are
 // still in cache, instead of a pass over main memory for each. A query's output depends on its
 // own samples alone, so the bits are those of one call over all queries.
 //
 // Windows: with one query per pixel (the encoder: N_q = sum of H_l * W_l), a band of image rows
-// on every level at once, as the kernel's own walk over the whole problem (src/kernel/walks.h, the
-// banded walk): band k of `bands` takes rows [ceil(k H_l / bands), ceil((k + 1) H_l / bands)) of
-// each level, one contiguous range of queries per level, and bands = ceil(N_q / FORWARD_WINDOW)
-// keeps a window near FORWARD_WINDOW queries. Index order would walk each level's queries over
-// the image in turn and read the value rows again for each (the encoder's copying forward
-// measured 40 % over a prepared call that way). Other problems, and bands wider than two windows
-// (levels of few rows): FORWARD_WINDOW queries in index order, the kernel's walking block
-// (MSDA_BLOCK), whose order whole windows keep.
+// on every level at once: band k of `bands` takes rows [ceil(k H_l / bands), ceil((k + 1) H_l /
+// bands)) of each level, one contiguous range of queries per level, and bands =
+// ceil(N_q / FORWARD_WINDOW) keeps a window near FORWARD_WINDOW queries. Index order would walk
+// each level's queries over the image in turn and read the value rows again for each (the
+// encoder's copying forward measured 40 % over a prepared call that way). Other problems, and
+// bands wider than two windows (levels of few rows): FORWARD_WINDOW queries in index order.
+// Within a window the kernel walks its queries by where they sample (src/kernel/walks.h), so
+// these windows only decide what is in cache together; queries in another order than pixel
+// order (a shuffled encoder) still get the kernel's locality inside each window, not across.
 export const FORWARD_WINDOW = 1024;
 
 const bandStart = (k, n, d) => Math.min(n, Math.ceil((k * n) / d));   // products far below 2^53

@@ -18,9 +18,11 @@ const npmEnv = { ...process.env, npm_config_audit: 'false', npm_config_fund: 'fa
 
 // Budgets (bytes). The tarball is what `npm install` downloads; the README is shown on the
 // registry page and installed with the package, so it must not dominate it.
-// The prebuilt addon is most of it: four builds of the kernels (SSE2, AVX2, AVX-512, scalar).
-const TARBALL_BUDGET = 600 * 1024;
-const UNPACKED_BUDGET = 1536 * 1024;
+// The prebuilt addon is most of it: four builds of the kernels (SSE2, AVX2, AVX-512, scalar);
+// the interactive page (msda demo), the WebGPU backend and the .npz / half-precision readers
+// added ~90 kB packed this round (600 KiB -> 617 kB).
+const TARBALL_BUDGET = 680 * 1024;
+const UNPACKED_BUDGET = 1792 * 1024;
 const README_SHARE = 0.15;
 
 // What the tarball may hold: the code, its types, the wasm modules, the docs and the picture the
