@@ -4,9 +4,10 @@
  * The image is cut into a grid of cells: bands of `strip` rows of the tallest level, each band
  * column by column of the widest level (coarser columns, then bands, where that would make more
  * than MSDA_ORDER_CELLS cells). A query's place is the mean of the points of head 0's first level
- * that has a point with both coordinates not NaN (at most its first four points; weights play no
- * part, so a dead sample's weight, NaN or any other, cannot move its query), clamped into
- * [0, 1]; queries are counting-sorted by the cell of that place (within a cell in an order fixed
+ * that has a counted point (at most its first four points): both coordinates in [0, 1] (so not
+ * NaN) and weight not 0. So a NaN sample counts as a weight-0 one does (not at all), and a sample
+ * outside the image never counts, whatever its weight (a dead sample's weight, 0, NaN or any
+ * other, cannot move its query); queries are counting-sorted by the cell of that place (within a cell in an order fixed
  * by the keys alone, sample_order) and walked cell by cell, band by band. Neighbouring queries then share
  * their rows in cache, and one sweep over the image reads each level's rows a few times, in any
  * query order: one query per pixel (encoder self-attention) in pixel order or shuffled, or a
@@ -15,9 +16,8 @@
  *
  * The place is integer math from the float inputs: a clamped coordinate times 2^16 is exact in
  * float, its truncation exact, the rest integers. So the order, and with it the backward's
- * grad_value summation order, is the same on every ISA, build and thread count. NaN points do
- * not move it, and a huge coordinate clamps like any other beyond the edge, so 1e30 and 5 still
- * give the same bits. */
+ * grad_value summation order, is the same on every ISA, build and thread count, and 1e30 and 5
+ * (both outside) give the same bits. */
 
 #ifndef MSDA_BACKWARD_STRIP
 #define MSDA_BACKWARD_STRIP 8
@@ -65,13 +65,14 @@ static inline int32_t query_cell(const msda_plan *p, const msda_tensors *t, cons
 {
     const int64_t NL = p->num_levels, P = p->num_points, points = P < 4 ? P : 4;
     const float *loc = t->sampling_locations + b * p->loc_stride_batch + q * p->loc_stride_query;
+    const float *weights = t->attention_weights + (b * p->num_queries + q) * p->num_heads * NL * P;
     const int32_t bands = (int32_t)sg->bands, cols = (int32_t)sg->cols;
     for (int64_t l = 0; l < NL; l++) {
         int32_t sx = 0, sy = 0, n = 0;
         for (int64_t pt = 0; pt < points; pt++) {
             const float *xy = loc + l * p->loc_stride_level + pt * p->loc_stride_point;
-            const float x = xy[0], y = xy[p->loc_stride_xy];
-            if (x != x || y != y) continue;
+            const float x = xy[0], y = xy[p->loc_stride_xy], w = weights[l * P + pt];
+            if (!(x >= 0.0f && x <= 1.0f && y >= 0.0f && y <= 1.0f) || w == 0.0f) continue;
             sx += unit_fixed(x);
             sy += unit_fixed(y);
             n++;
