@@ -8,7 +8,7 @@ import { DISPOSE } from '../core/api.js';
 import { problemFromTensors } from '../core/problem.js';
 import { typedArrayBuffer, typedArrayByteOffset, typedArrayLength } from '../core/typed.js';
 import { describe } from '../wasm/loader.js';
-import { CANONICAL_NAN, FORWARD, GATHER, PLACE, PROBE, SAMPLES, SCAN, SCAN_ADD, SCAN_BLOCK, SORT, WORKGROUP } from './kernels.js';
+import { CANONICAL_NAN, CELLS, FORWARD, GATHER, ORDER, ORDER_CHUNK, PLACE, PROBE, SAMPLES, SCAN, SCAN_ADD, SCAN_BLOCK, SORT, WORKGROUP } from './kernels.js';
 
 /** The `.code` of the Error init rejects with when no WebGPU adapter or device can be had. */
 export const WEBGPU_UNAVAILABLE = 'MSDA_WEBGPU_UNAVAILABLE';
@@ -20,12 +20,12 @@ const MAP_READ = 0x1, COPY_SRC = 0x4, COPY_DST = 0x8, UNIFORM = 0x40, STORAGE = 
 const MAP_MODE_READ = 0x1;
 const OUTPUT_USAGE = STORAGE | COPY_SRC | COPY_DST;
 
-const KERNELS = { forward: FORWARD, samples: SAMPLES, scan: SCAN, scanAdd: SCAN_ADD, place: PLACE, sort: SORT, gather: GATHER, probe: PROBE };
+const KERNELS = { forward: FORWARD, samples: SAMPLES, scan: SCAN, scanAdd: SCAN_ADD, cells: CELLS, order: ORDER, place: PLACE, sort: SORT, gather: GATHER, probe: PROBE };
 
-const FLOAT_SIDE = 1024;   // src/kernel.c MSDA_FLOAT_SIDE
+const FLOAT_SIDE = 1024;   // src/kernel/geometry.h MSDA_FLOAT_SIDE
 const INT32_MAX = 2 ** 31 - 1;
-const BACKWARD_STRIP = 8;  // src/kernel.c MSDA_BACKWARD_STRIP
-const BAND_LIMIT = 2 ** 20;
+const BACKWARD_STRIP = 8;  // src/kernel/walks.h MSDA_BACKWARD_STRIP
+const ORDER_CELLS = 8192;  // src/kernel/walks.h MSDA_ORDER_CELLS
 const MAX_GRID = 65535;
 
 function unavailable(message, cause) {
@@ -39,44 +39,25 @@ const f32bits = (x) => new Uint32Array(new Float32Array([x]).buffer)[0];
 // ---------------------------------------------------------------------------------------------
 // Problem constants for the kernels (kernels.js, `md`).
 
-// The position of each query in the CPU backward's walk (src/kernel.c backward_banded: bands of
-// BACKWARD_STRIP rows for one query per pixel, else index order): grad_value sums in this order.
-export function backwardRanks(problem) {
-  const { numQueries: Q, valueLength: L, spatialShapes, levelStartIndex } = problem;
-  const rank = new Uint32Array(Q);
-  let rows = 1, cols = 1, banded = true;
-  for (const [h, w] of spatialShapes) {
-    banded &&= h <= BAND_LIMIT && w <= BAND_LIMIT;
+// The grid of cells the CPU backward walks queries by (src/kernel/walks.h sample_grid): the
+// order pass (kernels.js CELLS, ORDER) ranks each batch's queries by it on the GPU.
+export function sampleGrid(problem) {
+  let rows = 1, cols = 1;
+  for (const [h, w] of problem.spatialShapes) {
     rows = Math.max(rows, h);
     cols = Math.max(cols, w);
   }
-  const bands = Math.ceil(rows / BACKWARD_STRIP);
-  if (!(Q === L && banded && bands * cols <= L)) {
-    for (let q = 0; q < Q; q++) rank[q] = q;
-    return rank;
-  }
-  const start = (k, n, d) => Math.min(n, Math.floor((k * n + d - 1) / d));
-  let next = 0;
-  for (let k = 0; k < bands; k++) {
-    for (let j = 0; j < cols; j++) {
-      spatialShapes.forEach(([h, w], l) => {
-        const y0 = start(k, h, bands), y1 = start(k + 1, h, bands);
-        const x0 = start(j, w, cols), x1 = start(j + 1, w, cols);
-        for (let x = x0; x < x1; x++) for (let y = y0; y < y1; y++) rank[levelStartIndex[l] + y * w + x] = next++;
-      });
-    }
-  }
-  return rank;
+  const bands = Math.min(Math.ceil(rows / BACKWARD_STRIP), ORDER_CELLS - 1);
+  return { bands, cols: Math.min(cols, Math.floor((ORDER_CELLS - 1) / bands)) };
 }
 
-function metaOf(problem, { gradWeightsOffset = 0, ranks = null } = {}) {
+function metaOf(problem, { gradWeightsOffset = 0, grid = { bands: 0, cols: 0 } } = {}) {
   const { batch: B, numQueries: Q, numHeads: H, channels: C, numLevels: NL, numPoints: P, valueLength: L } = problem;
   const blnc = problem.valueLayout === 'BLNC';
   const pixelStride = blnc ? H * C : C;
-  const rankOffset = 16 + 16 * NL;
-  const md = new Uint32Array(rankOffset + (ranks ? ranks.length : 0));
+  const md = new Uint32Array(16 + 16 * NL);
   md.set([B, Q, H, C, NL, P, L, blnc ? 1 : 0, problem.samplingLocationsLayout === 'BQHLP2' ? 1 : 0,
-    problem.paddingMode === 'border' ? 1 : 0, problem.alignCorners ? 0 : 1, gradWeightsOffset, rankOffset]);
+    problem.paddingMode === 'border' ? 1 : 0, problem.alignCorners ? 0 : 1, gradWeightsOffset, grid.bands, grid.cols]);
   problem.spatialShapes.forEach(([h, w], l) => {
     const ac = problem.alignCorners;
     const sx = ac ? w - 1 : w, sy = ac ? h - 1 : h;
@@ -84,7 +65,6 @@ function metaOf(problem, { gradWeightsOffset = 0, ranks = null } = {}) {
     md.set([h, w, problem.levelStartIndex[l], narrow ? 1 : 0, f32bits(sx), f32bits(sy), f32bits(w - 1), f32bits(h - 1),
       f32bits(w), f32bits(h), sx, sy, ac && w === 1 ? 1 : 0, ac && h === 1 ? 1 : 0, pixelStride, w * pixelStride], 16 + 16 * l);
   });
-  if (ranks) md.set(ranks, rankOffset);
   return md;
 }
 
@@ -476,6 +456,8 @@ function planBackward(b, problem) {
   const limit = Math.min(b.limits.maxStorageBufferBindingSize, b.limits.maxBufferSize);
   const pairsPerPart = Math.max(1, Math.min(pairs, Math.floor(limit / (32 * perPair)), Math.floor((limit - 4) / (4 * L))));
   const pixels = pairsPerPart * L;
+  const BQ = problem.batch * problem.numQueries, grid = sampleGrid(problem);
+  const ranges = problem.batch * Math.ceil(problem.numQueries / ORDER_CHUNK);
   return {
     fn: 'backward',
     samples,
@@ -491,8 +473,10 @@ function planBackward(b, problem) {
       'corner records of one (batch, head) part (scratch)': 32 * perPair * pairsPerPart,
       'sorted records of one part (scratch)': 16 * perPair * pairsPerPart,
       'pixel counts of one part (scratch)': 4 * (pixels + 1),
+      'query order and ranks (scratch)': 4 * BQ,
+      'cell starts of the query order (scratch)': 4 * ranges * (grid.bands * grid.cols + 2),
     },
-    invocations: { samples: perPair * pairsPerPart, place: 4 * perPair * pairsPerPart, gather: pixels * problem.channels },
+    invocations: { cells: BQ, samples: perPair * pairsPerPart, place: 4 * perPair * pairsPerPart, gather: pixels * problem.channels },
   };
 }
 
@@ -644,7 +628,8 @@ function metaBuffer(b, md, temps) {
 function encodeBackward(b, encoder, problem, plan, bind, out, temps) {
   const { samples, pixels, pairs, pairsPerPart, perPair } = plan;
   const locElements = product(problem.shapes.gradSamplingLocations);
-  const md = metaBuffer(b, metaOf(problem, { gradWeightsOffset: locElements, ranks: backwardRanks(problem) }), temps);
+  const grid = sampleGrid(problem);
+  const md = metaBuffer(b, metaOf(problem, { gradWeightsOffset: locElements, grid }), temps);
   const scratch = (bytes, label, usage = STORAGE | COPY_DST | COPY_SRC) => {
     const buf = b.buffer(bytes, usage, `msda ${label}`);
     temps.push(buf);
@@ -656,6 +641,12 @@ function encodeBackward(b, encoder, problem, plan, bind, out, temps) {
   const offsets = scratch(4 * (pixels + 1), 'offsets');
   const sorted = scratch(16 * perPair * pairsPerPart, 'sorted');
   const gradValue = out('gradValue', plan.buffers.gradValue);
+  // Each query's rank in its batch's CPU walk, from the locations and weights where they are.
+  const BQ = problem.batch * problem.numQueries, ranges = problem.batch * Math.ceil(problem.numQueries / ORDER_CHUNK);
+  const order = scratch(4 * BQ, 'query order'), ranks = scratch(4 * BQ, 'query ranks');
+  const starts = scratch(plan.buffers['cell starts of the query order (scratch)'], 'cell starts');
+  b.dispatch(encoder, 'cells', BQ, { 0: { buffer: md }, 1: bind.samplingLocations, 2: bind.attentionWeights, 3: { buffer: order } }, temps);
+  b.dispatch(encoder, 'order', ranges, { 0: { buffer: md }, 1: { buffer: order }, 2: { buffer: starts }, 3: { buffer: ranks } }, temps, 1);
   for (let first = 0; first < pairs; first += pairsPerPart) {
     const n = Math.min(pairsPerPart, pairs - first);
     const partPixels = n * problem.valueLength;
@@ -667,7 +658,7 @@ function encodeBackward(b, encoder, problem, plan, bind, out, temps) {
     b.scan(encoder, counts, offsets, partPixels + 1, temps);
     encoder.clearBuffer(counts);
     b.dispatch(encoder, 'place', 4 * n * perPair, { 0: { buffer: recs }, 1: { buffer: offsets }, 2: { buffer: counts }, 3: { buffer: sorted } }, temps);
-    b.dispatch(encoder, 'sort', partPixels, { 0: { buffer: md }, 1: { buffer: offsets }, 2: { buffer: sorted } }, temps);
+    b.dispatch(encoder, 'sort', partPixels, { 0: { buffer: md }, 1: { buffer: offsets }, 2: { buffer: sorted }, 3: { buffer: ranks } }, temps, WORKGROUP, first);
     b.dispatch(encoder, 'gather', partPixels * problem.channels, {
       0: { buffer: md }, 1: { buffer: offsets }, 2: { buffer: sorted }, 3: { buffer: recs }, 4: bind.gradOutput, 5: { buffer: gradValue },
     }, temps, WORKGROUP, first);

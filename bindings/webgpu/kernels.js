@@ -1,4 +1,4 @@
-// The WGSL kernels of the WebGPU backend. Each mirrors src/kernel.c's operations in its order, so
+// The WGSL kernels of the WebGPU backend. Each mirrors src/kernel/*.h's operations in its order, so
 // that a device doing IEEE float32 without contraction gives the wasm build's bits:
 //   forward   one invocation per (batch, query, head, 4 channels): the taps of each group of
 //             four points, corner by corner, point by point, summed per channel as the CPU does;
@@ -14,10 +14,10 @@
 //
 // meta (a u32 storage buffer, written by backend.js):
 //   [0] B [1] Q [2] H [3] C [4] NL [5] P [6] L [7] BLNC? [8] BQHLP2? [9] border? [10] half shift?
-//   [11] offset of grad_attention_weights in the samples pass's output [12] offset of the rank table
+//   [11] offset of grad_attention_weights in the samples pass's output [12] bands [13] columns of
+//   the backward walk's grid of cells (walks.h sample_grid)
 //   then per level l at 16 + 16 l: H, W, start, narrow, scaleX, scaleY, lastX, lastY, sizeX,
 //   sizeY (f32 bits), scaleIX, scaleIY, degenerateX, degenerateY, pixel stride, row stride
-//   then the rank table: the position of each query in the CPU backward's walk.
 
 export const WORKGROUP = 64;
 export const SCAN_BLOCK = 256;
@@ -94,7 +94,7 @@ fn frac_f32(F: vec2<u32>, K: u32) -> f32 {
 
 struct Ax { ok: bool, i0: i32, frac: f32, gs: f32 }
 
-// src/kernel.c axis4: float positions (sides up to 1024).
+// src/kernel/geometry.h axis4: float positions (sides up to 1024).
 fn axis_narrow(coord: f32, scale: f32, shift: f32, last: f32, size: f32, degen: bool, border: bool) -> Ax {
   var pos: f32 = 0.0;
   if (!degen) { pos = coord * scale - shift; }
@@ -111,7 +111,7 @@ fn axis_narrow(coord: f32, scale: f32, shift: f32, last: f32, size: f32, degen: 
   return Ax(valid, i, pos - f32(i), gs);
 }
 
-// src/kernel.c axis1: the CPU forms x * S - shift in double, exactly (a float times an integer
+// src/kernel/geometry.h axis1: the CPU forms x * S - shift in double, exactly (a float times an integer
 // below 2^29); here the same value as floor + F / 2^K in integers. Coordinates below 2^-30 in
 // magnitude (exponent under -53) fall back to float arithmetic (docs/webgpu.md).
 fn axis_wide(coord: f32, S: u32, size: u32, scale: f32, hs: bool, border: bool, degen: bool) -> Ax {
@@ -172,7 +172,7 @@ fn axis_wide(coord: f32, S: u32, size: u32, scale: f32, hs: bool, border: bool, 
 
 struct Pt { mask: u32, live: bool, x0: i32, y0: i32, off: i32, w: vec4<f32>, fx: f32, fy: f32, gsx: f32, gsy: f32 }
 
-// The corners of one sample (src/kernel.c group_corners, one lane).
+// The corners of one sample (src/kernel/geometry.h group_corners, one lane).
 fn point(l: u32, x: f32, y: f32) -> Pt {
   let g = 16u + 16u * l;
   let Hl = md[g]; let Wl = md[g + 1u];
@@ -274,7 +274,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
       }
     }
   }
-  // Samples with an infinite weight: a * S, S over the inside corners (src/kernel.c forward_infinite).
+  // Samples with an infinite weight: a * S, S over the inside corners (src/kernel/forward.h forward_infinite).
   for (var l = 0u; l < NL; l = l + 1u) {
     let g = 16u + 16u * l;
     let vlev = i32(vbh + md[g + 2u] * md[g + 14u] + c0);
@@ -424,17 +424,98 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 `;
 
-// Heap sort of each pixel's records by (rank of the query in the CPU walk, point): unique keys,
+// The CPU backward's walk (src/kernel/walks.h), per batch: queries in index ranges of
+// ORDER_CHUNK, each counting-sorted by the cell of its place. cells: each query's cell
+// (query_cell), one invocation per (batch, query); order: one invocation per (batch, range)
+// runs sample_order's cycles as the CPU does (sequential) and writes each query's rank.
+export const ORDER_CHUNK = 32768;   // MSDA_ORDER_CHUNK
+export const CELLS = common + /* wgsl */ `
+@group(0) @binding(1) var<storage, read> locs: array<f32>;
+@group(0) @binding(2) var<storage, read> weights: array<f32>;
+@group(0) @binding(3) var<storage, read_write> order: array<u32>;
+
+// x in [0, 1] (not NaN, -0 included) by its bits: comparisons may assume no NaN.
+fn in_unit(x: f32) -> bool { let u = bitcast<u32>(x); return u <= 0x3f800000u || u == 0x80000000u; }
+
+@compute @workgroup_size(${WORKGROUP})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let idx = invocation(gid);
+  if (idx >= disp.x) { return; }
+  let Q = md[1]; let H = md[2]; let NL = md[4]; let P = md[5];
+  let b = idx / Q; let q = idx % Q;
+  let bands = i32(md[12]); let cols = i32(md[13]);
+  var cell = bands * cols;
+  for (var l = 0u; l < NL; l = l + 1u) {
+    var sx = 0; var sy = 0; var n = 0;
+    for (var pt = 0u; pt < min(P, 4u); pt = pt + 1u) {
+      let x = locs[loc_index(b, q, 0u, l, pt, 0u)]; let y = locs[loc_index(b, q, 0u, l, pt, 1u)];
+      let w = weights[(idx * H * NL + l) * P + pt];
+      if (!(in_unit(x) && in_unit(y)) || (bitcast<u32>(w) & 0x7fffffffu) == 0u) { continue; }
+      sx = sx + i32(x * 65536.0);   // exact: x in [0, 1]
+      sy = sy + i32(y * 65536.0);
+      n = n + 1;
+    }
+    if (n == 0) { continue; }
+    if (n > 1) { sx = sx / n; sy = sy / n; }
+    let cx = min((sx * cols) >> 16u, cols - 1);
+    let cy = min((sy * bands) >> 16u, bands - 1);
+    cell = cy * cols + cx;
+    break;
+  }
+  order[idx] = u32(cell);
+}
+`;
+
+export const ORDER = common + /* wgsl */ `
+@group(0) @binding(1) var<storage, read_write> order: array<u32>;
+@group(0) @binding(2) var<storage, read_write> start: array<u32>;
+@group(0) @binding(3) var<storage, read_write> ranks: array<u32>;
+
+@compute @workgroup_size(1)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let u = invocation(gid);
+  if (u >= disp.x) { return; }
+  let Q = md[1];
+  let chunks = (Q + ${ORDER_CHUNK - 1}u) / ${ORDER_CHUNK}u;
+  let b = u / chunks; let q0 = (u % chunks) * ${ORDER_CHUNK}u;
+  let n = min(Q - q0, ${ORDER_CHUNK}u);
+  let cells = md[12] * md[13] + 1u;
+  let sb = u * (cells + 1u);
+  let base = b * Q + q0;
+  for (var c = 0u; c <= cells; c = c + 1u) { start[sb + c] = 0u; }
+  for (var i = 0u; i < n; i = i + 1u) { let k = sb + order[base + i] + 1u; start[k] = start[k] + 1u; }
+  for (var c = 0u; c < cells; c = c + 1u) { start[sb + c + 1u] = start[sb + c + 1u] + start[sb + c]; }
+  for (var i = 0u; i < n; i = i + 1u) {
+    if ((order[base + i] & 0x8000u) != 0u) { continue; }   // placed by an earlier cycle
+    var query = i; var cell = order[base + i];
+    loop {   // slot i is free: the cycle ends when a query's slot is i
+      let slot = start[sb + cell];
+      start[sb + cell] = slot + 1u;
+      if (slot == i) { order[base + slot] = 0x8000u | query; break; }
+      let next = order[base + slot];
+      order[base + slot] = 0x8000u | query;
+      query = slot;
+      cell = next;
+    }
+  }
+  for (var i = 0u; i < n; i = i + 1u) { ranks[base + (order[base + i] & 0x7fffu)] = q0 + i; }
+}
+`;
+
+// Heap sort of each pixel's records by (rank of the query in its batch's CPU walk, from the
+// order pass, point): unique keys,
 // so the order does not depend on how place() filled the segment.
 export const SORT = common + /* wgsl */ `
 @group(0) @binding(1) var<storage, read> offsets: array<u32>;
 @group(0) @binding(2) var<storage, read_write> sorted: array<u32>;
+@group(0) @binding(3) var<storage, read> ranks: array<u32>;
 
 fn key(slot: u32) -> u32 {
   let Q = md[1]; let H = md[2]; let NL = md[4]; let P = md[5];
   let r = slot / 4u;   // the samples pass's local index
-  let q = (r / (P * NL)) % Q;
-  return md[md[12] + q] * P + r % P;
+  let bq = r / (P * NL);
+  let b = (disp.z + bq / Q) / H;
+  return ranks[b * Q + bq % Q] * P + r % P;
 }
 
 fn sift(base: u32, start: u32, n: u32) {

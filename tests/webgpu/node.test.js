@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { SWIFTSHADER_ICD, firstDiff, nonFiniteCase, sameBits } from './helpers.js';
 import { OPTION_COMBOS, assertClose, randomCase, rng } from '../js/helpers.js';
 import { init } from '../../bindings/node.js';
-import { backwardRanks } from '../../bindings/webgpu/backend.js';
+import { sampleGrid } from '../../bindings/webgpu/backend.js';
 
 let gpu, wasm;
 const totals = {};
@@ -22,10 +22,10 @@ after(() => {
   wasm?.dispose();
 });
 
-// Counts equal bits per tensor (into totals) and checks: forward, grad_sampling_locations and
-// grad_attention_weights bit for bit (one writer, the CPU's order) where the device neither fuses
-// nor flushes inputs these problems have; grad_value within SEMANTICS.md's tolerance (its order
-// follows the CPU walk, which other work may change) with its NaNs where the CPU has them.
+// Counts equal bits per tensor (into totals) and checks every tensor bit for bit (one writer, the
+// CPU's order; grad_value's the CPU walk's, the order pass's ranks) where the device neither fuses
+// nor flushes inputs these problems have, and within SEMANTICS.md's tolerance with its NaNs where
+// the CPU has them.
 function compare(label, got, want, exact) {
   for (const [name, g] of Object.entries(got)) {
     const w = want[name];
@@ -34,7 +34,7 @@ function compare(label, got, want, exact) {
     const t = (totals[name] ??= { same: 0, all: 0 });
     t.same += same;
     t.all += w.data.length;
-    if (exact && name !== 'gradValue') assert.equal(same, w.data.length, `${label} ${name}: ${firstDiff(g.data, w.data)}`);
+    if (exact) assert.equal(same, w.data.length, `${label} ${name}: ${firstDiff(g.data, w.data)}`);
     assertClose(g.data, w.data, `${label} ${name}`);
     for (let i = 0; i < w.data.length; i++) {
       if (Number.isNaN(w.data[i]) !== Number.isNaN(g.data[i])) assert.fail(`${label} ${name}[${i}] is ${g.data[i]}, expected ${w.data[i]}`);
@@ -99,7 +99,7 @@ test('forward and backward against wasm SIMD: random problems with every option'
   }
 });
 
-test('forward and backward against wasm SIMD: awkward sizes, levels wider than 1024, the banded walk', async () => {
+test('forward and backward against wasm SIMD: awkward sizes, levels wider than 1024, one query per pixel', async () => {
   const cases = [
     ['C 1, one level, one point', { shapes: [[3, 4]], C: 1, P: 1, Q: 5 }],
     ['C 33, 5 points, batch 2', { shapes: [[4, 3], [2, 2]], B: 2, C: 33, P: 5, Q: 6, H: 3 }],
@@ -111,8 +111,8 @@ test('forward and backward against wasm SIMD: awkward sizes, levels wider than 1
       cases.push([`wide ${alignCorners} ${paddingMode}`, { shapes: [[2, 1500], [1030, 2]], C: 2, Q: 40, P: 4, H: 1, lo: -0.01, hi: 1.01, alignCorners, paddingMode }]);
     }
   }
-  // one query per pixel: the backward's banded walk (grad_value's summation order)
-  cases.push(['encoder-style, banded walk', { shapes: [[10, 9], [5, 5], [3, 2]], Q: 121, C: 4, P: 2, H: 2 }]);
+  // one query per pixel (the CPU walks queries by place: grad_value's summation order)
+  cases.push(['encoder-style, one query per pixel', { shapes: [[10, 9], [5, 5], [3, 2]], Q: 121, C: 4, P: 2, H: 2 }]);
   for (const [i, [label, spec]] of cases.entries()) {
     const c = problem(300 + i, spec);
     await both(label, c.args, c.gradOutput);
@@ -130,12 +130,14 @@ test('the non-finite rules: +-Inf weights at pixel centres, NaN and Inf everywhe
   }
 });
 
-test("grad_value's order: the CPU backward's walk, banded for one query per pixel (src/kernel.c backward_banded), else index order", () => {
-  // 4 x 2 and 2 x 1 levels, one band (8 rows a band), two columns: level 0's column 0, level 1's
-  // column 0, then level 0's column 1; each column top to bottom.
-  const banded = { numQueries: 10, valueLength: 10, spatialShapes: [[4, 2], [2, 1]], levelStartIndex: [0, 8] };
-  assert.deepEqual([...backwardRanks(banded)], [0, 6, 1, 7, 2, 8, 3, 9, 4, 5]);
-  assert.deepEqual([...backwardRanks({ ...banded, numQueries: 3 })], [0, 1, 2]);
+test("grad_value's order: the grid of cells the CPU walks queries by (src/kernel/walks.h sample_grid)", () => {
+  const grid = (spatialShapes) => sampleGrid({ spatialShapes });
+  // bands of 8 rows of the tallest level, columns of the widest
+  assert.deepEqual(grid([[20, 12], [10, 6], [5, 3]]), { bands: 3, cols: 12 });
+  assert.deepEqual(grid([[8, 1], [1, 5]]), { bands: 1, cols: 5 });
+  // at most 8191 cells (the last of 8192 for queries with no counted point): fewer columns, then bands
+  assert.deepEqual(grid([[100, 9000]]), { bands: 13, cols: 630 });
+  assert.deepEqual(grid([[80000, 3]]), { bands: 8191, cols: 1 });
 });
 
 test('same bits on every run: a backward whose samples crowd a few pixels', async () => {
@@ -151,6 +153,79 @@ test('same bits on every run: a backward whose samples crowd a few pixels', asyn
   const out = await gpu.forward(c.args);
   assert.equal(sameBits((await gpu.forward(c.args)).data, out.data), out.data.length);
   compare('crowded', first, wasm.backward(b), !gpu.numerics.fusedMultiplyAdd);
+});
+
+// Queries crowding a few pixels (3+ terms a pixel, so the summation order shows in the bits):
+// kind 'encoder' one query per pixel, shuffled, sampling around its own pixel on every level;
+// 'decoder' queries around a few centres; 'spread' many queries all over a small image; 'edges'
+// every other query's points at 16383.75, 16384, 16384 units of 2^-16 in x: their place (the mean
+// of the truncated units, rounded down) just left of the edge 0.25 of a 4-column grid. Some
+// points outside [0, 1] and some weights 0 (they do not place their query).
+function crowdCase(seed, { kind, shapes, B = 2, H = 2, C = 3, P = 4, Q = 0, zeros = 0.15, ...options }) {
+  const r = rng(seed);
+  const L = shapes.reduce((a, [h, w]) => a + h * w, 0), NL = shapes.length;
+  if (kind === 'encoder') Q = L;
+  const qhlp2 = (options.samplingLocationsLayout ?? 'BQHLP2') === 'BQHLP2';
+  const blnc = (options.valueLayout ?? 'BLNC') === 'BLNC';
+  const loc = new Float32Array(B * Q * H * NL * P * 2);
+  const at = (b, q, h, l, p, xy) => (qhlp2 ? ((((b * Q + q) * H + h) * NL + l) * P + p) * 2 + xy
+    : ((b * 2 + xy) * Q + q) * H * NL * P + (h * NL + l) * P + p);
+  const refs = [];
+  shapes.forEach(([h, w]) => { for (let y = 0; y < h; y++) for (let x = 0; x < w; x++) refs.push([(x + 0.5) / w, (y + 0.5) / h]); });
+  const centres = Array.from({ length: 4 }, () => [r.uniform(0, 1), r.uniform(0, 1)]);
+  for (let b = 0; b < B; b++) {
+    const perm = refs.map((_, i) => i);
+    for (let i = perm.length - 1; i > 0; i--) { const j = r.int(0, i); [perm[i], perm[j]] = [perm[j], perm[i]]; }
+    for (let q = 0; q < Q; q++) {
+      let ref, spread;
+      if (kind === 'encoder') { ref = refs[perm[q]]; spread = 0.15; }
+      else if (kind === 'decoder') { const c = r.pick(centres); ref = [c[0] + r.uniform(-0.05, 0.05), c[1] + r.uniform(-0.05, 0.05)]; spread = 0.1; }
+      else if (kind === 'edges') { ref = [0.5, 0.5]; spread = 0.5; }
+      else { ref = [r.uniform(0, 1), r.uniform(0, 1)]; spread = 0.6; }
+      for (let h = 0; h < H; h++) for (let l = 0; l < NL; l++) for (let p = 0; p < P; p++) {
+        loc[at(b, q, h, l, p, 0)] = ref[0] + r.uniform(-spread, spread);
+        loc[at(b, q, h, l, p, 1)] = ref[1] + r.uniform(-spread, spread);
+        if (kind === 'edges' && q % 2 === 0) loc[at(b, q, h, l, p, 0)] = [16383.75, 16384, 16384][p % 3] / 65536;
+      }
+    }
+  }
+  const fill = (n, f) => Float32Array.from({ length: n }, f);
+  return {
+    args: {
+      value: { data: fill(B * L * H * C, () => r.uniform(-1, 1)), shape: blnc ? [B, L, H, C] : [B, H, L, C] },
+      spatialShapes: shapes,
+      samplingLocations: { data: loc, shape: qhlp2 ? [B, Q, H, NL, P, 2] : [B, 2, Q, H, NL, P] },
+      attentionWeights: { data: fill(B * Q * H * NL * P, () => (r() < zeros ? 0 : r.uniform(-1, 1))), shape: [B, Q, H, NL, P] },
+      ...options,
+    },
+    gradOutput: { data: fill(B * Q * H * C, () => r.uniform(-1, 1)), shape: [B, Q, H * C] },
+  };
+}
+
+test("grad_value's order: the CPU walk by place (src/kernel/walks.h), queries crowding a few pixels, every element wasm SIMD's bits", async (t) => {
+  if (gpu.numerics.fusedMultiplyAdd) t.skip('this device fuses a * b + c: no bit-exact grad_value to expect');
+  const cases = [
+    ['encoder-like, shuffled', { kind: 'encoder', shapes: [[20, 12], [10, 6], [5, 3]], P: 4 }],
+    ['encoder-like, B2QHLP, BNLC', { kind: 'encoder', shapes: [[17, 9], [9, 5]], P: 3, samplingLocationsLayout: 'B2QHLP', valueLayout: 'BNLC' }],
+    ['decoder-like', { kind: 'decoder', shapes: [[24, 16], [12, 8], [6, 4]], Q: 300, P: 4 }],
+    ['decoder-like, B2QHLP, 6 points', { kind: 'decoder', shapes: [[16, 16], [8, 8]], Q: 200, P: 6, samplingLocationsLayout: 'B2QHLP' }],
+    ['spread over a small image, 1 point', { kind: 'spread', shapes: [[20, 5], [4, 2]], Q: 400, P: 1, H: 1, alignCorners: true }],
+    ['spread, border padding', { kind: 'spread', shapes: [[9, 7]], Q: 250, P: 2, paddingMode: 'border', C: 5 }],
+    ['places on a cell edge (integer mean, truncation)', { kind: 'edges', shapes: [[4, 4]], Q: 120, P: 3, H: 1, B: 1, zeros: 0 }],
+    // more than MSDA_ORDER_CHUNK (32768) queries: two index ranges, each sorted on its own
+    ['two ranges of queries', { kind: 'spread', shapes: [[16, 16]], B: 1, Q: 33000, P: 1, H: 1, C: 1 }],
+  ];
+  let crowded = 0;
+  for (const [i, [label, spec]] of cases.entries()) {
+    const c = crowdCase(900 + i, spec);
+    const b = { ...c.args, gradOutput: c.gradOutput };
+    const got = await gpu.backward(b), want = wasm.backward(b);
+    compare(label, got, want, true);
+    const n = want.gradValue.data.length;
+    assert.equal(sameBits(got.gradValue.data, want.gradValue.data), n, `${label} gradValue: ${firstDiff(got.gradValue.data, want.gradValue.data)}`);
+    crowded += n;
+  }
+  assert.ok(crowded > 0);
 });
 
 // A GPU buffer holding `data` at `offset` bytes.
