@@ -23,6 +23,7 @@ import v8 from 'node:v8';
 v8.setFlagsFromString('--no-liftoff');
 
 import { init } from '../bindings/index.js';
+import { narrowToHalf, widenHalf } from '../bindings/core/half.js';
 import { referenceBackward, referenceForward } from '../bindings/reference.js';
 import { CONFIGS, makeCase } from './bench/cases.js';
 
@@ -131,6 +132,38 @@ function backwardHeap(msda, kase) {
   return { peak, grew, leaked };
 }
 
+// float16 inputs through the JS API ({ data: Uint16Array, dtype: 'float16' }, widened exactly at
+// the API) against float32 inputs holding the same values, interleaved, min of each: what a user
+// with float16 tensors pays for the widening. The kernel work is the same (same values).
+const HALF_CONFIGS = ['decoder', 'encoder'];
+const HALF_BACKENDS = ['native', 'wasm'];
+function halfArgs(kase) {
+  const half = { ...kase.backwardArgs }, wide = { ...kase.backwardArgs };
+  for (const name of ['value', 'samplingLocations', 'attentionWeights', 'gradOutput']) {
+    const t = kase.backwardArgs[name];
+    const bits = narrowToHalf(t.data, 'float16');
+    half[name] = { data: bits, shape: t.shape, dtype: 'float16' };
+    wide[name] = { data: widenHalf(bits, 'float16'), shape: t.shape };
+  }
+  const forward = (a) => { const { gradOutput, ...f } = a; return f; };
+  return { half: { fwd: forward(half), bwd: half }, wide: { fwd: forward(wide), bwd: wide } };
+}
+
+function timeHalf(msda, config, args, backend) {
+  const reps = repeatsFor(config, backend);
+  const best = { fwd: Infinity, bwd: Infinity, fwd32: Infinity, bwd32: Infinity };
+  const keep = (k, f) => { const t0 = now(); f(); best[k] = Math.min(best[k], now() - t0); };
+  for (let i = 0; i < 2; i++) { msda.forward(args.half.fwd); msda.backward(args.half.bwd); }   // warm-up
+  for (let r = 0; r < reps; r++) {
+    progress(`bench: ${config} ${backend} float16 inputs ${r + 1}/${reps}`);
+    keep('fwd32', () => msda.forward(args.wide.fwd));
+    keep('fwd', () => msda.forward(args.half.fwd));
+    keep('bwd32', () => msda.backward(args.wide.bwd));
+    keep('bwd', () => msda.backward(args.half.bwd));
+  }
+  return best;
+}
+
 function runProbe(kind, samples, walkConfig = null) {
   const arg = walkConfig ?? String(samples);
   const [cmd, args] = kind === 'wasm'
@@ -162,6 +195,7 @@ const results = [];   // { config, backend, fwd, bwd, fwdReuse, bwdReuse, ... }
 const probes = {};    // config -> { wasm: {fwd,bwd}, native: {fwd,bwd} }
 const floors = {};    // the same, of the memory-floor probe
 const heaps = {};
+const halves = [];   // { config, backend, dims, fwd, bwd, fwd32, bwd32 }: float16 inputs against float32
 
 for (const config of configs) {
   progress(`bench: ${config}: making inputs`);
@@ -190,6 +224,10 @@ for (const config of configs) {
     }
     results.push({ config, backend: name, dims: kase.dims, ...timeBackend(apis[name], kase, name) });
     if (name === 'wasm') probeRound();
+  }
+  if (HALF_CONFIGS.includes(config)) {
+    const args = halfArgs(kase);
+    for (const name of HALF_BACKENDS) halves.push({ config, backend: name, dims: kase.dims, ...timeHalf(apis[name], config, args, name) });
   }
   if (config === 'small') results.push({ config, backend: 'reference', dims: kase.dims, ...timeBackend(null, kase, 'reference') });
   if (!quick && config === 'encoder') probeRound();
@@ -243,6 +281,12 @@ if (json) {
         fwd_ms: round(floors[config][kind].fwd), bwd_ms: round(floors[config][kind].bwd), B, L, Q, H: h, C: c, NL, P: p }));
     }
   }
+  for (const r of halves) {
+    const { B, L, Q, H: h, C: c, NL, P: p } = r.dims;
+    console.log(JSON.stringify({ config: r.config, backend: `${r.backend}-float16`, threads: 1, fwd_ms: round(r.fwd), bwd_ms: round(r.bwd),
+      B, L, Q, H: h, C: c, NL, P: p, dtype: 'float16', float32_fwd_ms: round(r.fwd32), float32_bwd_ms: round(r.bwd32),
+      fwd_x_float32: round(r.fwd / r.fwd32, 3), bwd_x_float32: round(r.bwd / r.bwd32, 3) }));
+  }
 } else {
   const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
   console.log(`ms-deform-attn benchmark: one thread, min over repeats, ms. ${cpu} (${os.cpus().length} CPUs), node ${process.version}`);
@@ -281,6 +325,19 @@ if (json) {
     const extra = (h.peak / h.ioBytes - 1) * 100;
     console.log(`${config}: wasm heap of a backward call ${(h.peak / 1e6).toFixed(2)} MB = inputs + outputs ${(h.ioBytes / 1e6).toFixed(2)} MB ${extra >= 0 ? '+' : ''}${extra.toFixed(2)}%` +
       `${h.grew ? ' (memory grew during the call!)' : ''}${h.leaked ? ` (${h.leaked} bytes left allocated!)` : ''}`);
+  }
+
+  if (halves.length > 0) {
+    console.log('');
+    console.log('half precision (float16 inputs through the JS API, widened exactly at the API, against float32 inputs of the same');
+    console.log('values; the copying API, interleaved, min over repeats, ms; x float32: float16 time / float32 time, > 1 is slower):');
+    const hr = [['config', 'backend', 'fwd float32', 'fwd float16', 'fwd x float32', 'bwd float32', 'bwd float16', 'bwd x float32']];
+    for (const r of halves) {
+      hr.push([r.config, r.backend === 'wasm' ? 'wasm SIMD' : r.backend, f(r.fwd32), f(r.fwd), f(r.fwd / r.fwd32, 2),
+        f(r.bwd32), f(r.bwd), f(r.bwd / r.bwd32, 2)]);
+    }
+    const w3 = hr[0].map((_, i) => Math.max(...hr.map((row) => row[i].length)));
+    for (const row of hr) console.log(row.map((cell, i) => (i < 2 ? cell.padEnd(w3[i]) : cell.padStart(w3[i]))).join('  '));
   }
 
   const orderRows = [['config', 'against', 'backend', 'fwd x pixel order', 'bwd x pixel order']];
