@@ -92,6 +92,26 @@ fn frac_f32(F: vec2<u32>, K: u32) -> f32 {
   return bitcast<f32>((u32(e + 150) << 23u) | (mant & 0x7fffffu));
 }
 
+// v / 2^k rounded to nearest, ties to even (v < 2^53).
+fn rne64(v: vec2<u32>, k: u32) -> vec2<u32> {
+  if (k == 0u) { return v; }
+  if (k >= 64u) { return vec2<u32>(0u, 0u); }
+  let q = shr64(v, k);
+  let rest = and64(v, low64(k)); let hv = pow64(k - 1u);
+  if ((ge64(rest, hv) && !eq64(rest, hv)) || (eq64(rest, hv) && (q.x & 1u) == 1u)) { return add64(q, vec2<u32>(1u, 0u)); }
+  return q;
+}
+
+// A * 2^E rounded to float32 (A < 2^53, E < 0); 0 where that is below float32's normal range.
+fn scaled_f32(A: vec2<u32>, E: i32) -> f32 {
+  let n = bitlen64(A);
+  var mant: u32; var e: i32;
+  if (n <= 24u) { mant = A.x << (24u - n); e = E - i32(24u - n); }
+  else { mant = rne64(A, n - 24u).x; e = E + i32(n - 24u); if (mant == 0x1000000u) { mant = 0x800000u; e = e + 1; } }
+  if (e + 150 < 1) { return 0.0; }
+  return bitcast<f32>((u32(e + 150) << 23u) | (mant & 0x7fffffu));
+}
+
 struct Ax { ok: bool, i0: i32, frac: f32, gs: f32 }
 
 // src/kernel/geometry.h axis4: float positions (sides up to 1024).
@@ -112,8 +132,8 @@ fn axis_narrow(coord: f32, scale: f32, shift: f32, last: f32, size: f32, degen: 
 }
 
 // src/kernel/geometry.h axis1: the CPU forms x * S - shift in double, exactly (a float times an integer
-// below 2^29); here the same value as floor + F / 2^K in integers. Coordinates below 2^-30 in
-// magnitude (exponent under -53) fall back to float arithmetic (docs/webgpu.md).
+// below 2^29); here the same value as floor + F / 2^K in integers. Coordinates so small that the
+// CPU's doubles round (exponent under -53) follow its roundings on their grids.
 fn axis_wide(coord: f32, S: u32, size: u32, scale: f32, hs: bool, border: bool, degen: bool) -> Ax {
   var r = Ax(true, 0, 0.0, scale);
   let bits = bitcast<u32>(coord);
@@ -136,7 +156,24 @@ fn axis_wide(coord: f32, S: u32, size: u32, scale: f32, hs: bool, border: bool, 
           large = select(1, -1, neg);
         } else if (E >= 0) {
           let I = i32(M.x << u32(E)); fl = select(I, -I, neg);
-        } else if (E < -53) {
+        } else if (E < -53 && M.y < 0x100000u) {
+          // |t| < 2^-1 (A = M < 2^52): the CPU's three roundings (x*S - 0.5 to double, pos - floor
+          // to double, to float) on their grids, each to nearest, ties to even.
+          tiny = true;
+          let twoM24 = 1.0 / 16777216.0;
+          if (hs) {
+            fl = -1;
+            if (!neg) {   // pos in [-1/2, -1/4): 1/2 + t on grids 2^-54, 2^-53, 2^-24
+              tfrac = f32(0x800000u + rne64(rne64(rne64(M, u32(-54 - E)), 1u), 29u).x) * twoM24;
+            } else {      // pos in (-1, -1/2]: 1/2 - |t| on grids 2^-53, 2^-25
+              tfrac = 0.5 - f32(rne64(rne64(M, u32(-53 - E)), 28u).x) * (twoM24 * 0.5);
+            }
+          } else if (!neg) {   // pos = t, exact
+            fl = 0; tfrac = scaled_f32(M, E); F = vec2<u32>(1u, 0u);
+          } else {             // pos = t < 0: 1 - |t| on grids 2^-53, 2^-24
+            fl = -1; tfrac = 1.0 - f32(rne64(rne64(M, u32(-53 - E)), 29u).x) * twoM24;
+          }
+        } else if (E < -53) {   // sides past 2^28 only: float arithmetic
           tiny = true;
           let p = coord * scale - select(0.0, 0.5, hs);
           let f = floor(p);

@@ -119,6 +119,23 @@ test('forward and backward against wasm SIMD: awkward sizes, levels wider than 1
   }
 });
 
+test('levels wider than 1024: coordinates down to 2^-80, where the CPU\'s doubles round, give its bits', async () => {
+  const r = rng(320);
+  for (const alignCorners of [false, true]) {
+    for (const paddingMode of ['zeros', 'border']) {
+      const Q = 96, shapes = [[2, 3000], [1100, 1]];
+      const locs = new Float32Array(Q * 2 * 2);
+      for (let i = 0; i < locs.length; i++) {
+        const e = -20 - r.int(0, 60);
+        locs[i] = (r() < 0.5 ? -1 : 1) * (1 + r()) * 2 ** e;
+      }
+      const c = problem(321, { shapes, Q, P: 1, H: 1, C: 1, alignCorners, paddingMode });
+      c.args.samplingLocations.data.set(locs);
+      await both(`tiny coordinates ${alignCorners} ${paddingMode}`, c.args, c.gradOutput);
+    }
+  }
+});
+
 test('the non-finite rules: +-Inf weights at pixel centres, NaN and Inf everywhere, one canonical NaN', async () => {
   for (const [i, options] of OPTION_COMBOS.entries()) {
     const c = nonFiniteCase(400 + i, options);
