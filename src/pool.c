@@ -15,20 +15,34 @@
 
 #include <stdint.h>
 
-/* Below this many multiply-adds (samples x channels) per part, a thread's wake-up costs more
- * than it saves: small problems use fewer threads. */
+/* The fewest units of work (one multiply-add of a sample's channel; the backward zeroing four
+ * grad_value elements) a part may have: 2^16, about 28 us natively and 40 us in wasm SIMD on the
+ * 2-vCPU Xeon of docs/threads.md, where waking a thread and joining it measured 5-13 us in both
+ * (tests/bench/threads_small.js). So a part costs at least 3x its thread's wake-up: 2 threads beat
+ * 1 wherever a second core is free, and cost at most a wake-up more where none is. The same
+ * number for the native pool and the wasm threads module, so both split a problem alike. */
 #define MSDA_MIN_WORK_PER_PART (1 << 16)
+
+/* The work of a job, in the units above. */
+static double job_work(const msda_job *job)
+{
+    const msda_plan *p = &job->plan;
+    const double macs = (double)p->batch * (double)p->num_queries * (double)p->num_heads *
+                        (double)p->num_levels * (double)p->num_points * (double)p->channels;
+    if (job->kind == MSDA_JOB_FORWARD) return macs;
+    /* Every sample is visited once per pass, the backward doing about twice the forward's work
+     * a sample; it also zeroes grad_value first, which splits with its units and can be most of
+     * the work (8 queries on the encoder's pyramid: 5.7 M elements, 33 K multiply-adds). A
+     * zeroed element measured 0.02-0.07 ns natively and 0.07-0.13 ns in wasm SIMD, a
+     * multiply-add 0.2-0.6 ns: a quarter of a unit. */
+    return 2.0 * macs + (double)p->value_elements / 4.0;
+}
 
 int msda__job_parts(const msda_job *job, int threads)
 {
-    const msda_plan *p = &job->plan;
     if (threads > MSDA_MAX_THREADS) threads = MSDA_MAX_THREADS;
     if (threads < 1) threads = 1;
-    /* Every sample is visited once per pass; the backward pass does about twice the work. */
-    const double work = (double)p->batch * (double)p->num_queries * (double)p->num_heads *
-                        (double)p->num_levels * (double)p->num_points * (double)p->channels *
-                        (job->kind == MSDA_JOB_BACKWARD ? 2.0 : 1.0);
-    const double by_work = work / MSDA_MIN_WORK_PER_PART;
+    const double by_work = job_work(job) / MSDA_MIN_WORK_PER_PART;
     int parts = threads;
     if ((double)parts > by_work) parts = by_work < 1.0 ? 1 : (int)by_work;
     if ((int64_t)parts > job->units) parts = (int)job->units;

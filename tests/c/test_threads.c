@@ -408,6 +408,37 @@ int main(void)
         tu_case_free(&tiny);
     }
 
+    /* Parts follow the work (src/pool.c): at least 2^16 units each, a unit one multiply-add
+     * (1,024 a query here) or, in the backward, a quarter of a zeroed grad_value element. */
+    {
+        static const int64_t shapes_q[] = {16, 16}, shapes_wide[] = {128, 64}, shapes_mid[] = {64, 64};
+        const struct { int64_t q, h; const int64_t *shapes; int fwd, bwd; } want[] = {
+            {127, 8, shapes_q, 1, 3},    /* forward 130,048 units: 1 part; backward 276,480: 4 parts > 3 threads */
+            {128, 8, shapes_q, 2, 3},    /* forward 131,072: 2 parts */
+            {4, 2, shapes_wide, 1, 2},   /* backward: 2,048 + 524,288 / 4 = 133,120 units */
+            {4, 2, shapes_mid, 1, 1},    /* backward: 2,048 + 262,144 / 4 = 67,584 units */
+        };
+        for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+            tu_case tc;
+            tu_case_init(&tc, 606 + i, 1, want[i].q, want[i].h, 32, 1, 4, want[i].shapes, 0);
+            outputs ow;
+            outputs_alloc(&ow, &tc);
+            msda_job fwd, bwd;
+            tc.p.threads = 3;
+            const int ok = msda__forward_job(&fwd, &tc.p, tc.value, tc.sampling_locations, tc.attention_weights,
+                                             ow.output, NULL) == MSDA_OK &&
+                           msda__backward_job(&bwd, &tc.p, tc.grad_output, tc.value, tc.sampling_locations,
+                                              tc.attention_weights, ow.grad_value, ow.grad_sampling_locations,
+                                              ow.grad_attention_weights, NULL) == MSDA_OK;
+            tu_check(ok && msda__job_parts(&fwd, 3) == want[i].fwd && msda__job_parts(&bwd, 3) == want[i].bwd,
+                     "%lld queries, %lld heads at 3 threads: forward %d parts (expected %d), backward %d (expected %d)",
+                     (long long)want[i].q, (long long)want[i].h, ok ? msda__job_parts(&fwd, 3) : -1, want[i].fwd,
+                     ok ? msda__job_parts(&bwd, 3) : -1, want[i].bwd);
+            outputs_free(&ow);
+            tu_case_free(&tc);
+        }
+    }
+
     outputs_free(&o1);
     outputs_free(&got);
     for (int i = 0; i < CASES; i++) {

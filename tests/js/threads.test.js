@@ -119,6 +119,34 @@ test('wasm: a pool smaller than the call\'s threads runs several parts per threa
   assertSameResults(run(wasm3, c, 8), run(one, c), 'pool of 3, call with threads 8');
 });
 
+test('wasm: the number of parts follows the work: a tiny call stays on this thread, a big one uses the worker, same bits', async () => {
+  // src/pool.c: a part has at least 2^16 units of work (a multiply-add; a quarter of a zeroed
+  // grad_value element), the same rule as the native pool's (tests/c/test_threads.c).
+  const one = await init({ simd: true });
+  const two = await init({ threads: 2 });
+  const pool = two._backend.pool;
+  const sizes = [
+    // forward 127 x 8 x 4 x 32 = 130,048 multiply-adds: 1 part; backward 2 x that + 65,536 / 4: 2 parts
+    { Q: 127, H: 8, spatialShapes: [[16, 16]], fwd: 0, bwd: 1 },
+    { Q: 128, H: 8, spatialShapes: [[16, 16]], fwd: 1, bwd: 1 },   // forward 131,072: 2 parts
+    { Q: 4, H: 2, spatialShapes: [[8, 8]], fwd: 0, bwd: 0 },       // tiny
+    { Q: 4, H: 2, spatialShapes: [[128, 64]], fwd: 0, bwd: 1 },    // backward: 2,048 + 524,288 / 4
+  ];
+  for (const [i, { fwd, bwd, ...spec }] of sizes.entries()) {
+    const c = makeCase(300 + i, { B: 1, C: 32, P: 4, ...spec });
+    const base = run(one, c);
+    const before = pool.workerParts();
+    const output = two.forward(c.args).data;
+    const afterForward = pool.workerParts();
+    const grads = two.backward({ ...c.args, gradOutput: c.gradOutput });
+    const afterBackward = pool.workerParts();
+    assert.equal(afterForward - before, fwd, `${JSON.stringify(spec)}: parts the worker ran in the forward`);
+    assert.equal(afterBackward - afterForward, bwd, `${JSON.stringify(spec)}: parts the worker ran in the backward`);
+    assertSameResults({ output, ...Object.fromEntries(GRADS.map((k) => [k, grads[k].data])) }, base,
+      `${JSON.stringify(spec)}, 2 threads`);
+  }
+});
+
 test('wasm: memory growth between and during threaded calls, prepared problems, errors', async () => {
   const one = await init({ simd: true });
   const wasm2 = await init({ threads: 2 });
