@@ -8,7 +8,7 @@ import { DISPOSE } from '../core/api.js';
 import { problemFromTensors } from '../core/problem.js';
 import { typedArrayBuffer, typedArrayByteOffset, typedArrayLength } from '../core/typed.js';
 import { describe } from '../wasm/loader.js';
-import { CANONICAL_NAN, CELLS, FORWARD, GATHER, ORDER, ORDER_CHUNK, PLACE, PROBE, SAMPLES, SCAN, SCAN_ADD, SCAN_BLOCK, SORT, WORKGROUP } from './kernels.js';
+import { CANONICAL_NAN, CELLS, FORWARD, FORWARD_SUM, FORWARD_TAPS, GATHER, ORDER, ORDER_CHUNK, PLACE, PROBE, SAMPLES, SCAN, SCAN_ADD, SCAN_BLOCK, SORT, WORKGROUP } from './kernels.js';
 
 /** The `.code` of the Error init rejects with when no WebGPU adapter or device can be had. */
 export const WEBGPU_UNAVAILABLE = 'MSDA_WEBGPU_UNAVAILABLE';
@@ -20,7 +20,7 @@ const MAP_READ = 0x1, COPY_SRC = 0x4, COPY_DST = 0x8, UNIFORM = 0x40, STORAGE = 
 const MAP_MODE_READ = 0x1;
 const OUTPUT_USAGE = STORAGE | COPY_SRC | COPY_DST;
 
-const KERNELS = { forward: FORWARD, samples: SAMPLES, scan: SCAN, scanAdd: SCAN_ADD, cells: CELLS, order: ORDER, place: PLACE, sort: SORT, gather: GATHER, probe: PROBE };
+const KERNELS = { forward: FORWARD, forwardTaps: FORWARD_TAPS, forwardSum: FORWARD_SUM, samples: SAMPLES, scan: SCAN, scanAdd: SCAN_ADD, cells: CELLS, order: ORDER, place: PLACE, sort: SORT, gather: GATHER, probe: PROBE };
 
 const FLOAT_SIDE = 1024;   // src/kernel/geometry.h MSDA_FLOAT_SIDE
 const INT32_MAX = 2 ** 31 - 1;
@@ -550,8 +550,18 @@ function submitCall(b, fn, problem, inputs, plan, readBack) {
     if (fn === 'forward') {
       const md = metaBuffer(b, metaOf(problem), temps);
       const output = out('output', plan.buffers.output);
-      b.dispatch(encoder, 'forward', plan.invocations.forward,
-        { 0: { buffer: md }, 1: bind.value, 2: bind.samplingLocations, 3: bind.attentionWeights, 4: { buffer: output } }, temps);
+      // Two passes (each sample's corners once) where their scratch fits one buffer, else one.
+      const samples = product(problem.shapes.attentionWeights);
+      if (32 * samples <= Math.min(b.limits.maxStorageBufferBindingSize, b.limits.maxBufferSize) && samples < 2 ** 31) {
+        const taps = b.buffer(32 * samples, STORAGE, 'msda taps');
+        temps.push(taps);
+        b.dispatch(encoder, 'forwardTaps', samples, { 0: { buffer: md }, 2: bind.samplingLocations, 3: bind.attentionWeights, 4: { buffer: taps } }, temps);
+        b.dispatch(encoder, 'forwardSum', plan.invocations.forward,
+          { 0: { buffer: md }, 1: bind.value, 2: bind.samplingLocations, 3: bind.attentionWeights, 4: { buffer: output }, 5: { buffer: taps } }, temps);
+      } else {
+        b.dispatch(encoder, 'forward', plan.invocations.forward,
+          { 0: { buffer: md }, 1: bind.value, 2: bind.samplingLocations, 3: bind.attentionWeights, 4: { buffer: output } }, temps);
+      }
       results = { output };
     } else {
       results = encodeBackward(b, encoder, problem, plan, bind, out, temps);

@@ -339,6 +339,107 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 `;
 
+// The forward in two passes where the scratch fits (backend.js): the taps of every sample once
+// (its inside corners as a mask, corner 00's offset and a * w_k), then the sums as FORWARD does
+// them from those, in the same order: the same bits, without recomputing a sample's corners
+// for every four channels.
+export const FORWARD_TAPS = common + /* wgsl */ `
+@group(0) @binding(2) var<storage, read> locs: array<f32>;
+@group(0) @binding(3) var<storage, read> weights: array<f32>;
+@group(0) @binding(4) var<storage, read_write> taps: array<vec4<u32>>;   // per sample: mask, offset; then a * w_k
+
+@compute @workgroup_size(${WORKGROUP})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let s = invocation(gid);
+  if (s >= disp.x) { return; }
+  let Q = md[1]; let H = md[2]; let NL = md[4]; let P = md[5];
+  let p = s % P; let l = (s / P) % NL; let bqh = s / (P * NL);
+  let h = bqh % H; let q = (bqh / H) % Q; let b = bqh / (H * Q);
+  let pt = point(l, locs[loc_index(b, q, h, l, p, 0u)], locs[loc_index(b, q, h, l, p, 1u)]);
+  let a = weights[s];
+  taps[2u * s] = vec4<u32>(select(pt.mask, 0u, is_inf(a)), bitcast<u32>(pt.off), 0u, 0u);
+  taps[2u * s + 1u] = bitcast<vec4<u32>>(a * pt.w);
+}
+`;
+
+export const FORWARD_SUM = common + /* wgsl */ `
+@group(0) @binding(1) var<storage, read> value: array<f32>;
+@group(0) @binding(2) var<storage, read> locs: array<f32>;
+@group(0) @binding(3) var<storage, read> weights: array<f32>;
+@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+@group(0) @binding(5) var<storage, read> taps: array<vec4<u32>>;
+
+fn load4(i: u32, c0: u32, C: u32) -> vec4<f32> {
+  var v = vec4<f32>(0.0);
+  v.x = value[i];
+  if (c0 + 1u < C) { v.y = value[i + 1u]; }
+  if (c0 + 2u < C) { v.z = value[i + 2u]; }
+  if (c0 + 3u < C) { v.w = value[i + 3u]; }
+  return v;
+}
+
+struct Tap { mask: u32, off: i32, aw: vec4<f32> }
+
+fn tap_of(s: u32, p: u32) -> Tap {
+  if (p >= md[5]) { return Tap(0u, 0, vec4<f32>(0.0)); }
+  let t = taps[2u * s];
+  return Tap(t.x, bitcast<i32>(t.y), bitcast<vec4<f32>>(taps[2u * s + 1u]));
+}
+
+@compute @workgroup_size(${WORKGROUP})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let idx = invocation(gid);
+  if (idx >= disp.x) { return; }
+  let Q = md[1]; let H = md[2]; let C = md[3]; let NL = md[4]; let P = md[5];
+  let CG = (C + 3u) / 4u;
+  let c0 = (idx % CG) * 4u; let bqh = idx / CG;
+  let h = bqh % H; let q = (bqh / H) % Q; let b = bqh / (H * Q);
+  let vbh = value_base(b, h);
+  let wbase = bqh * NL * P;
+  var acc = vec4<f32>(0.0);
+  for (var l = 0u; l < NL; l = l + 1u) {
+    let g = 16u + 16u * l;
+    let vlev = i32(vbh + md[g + 2u] * md[g + 14u] + c0);
+    for (var p0 = 0u; p0 < P; p0 = p0 + 4u) {
+      let s0 = wbase + l * P + p0;
+      let t0 = tap_of(s0, p0); let t1 = tap_of(s0 + 1u, p0 + 1u);
+      let t2 = tap_of(s0 + 2u, p0 + 2u); let t3 = tap_of(s0 + 3u, p0 + 3u);
+      let px = i32(md[g + 14u]); let row = i32(md[g + 15u]);
+      // corner by corner, point by point; written out (a vector indexed at run time is slow)
+${[0, 1, 2, 3].map((k) => `      {
+        let base = vlev${['', ' + px', ' + row', ' + row + px'][k]};
+${[0, 1, 2, 3].map((i) => `        if (((t${i}.mask >> ${k}u) & 1u) != 0u) { acc = acc + t${i}.aw.${'xyzw'[k]} * load4(u32(base + t${i}.off), c0, C); }`).join('\n')}
+      }`).join('\n')}
+    }
+  }
+  // Samples with an infinite weight: a * S (src/kernel.c forward_infinite); rare, recomputed.
+  for (var l = 0u; l < NL; l = l + 1u) {
+    let g = 16u + 16u * l;
+    let vlev = i32(vbh + md[g + 2u] * md[g + 14u] + c0);
+    for (var p = 0u; p < P; p = p + 1u) {
+      let a = weights[wbase + l * P + p];
+      if (!is_inf(a)) { continue; }
+      let pt = point(l, locs[loc_index(b, q, h, l, p, 0u)], locs[loc_index(b, q, h, l, p, 1u)]);
+      if (pt.mask == 0u) { continue; }
+      var s = vec4<f32>(0.0); var seen = false;
+      for (var k = 0u; k < 4u; k = k + 1u) {
+        if (((pt.mask >> k) & 1u) != 0u) {
+          let term = pt.w[k] * load4(u32(vlev + pt.off + corner_delta(g, k)), c0, C);
+          if (seen) { s = s + term; } else { s = term; }
+          seen = true;
+        }
+      }
+      acc = acc + a * s;
+    }
+  }
+  let o = bqh * C + c0;
+  out[o] = canon(acc.x);
+  if (c0 + 1u < C) { out[o + 1u] = canon(acc.y); }
+  if (c0 + 2u < C) { out[o + 2u] = canon(acc.z); }
+  if (c0 + 3u < C) { out[o + 3u] = canon(acc.w); }
+}
+`;
+
 export const SAMPLES = common + /* wgsl */ `
 @group(0) @binding(1) var<storage, read> value: array<f32>;
 @group(0) @binding(2) var<storage, read> locs: array<f32>;

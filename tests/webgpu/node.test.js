@@ -372,6 +372,20 @@ test('limits: what one buffer cannot hold is refused with a RangeError naming th
   await assert.rejects(gpu.backward(big), { name: 'RangeError', message: new RegExp(`corner records of one \\(batch, head\\) part \\(scratch\\) needs ${32 * Q} bytes`) });
 });
 
+test('a forward whose taps do not fit one buffer runs in one pass, with the same bits', async () => {
+  const c = problem(860, { shapes: [[6, 5], [3, 3]], B: 2, H: 3, Q: 30, P: 4, C: 5 });
+  const want = wasm.forward(c.args);
+  const limits = gpu._backendKept.limits;
+  const saved = limits.maxStorageBufferBindingSize;
+  limits.maxStorageBufferBindingSize = 32 * 1440 - 4;   // 1,440 samples' taps, 32 bytes each: not quite
+  try {
+    const got = await gpu.forward(c.args);
+    assert.equal(sameBits(got.data, want.data), want.data.length, firstDiff(got.data, want.data));
+  } finally {
+    limits.maxStorageBufferBindingSize = saved;
+  }
+});
+
 test('a backward whose scratch does not fit one buffer runs in parts of (batch, head) pairs, with the same bits', async () => {
   const c = problem(850, { shapes: [[6, 5], [3, 3]], B: 2, H: 3, Q: 30, P: 4, C: 5 });
   const b = { ...c.args, gradOutput: c.gradOutput };
