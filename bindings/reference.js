@@ -1,9 +1,10 @@
 // A plain float64 reference of SEMANTICS.md, for tests, the benchmark and the web page.
 // Slow on purpose: one loop per formula, no tricks. Takes the same arguments as the API's
-// forward/backward, checked by the API's own validation (core.js: the same errors and messages,
+// forward/backward, checked by the API's own validation (core/args.js: the same errors and messages,
 // named referenceForward/referenceBackward), with float32 or float64 tensors; returns Float64Array
 // tensors.
 
+import { pad, pixel } from './core/geometry.js';
 import { problemFromTensors } from './core/problem.js';
 
 const DATA_KINDS = ['Float32Array', 'Float64Array'];
@@ -31,26 +32,8 @@ function validate(fn, args, withGradOutput) {
 
 // One axis of SEMANTICS' forward: null when the sample contributes nothing along it.
 function axis(coord, size, alignCorners, paddingMode) {
-  if (Number.isNaN(coord)) return null;
-  let scale, pos;
-  if (alignCorners) {
-    scale = size - 1;
-    pos = size === 1 ? 0 : coord * scale;
-  } else {
-    scale = size;
-    pos = coord * size - 0.5;
-  }
-  let derivative = 1;
-  if (paddingMode === 'border') {
-    if (!(pos > 0 && pos < size - 1)) {
-      derivative = 0;
-      pos = pos <= 0 ? 0 : size - 1;
-    }
-  } else if (!(pos >= -1 && pos < size)) {
-    return null; // every corner outside: contributes exactly 0
-  }
-  const i0 = Math.floor(pos);
-  return { i0, frac: pos - i0, gradScale: scale * derivative };
+  const { pos, scale } = pixel(coord, size, alignCorners);
+  return pad(pos, size, paddingMode, scale);
 }
 
 // Visits every (b, q, h, l, p) sample with its corner weights and the value reader.

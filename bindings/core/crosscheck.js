@@ -24,6 +24,8 @@
 // With --rtol R --atol A the rule is |yours - ours| <= A + R*|ours| instead. NaN agrees with
 // NaN, an infinity with the same infinity.
 
+import { pad, pixel } from './geometry.js';
+
 export const UNIT_ROUNDOFF = Object.freeze({ float32: 2 ** -24, float16: 2 ** -11, bfloat16: 2 ** -8 });
 const TINY = Object.freeze({ float32: 2 ** -150, float16: 2 ** -25, bfloat16: 2 ** -134 });
 const U32 = 2 ** -24;
@@ -50,26 +52,6 @@ function dims(args) {
   };
 }
 
-// SEMANTICS' padding of one pixel coordinate: null when the sample contributes nothing.
-function pad(pos, size, paddingMode, scale) {
-  if (Number.isNaN(pos)) return null;
-  let derivative = 1;
-  if (paddingMode === 'border') {
-    if (!(pos > 0 && pos < size - 1)) {
-      derivative = 0;
-      pos = pos <= 0 ? 0 : size - 1;
-    }
-  } else if (!(pos >= -1 && pos < size)) {
-    return null;
-  }
-  const i0 = Math.floor(pos);
-  return { i0, frac: pos - i0, gradScale: scale * derivative };
-}
-
-function pixel(coord, size, alignCorners) {
-  if (alignCorners) return { pos: size === 1 && !Number.isNaN(coord) ? 0 : coord * (size - 1), scale: size - 1 };
-  return { pos: coord * size - 0.5, scale: size };
-}
 
 /**
  * The float64 reference of the outputs asked for (forward: output; backward: the three
