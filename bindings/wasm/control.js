@@ -6,6 +6,8 @@ export const DONE = 0;         // bumped by a worker each time it hands a mailbo
 export const FAILED = 1;       // set when a part threw (a trap)
 export const WORKER_PARTS = 2; // parts the workers have run, for tests and diagnostics
 export const THREADS = 3;      // threads of the pool (this thread + workers)
+export const NEXT = 4;         // the next part of the current call to claim (Atomics.add)
+export const FINISHED = 5;     // parts of the current call finished, by any thread
 // Then one mailbox per worker (index 1..threads-1): its state and the call handed to it.
 export const MAILBOXES = 16;
 export const MAILBOX_SLOTS = 4;

@@ -14,7 +14,8 @@
 // how a worker is started and where the threads module is; nothing here is environment specific.
 
 import {
-  DONE, FAILED, IDLE, JOB, MAILBOX_SLOTS, MAILBOXES, PARTS, QUIT, RUN, STATE, TAKEN, THREADS, WORKER_PARTS,
+  DONE, FAILED, FINISHED, IDLE, JOB, MAILBOX_SLOTS, MAILBOXES, NEXT, PARTS, QUIT, RUN, STATE, TAKEN, THREADS,
+  WORKER_PARTS,
 } from './control.js';
 import { sleeper } from './delays.js';
 import { compileSource, describe, simdSupported, WasmBackend } from './loader.js';
@@ -27,9 +28,6 @@ const INITIAL_PAGES = 256;
 const MAXIMUM_PAGES = 65536;
 const WORKER_STACK_BYTES = 256 * 1024;
 const START_TIMEOUT_MS = 60000;
-// A call handed to a worker that has not taken it after this long is run here instead (the
-// worker may have stopped between two calls, its exit event not yet delivered).
-const STEAL_MS = 1000;
 // A worker that took a call and has not finished it after max(STALL_MS, STALL_FACTOR x the time
 // this thread took for its own parts, which are as big) is taken for stopped.
 const STALL_MS = 10000;
@@ -79,16 +77,18 @@ export function threadsUnavailableReason({ simd = true, custom = false } = {}) {
 // Test-only: MSDA_TEST_THREAD_DELAYS (Node) makes threads sleep at chosen steps of the protocol,
 // e.g. "wake@2=20/0,publish=1": worker 2 sleeps 20 ms and 0 ms alternately after taking a
 // call, the calling thread 1 ms after handing out each mailbox. Steps: publish and join (the
-// calling thread, index 0); wake, read, ran and idle (workers). Without "@index" a delay applies
-// to every thread. "exit" instead of a time stops the worker there (process.exit in its thread),
-// as a crash would; "steal=ms" and "stall=ms" set the calling thread's STEAL_MS and STALL_MS.
+// calling thread, index 0); woke (up, before taking the call: a worker the system schedules
+// late), wake (after taking it), read, claimed (before running a part it claimed), ran and idle
+// (workers). Without "@index" a delay applies to every thread. "exit" instead of a time stops
+// the worker there (process.exit in its thread), as a crash would; "stall=ms" sets the calling
+// thread's STALL_MS.
 export function testDelays() {
   const spec = isNode ? process.env.MSDA_TEST_THREAD_DELAYS : undefined;
   if (!spec) return [];
   return spec.split(',').map((item) => {
-    const limit = /^(steal|stall)=(\d+)$/.exec(item.trim());
+    const limit = /^(stall)=(\d+)$/.exec(item.trim());
     if (limit !== null) return { point: limit[1], worker: 0, ms: [Number(limit[2])] };
-    const m = /^(publish|join|wake|read|ran|idle)(?:@(\d+))?=((?:\d+|exit)(?:\/(?:\d+|exit))*)$/.exec(item.trim());
+    const m = /^(publish|join|woke|wake|read|claimed|ran|idle)(?:@(\d+))?=((?:\d+|exit)(?:\/(?:\d+|exit))*)$/.exec(item.trim());
     if (m === null) throw new Error(`ms-deform-attn: MSDA_TEST_THREAD_DELAYS: cannot parse '${item}', expected step[@thread]=ms[/ms...]`);
     return { point: m[1], worker: m[2] === undefined ? undefined : Number(m[2]), ms: m[3].split('/').map((x) => (x === 'exit' ? x : Number(x))) };
   });
@@ -153,15 +153,15 @@ class Pool {
     this.control = null;
     this.broken = null;
     this.failure = null;   // why the last call failed, for its error message
+    this.callerParts = 0;  // parts this thread has run (workerParts: the workers')
     this.delays = testDelays();
     this.pause = sleeper(this.delays, 0);
     const limit = (point, ms) => this.delays.find((d) => d.point === point)?.ms[0] ?? ms;
-    this.stealMs = limit('steal', STEAL_MS);
     this.stallMs = limit('stall', STALL_MS);
   }
 
-  // env.msda_wasm_run_parallel: runs parts 0..parts-1, part k on thread k % threads; returns
-  // nonzero when a part failed. Called from inside the wasm call, so it must return synchronously.
+  // env.msda_wasm_run_parallel: runs parts 0..parts-1; returns nonzero when a part failed. Called
+  // from inside the wasm call, so it must return synchronously.
   //
   // The protocol, and why it is correct. Each worker i has a mailbox (STATE, JOB, PARTS) that
   // belongs to exactly one side at a time: to this thread while STATE is IDLE or RUN, to worker i
@@ -169,38 +169,48 @@ class Pool {
   // over with Atomics.store(STATE, RUN). Worker i takes a mailbox with compareExchange(STATE,
   // RUN -> TAKEN) and reads JOB and PARTS only after that succeeded (so it sees the values written
   // before the store of RUN); it hands the mailbox back with Atomics.store(STATE, IDLE) after its
-  // last read and write of the call, then bumps DONE and notifies it. A call:
-  //   1. for i = 1..busy: write worker i's mailbox, store RUN, notify;
-  //   2. run this thread's parts, timing them (t0);
+  // last read and write of the call, then bumps DONE and notifies it. Parts are claimed, as the
+  // native pool's are: k = Atomics.add(NEXT, 1), and the thread that gets k < parts runs part k,
+  // so each part runs once, on whichever thread is running (every part writes its own outputs:
+  // the bits do not depend on which). A call:
+  //   1. NEXT = FINISHED = 0; for i = 1..busy: write worker i's mailbox, store RUN, notify;
+  //   2. claim and run parts until NEXT >= parts, timing them (t0);
   //   3. until every handed-out mailbox is IDLE: look at each; wait on DONE at most SLICE_MS.
-  // The call returns (its job, on this call's stack, and its buffers freed) only when each
-  // mailbox is IDLE again, i.e. its worker finished its parts and its reads, or never took it:
-  // no worker runs or will run any part of it, and the next call's step 1 never writes a mailbox
-  // a worker is reading. DONE only wakes this thread up (a late or lost bump costs a slice, not
-  // correctness); the mailbox states decide.
+  //      A mailbox still RUN has no worker and nothing left to claim: this thread takes it back
+  //      with compareExchange(RUN -> IDLE). Exactly one of the two exchanges succeeds, so either
+  //      the worker never reads the call, or it took it and is waited for; a worker that takes it
+  //      now finds no part left and hands it back.
+  // NEXT is reset in step 1 only, before any mailbox of the call is RUN, and a call returns only
+  // when each mailbox is IDLE again: no worker claims from a call that has returned, and the next
+  // call's step 1 never writes a mailbox a worker is reading. A worker that wakes late (a busy
+  // machine) finds its share done by this thread instead of making the call wait for it, so a
+  // call on more threads costs at most a wake-up more than one. DONE only wakes this thread up
+  // (a late or lost bump costs a slice, not correctness); the mailbox states decide.
   //
   // A worker that stops (crashed, terminated; its exit event cannot be delivered while this thread
-  // blocks) must not hang the call, and this thread can tell only from the mailboxes:
-  //   - RUN for stealMs: no worker took it. This thread takes it back with compareExchange(RUN ->
-  //     IDLE) and runs its parts itself. Exactly one of the two exchanges succeeds, so the parts
-  //     run once: here, or in a worker that won and is then waited for as any other.
-  //   - TAKEN for max(stallMs, STALL_FACTOR * t0) (the worker's parts are as big as this thread's):
-  //     the worker is taken for stopped. It is terminated (V8 stops its wasm at the next loop
-  //     check), the pool is marked broken so no later call hands it anything, and this call fails
-  //     with an Error naming the worker (pool.failure), rather than wait for ever.
-  // After a pool is broken every call runs all its parts here: the same bits, as every part
-  // writes its own outputs. Delays anywhere (tests/js/threads.test.js and
-  // tests/js/hardening3-threads.test.js inject them, and stop workers at every step) change none of this.
+  // blocks) must not hang the call, and this thread can tell only from the mailboxes: a mailbox
+  // TAKEN for max(stallMs, STALL_FACTOR * t0) (no part is bigger than all of this thread's) is
+  // taken for stopped. Its worker is terminated (V8 stops its wasm at the next loop check) and
+  // the pool is marked broken so no later call hands it anything; NEXT is then never reset again,
+  // so if it was only paused it finds nothing to claim. The call succeeds when every part
+  // finished (FINISHED == parts: the stopped worker held none), and otherwise fails with an
+  // Error naming the worker (pool.failure): a part it claimed may be half written.
+  // After a pool is broken every call runs all its parts here: the same bits. Delays anywhere
+  // (tests/js/threads.test.js and tests/js/hardening3-threads.test.js inject them, and stop
+  // workers at every step) change none of this.
   run(job, parts) {
     const c = this.control;
     this.failure = null;
     if (this.broken !== null) {
       // A worker has gone: run every part here (same bits).
       for (let k = 0; k < parts; k++) this.exports.msda_wasm_run_part(job, k, parts);
+      this.callerParts += parts;
       return 0;
     }
     const busy = Math.min(parts, this.threads) - 1;
     Atomics.store(c, FAILED, 0);
+    Atomics.store(c, NEXT, 0);
+    Atomics.store(c, FINISHED, 0);
     for (let i = 1; i <= busy; i++) {
       const box = MAILBOXES + MAILBOX_SLOTS * i;
       c[box + JOB] = job;
@@ -212,15 +222,16 @@ class Pool {
     let failed = 0;
     const stack = this.exports.stackSave();
     const started = now();
-    const runParts = (index) => {
-      try {
-        for (let k = index; k < parts; k += this.threads) this.exports.msda_wasm_run_part(job, k, parts);
-      } catch {
-        this.exports.stackRestore(stack);
-        failed = 1;
+    try {
+      for (let k = Atomics.add(c, NEXT, 1); k < parts; k = Atomics.add(c, NEXT, 1)) {
+        this.exports.msda_wasm_run_part(job, k, parts);
+        Atomics.add(c, FINISHED, 1);
+        this.callerParts++;
       }
-    };
-    runParts(0);
+    } catch {
+      this.exports.stackRestore(stack);
+      failed = 1;
+    }
     const joined = now();
     const stallMs = Math.max(this.stallMs, STALL_FACTOR * (joined - started));
     this.pause('join');
@@ -233,23 +244,26 @@ class Pool {
       for (const i of open) {
         const box = MAILBOXES + MAILBOX_SLOTS * i;
         const state = Atomics.load(c, box + STATE);
-        if (state === IDLE) {
+        if (state === IDLE || (state === RUN && Atomics.compareExchange(c, box + STATE, RUN, IDLE) === RUN)) {
           open.delete(i);
-        } else if (state === RUN && waited >= this.stealMs && Atomics.compareExchange(c, box + STATE, RUN, IDLE) === RUN) {
-          open.delete(i);
-          runParts(i);
         } else if (state === TAKEN && waited >= stallMs) {
           open.delete(i);
           this.stop(i, `worker ${i} took its part of the call and did not finish it within ${Math.round(stallMs)} ms (it stopped or hangs)`);
-          failed = 1;
         }
       }
       if (open.size > 0 && Atomics.load(c, DONE) === seen) {
         if (canBlock) Atomics.wait(c, DONE, seen, SLICE_MS);
       }
     }
-    if (!failed && Atomics.load(c, FAILED)) this.failure = 'a part trapped in a worker';
-    return failed || Atomics.load(c, FAILED) ? 1 : 0;
+    const trapped = Atomics.load(c, FAILED) !== 0;
+    if (trapped && !failed && this.failure === null) this.failure = 'a part trapped in a worker';
+    // Every part claimed and finished (a stopped worker that held none costs nothing).
+    return failed || trapped || Atomics.load(c, FINISHED) !== parts ? 1 : 0;
+  }
+
+  /** Parts run since the pool started, by the workers and by this thread. */
+  partsRun() {
+    return this.callerParts + this.workerParts();
   }
 
   // A worker taken for stopped: terminated, and no later call hands it anything.

@@ -1,11 +1,12 @@
 // One worker of a threaded wasm backend (bindings/wasm/threads.js), in Node (worker_threads) or a
 // browser (module Web Worker). It instantiates the threads module on the shared memory, sets its
 // own stack, says it is ready, then loops: wait until the calling thread hands it a call through
-// its mailbox, take it, run its parts, hand the mailbox back, wake the calling thread. The protocol and why it is correct:
+// its mailbox, take it, claim and run parts until none is left, hand the mailbox back, wake the
+// calling thread. The protocol and why it is correct:
 // the comment above Pool#run in bindings/wasm/threads.js.
 
 import {
-  DONE, FAILED, IDLE, JOB, MAILBOX_SLOTS, MAILBOXES, PARTS, QUIT, RUN, STATE, TAKEN, THREADS, WORKER_PARTS,
+  DONE, FAILED, FINISHED, IDLE, JOB, MAILBOX_SLOTS, MAILBOXES, NEXT, PARTS, QUIT, RUN, STATE, TAKEN, WORKER_PARTS,
 } from '../wasm/control.js';
 import { sleeper } from '../wasm/delays.js';
 
@@ -30,12 +31,12 @@ async function start({ module, memory, control: controlPtr, stackTop, index, del
   const c = new Int32Array(memory.buffer, controlPtr, MAILBOXES + MAILBOX_SLOTS * (index + 1));
   const box = MAILBOXES + MAILBOX_SLOTS * index;
   const pause = sleeper(delays, index);
-  const threads = Atomics.load(c, THREADS);
   post({ ready: true });
   for (;;) {
     Atomics.wait(c, box + STATE, IDLE);
     const state = Atomics.load(c, box + STATE);
     if (state === QUIT) return;
+    pause('woke');
     // Taken by compare-and-swap: the calling thread may take back a call no worker took.
     if (state !== RUN || Atomics.compareExchange(c, box + STATE, RUN, TAKEN) !== RUN) continue;
     pause('wake');
@@ -44,8 +45,11 @@ async function start({ module, memory, control: controlPtr, stackTop, index, del
     const parts = c[box + PARTS];
     pause('read');
     try {
-      for (let k = index; k < parts; k += threads) {
+      // Claimed one at a time, as the calling thread does: a part is run by whoever claims it.
+      for (let k = Atomics.add(c, NEXT, 1); k < parts; k = Atomics.add(c, NEXT, 1)) {
+        pause('claimed');
         run(job, k, parts);
+        Atomics.add(c, FINISHED, 1);
         Atomics.add(c, WORKER_PARTS, 1);
       }
     } catch {

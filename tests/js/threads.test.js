@@ -94,21 +94,68 @@ test('wasm: threads 1, 2, 3, 8 give the bits of one thread, and the workers run 
     const ref = referenceForward(c.args);
     assertClose(base.output, ref.data ?? ref, `case ${i}: threads 1 against the float64 reference`);
     for (const threads of [1, 2, 3, 8]) {
-      const before = pool.workerParts();
+      const before = pool.partsRun();
       const output = wasm8.forward({ ...c.args, threads }).data;
-      // Forward has enough units and work for 8 parts here: one per worker.
-      const byWorkers = pool.workerParts() - before;
-      assert.equal(byWorkers, threads - 1, `case ${i}, threads ${threads}: workers ran ${byWorkers} forward parts`);
+      // Forward has enough units and work for 8 parts here: `threads` parts, each run once (by
+      // whichever thread claimed it); one part runs inside the call, not through the pool.
+      const ran = pool.partsRun() - before;
+      assert.equal(ran, threads > 1 ? threads : 0, `case ${i}, threads ${threads}: the pool ran ${ran} forward parts`);
       const grads = wasm8.backward({ ...c.args, threads, gradOutput: c.gradOutput });
       assertSameResults({ output, ...Object.fromEntries(GRADS.map((k) => [k, grads[k].data])) }, base,
         `case ${i}, wasm threads ${threads}`);
-      if (threads > 1) assert.ok(pool.workerParts() - before > byWorkers, `case ${i}: workers ran backward parts`);
+      if (threads > 1) assert.ok(pool.partsRun() - before > ran, `case ${i}: the pool ran backward parts`);
     }
     // init's count is the default for calls that do not pass one.
-    const before = pool.workerParts();
+    const before = pool.partsRun();
     assertSameResults(run(wasm8, c), base, `case ${i}, wasm default threads`);
-    assert.ok(pool.workerParts() - before >= 7, `case ${i}: default threads (8) used the workers`);
+    assert.ok(pool.partsRun() - before >= 8, `case ${i}: default threads (8) split the call`);
   }
+});
+
+// Workers run parts: with the calling thread held after handing out each mailbox, they claim
+// before it does (MSDA_TEST_THREAD_DELAYS is read when a pool starts).
+async function withDelays(spec, fn) {
+  const saved = process.env.MSDA_TEST_THREAD_DELAYS;
+  process.env.MSDA_TEST_THREAD_DELAYS = spec;
+  try {
+    return await fn();
+  } finally {
+    if (saved === undefined) delete process.env.MSDA_TEST_THREAD_DELAYS;
+    else process.env.MSDA_TEST_THREAD_DELAYS = saved;
+  }
+}
+
+test('wasm: the workers run parts; each part runs once, the same bits', async () => {
+  const one = await init({ simd: true });
+  const wasm4 = await withDelays('publish=20', () => init({ threads: 4 }));
+  const pool = wasm4._backend.pool;
+  const c = makeCase(9, CASES[0]);
+  const base = run(one, c);
+  const before = { all: pool.partsRun(), workers: pool.workerParts() };
+  const output = wasm4.forward(c.args).data;
+  assert.equal(pool.partsRun() - before.all, 4, 'forward: 4 parts, each run once');
+  assert.ok(pool.workerParts() - before.workers >= 3, `forward: the workers ran ${pool.workerParts() - before.workers} parts`);
+  const grads = wasm4.backward({ ...c.args, gradOutput: c.gradOutput });
+  assertSameResults({ output, ...Object.fromEntries(GRADS.map((k) => [k, grads[k].data])) }, base, 'pool of 4, workers first');
+  wasm4.dispose?.();
+});
+
+test('wasm: a worker that wakes late leaves its share to the calling thread, which does not wait for it', async () => {
+  // Worker 1 sleeps 400 ms each time it wakes, before it takes the call: the calling thread
+  // claims both parts, takes the mailbox back and returns.
+  const one = await init({ simd: true });
+  const two = await withDelays('woke@1=400', () => init({ threads: 2 }));
+  const pool = two._backend.pool;
+  const c = makeCase(301, { B: 1, Q: 128, H: 8, C: 32, P: 4, spatialShapes: [[16, 16]] });   // 2 forward parts
+  const base = run(one, c);
+  const before = { all: pool.partsRun(), workers: pool.workerParts() };
+  const t0 = performance.now();
+  const output = two.forward(c.args).data;
+  const ms = performance.now() - t0;
+  assert.equal(pool.partsRun() - before.all, 2, '2 parts, each run once');
+  assert.equal(pool.workerParts() - before.workers, 0, 'the sleeping worker ran none');
+  assert.ok(ms < 300, `the call took ${ms.toFixed(0)} ms: it waited for the sleeping worker`);
+  assert.deepEqual(output, base.output);
 });
 
 test('wasm: a pool smaller than the call\'s threads runs several parts per thread, same bits', async () => {
@@ -135,13 +182,14 @@ test('wasm: the number of parts follows the work: a tiny call stays on this thre
   for (const [i, { fwd, bwd, ...spec }] of sizes.entries()) {
     const c = makeCase(300 + i, { B: 1, C: 32, P: 4, ...spec });
     const base = run(one, c);
-    const before = pool.workerParts();
+    // 2 parts through the pool, or 1 run inside the call.
+    const before = pool.partsRun();
     const output = two.forward(c.args).data;
-    const afterForward = pool.workerParts();
+    const afterForward = pool.partsRun();
     const grads = two.backward({ ...c.args, gradOutput: c.gradOutput });
-    const afterBackward = pool.workerParts();
-    assert.equal(afterForward - before, fwd, `${JSON.stringify(spec)}: parts the worker ran in the forward`);
-    assert.equal(afterBackward - afterForward, bwd, `${JSON.stringify(spec)}: parts the worker ran in the backward`);
+    const afterBackward = pool.partsRun();
+    assert.equal(afterForward - before, 2 * fwd, `${JSON.stringify(spec)}: parts the pool ran in the forward`);
+    assert.equal(afterBackward - afterForward, 2 * bwd, `${JSON.stringify(spec)}: parts the pool ran in the backward`);
     assertSameResults({ output, ...Object.fromEntries(GRADS.map((k) => [k, grads[k].data])) }, base,
       `${JSON.stringify(spec)}, 2 threads`);
   }
@@ -194,9 +242,10 @@ test('wasm: after a worker has gone, calls run on the calling thread with the sa
   await worker.terminate();
   await exited;
   assert.match(String(pool.broken), /^worker \d+ stopped$/);
-  const before = pool.workerParts();
+  const before = { all: pool.partsRun(), workers: pool.workerParts() };
   assertSameResults(run(wasm4, c), want, 'pool of 4 after a worker stopped');
-  assert.equal(pool.workerParts(), before, 'no worker is asked any more');
+  assert.equal(pool.workerParts(), before.workers, 'no worker is asked any more');
+  assert.ok(pool.partsRun() > before.all, 'the calling thread ran the parts');
 });
 
 test('native addon: threads 1, 2, 3, 8 give the same bits', async () => {
@@ -286,6 +335,7 @@ test('wasm threads protocol: delays injected at every step, one worker or all, m
   const specs = [
     '', 'wake@2=15/0', 'wake@2=10/0/0', 'wake=15/0', 'read@2=15/0', 'read=3/0', 'ran@1=10/0', 'ran=3/0',
     'idle@2=10/0', 'idle=3/0', 'publish=3/0', 'join=5/0', 'wake@1=4/0,read@2=3/0/0,ran@2=2/0,idle@1=0/3,publish=1/0/0',
+    'woke@2=15/0', 'woke=3/0/0', 'claimed@1=5/0', 'claimed=2/0/0', 'publish=2/0,claimed@2=3/0',
   ];
   const calls = 40;
   const results = [];
@@ -300,11 +350,14 @@ test('wasm threads protocol: delays injected at every step, one worker or all, m
     assert.equal(r.crashed, undefined, `${what}: ${r.crashed}`);
     assert.deepEqual(r.failures, [], `${what}: ${r.failures?.join('; ')}`);
     assert.equal(r.calls, calls, what);
-    // The child's calls use 2, 3, 1, 3, 2, 2, 3, ... threads: threads - 1 worker parts each, forward and backward.
+    // The child's calls use 2, 3, 1, 3, 2, 2, 3, ... threads: that many parts each, forward and
+    // backward, each run once (a 1-thread call runs inside the call, not through the pool).
     const pattern = [2, 3, 1, 3, 2, 2, 3];
     let expected = 0;
-    for (let c = 0; c < calls; c++) expected += 2 * (pattern[c % pattern.length] - 1);
-    assert.equal(r.workerParts, expected, `${what}: parts run by workers`);
+    for (let c = 0; c < calls; c++) expected += 2 * (pattern[c % pattern.length] > 1 ? pattern[c % pattern.length] : 0);
+    assert.equal(r.partsRun, expected, `${what}: parts run`);
+    // Held after each mailbox it hands out, the calling thread leaves parts to the workers.
+    if (spec.startsWith('publish')) assert.ok(r.workerParts > 0, `${what}: the workers ran no part`);
   });
 });
 
