@@ -9,43 +9,134 @@ import { part } from './typed.js';
 // goes in whole (any query may sample any pixel), then a window of queries at a time their
 // locations and weights go in, are computed, and their output comes out while all three are
 // still in cache, instead of a pass over main memory for each. A query's output depends on its
-// own samples alone, so the bits are those of one call over all queries.
+// own samples alone, so the bits are those of one call over all queries, whatever the windows.
 //
-// Windows: with one query per pixel (the encoder: N_q = sum of H_l * W_l), a band of image rows
-// on every level at once: band k of `bands` takes rows [ceil(k H_l / bands), ceil((k + 1) H_l /
-// bands)) of each level, one contiguous range of queries per level, and bands =
-// ceil(N_q / FORWARD_WINDOW) keeps a window near FORWARD_WINDOW queries. Index order would walk
-// each level's queries over the image in turn and read the value rows again for each (the
-// encoder's copying forward measured 40 % over a prepared call that way). Other problems, and
-// bands wider than two windows (levels of few rows): FORWARD_WINDOW queries in index order.
-// Within a window the kernel walks its queries by where they sample (src/kernel/walks.h), so
-// these windows only decide what is in cache together; queries in another order than pixel
-// order (a shuffled encoder) still get the kernel's locality inside each window, not across.
+// Windows come from where the queries sample, as the kernel's walk does (src/kernel/walks.h):
+// a query's place is the mean of head 0's points on the first level that has a counted point (at
+// most its first four; both coordinates in [0, 1] and weight not 0), and the image is cut into
+// `bands` = ceil(N_q / FORWARD_WINDOW) horizontal bands. Copies go by runs of consecutive
+// queries, so they are made per block of BLOCK queries: a block's key is the band of its queries'
+// mean place.
+//   - Where the blocks are ordered (in 3 of 4 blocks the queries' places span at most a quarter of
+//     what all places span: one query per pixel in pixel order, proposals sorted by position;
+//     shuffled, each block spans nearly all of it), each band's blocks are a
+//     window (cut at FORWARD_WINDOW queries where a band has more): rows of every level around
+//     the same part of the image, whose value rows stay in cache from one window to the next (index
+//     order would sweep the image once per level; the encoder's copying forward measured 40 %
+//     over a prepared call that way).
+//   - Otherwise (queries in a shuffled order, a two-stage model's proposals in score order), a
+//     block holds queries from all over the image, and gathering them one by one costs more than
+//     the cache saves (a JS copy per query: 9.7 ms for the encoder, against 1.7 ms for whole
+//     copies): windows of up to SCATTERED_WINDOW queries in index order, which the kernel walks by
+//     place as it walks a prepared call's (its own sort takes 32,768 queries at a time).
 export const FORWARD_WINDOW = 1024;
+export const BLOCK = 64;
+// Most queries of a scattered window, and most bytes of its per-query tensors (so a problem of
+// large heads still streams).
+export const SCATTERED_WINDOW = 32768;
+const SCATTERED_BYTES = 64 * 1024 * 1024;
 
-const bandStart = (k, n, d) => Math.min(n, Math.ceil((k * n) / d));   // products far below 2^53
 const windowQueries = (ranges) => ranges.reduce((n, [q0, q1]) => n + q1 - q0, 0);
 
-/** The windows of a streamed forward: each a list of [first, end) query ranges. */
-export function forwardWindows(problem) {
-  const { numQueries: Q, valueLength: L, spatialShapes, levelStartIndex } = problem;
+/** Queries of a scattered window for this problem: SCATTERED_WINDOW, fewer for large queries. */
+export function scatteredWindow(problem) {
+  const { numHeads: H, channels: C, numLevels: NL, numPoints: P } = problem;
+  const bytes = 4 * (H * NL * P * 3 + H * C);
+  return Math.max(FORWARD_WINDOW, Math.min(SCATTERED_WINDOW, Math.floor(SCATTERED_BYTES / bytes)));
+}
+
+/**
+ * The y of the place of each query of batch b (NaN where it has no counted point), read from
+ * the caller's arrays once each.
+ */
+export function queryPlaces(problem, locations, weights, b) {
+  const { numQueries: Q, numHeads: H, numLevels: NL, numPoints: P } = problem;
+  const planar = problem.samplingLocationsLayout === 'B2QHLP';
+  const HNP = H * NL * P, points = Math.min(P, 4);
+  const ys = new Float64Array(Q);
+  for (let q = 0; q < Q; q++) {
+    // [B, Q, H, NL, P, 2]: (x, y) pairs; [B, 2, Q, H, NL, P]: the x plane, then the y plane.
+    const row = planar ? (2 * b * Q + q) * HNP : (b * Q + q) * HNP * 2;
+    const yAt = planar ? Q * HNP : 1, step = planar ? 1 : 2;
+    const w0 = (b * Q + q) * HNP;
+    let y = Number.NaN;
+    for (let l = 0; l < NL && Number.isNaN(y); l++) {
+      let sum = 0, n = 0;
+      for (let p = 0; p < points; p++) {
+        const at = row + (l * P + p) * step;
+        const px = locations[at], py = locations[at + yAt];
+        if (!(px >= 0 && px <= 1 && py >= 0 && py <= 1) || weights[w0 + l * P + p] === 0) continue;
+        sum += py;
+        n++;
+      }
+      if (n > 0) y = sum / n;
+    }
+    ys[q] = y;
+  }
+  return ys;
+}
+
+/**
+ * The windows of batch b of a streamed forward, each a list of [first, end) query ranges; every
+ * query in exactly one. `sizes` (tests): { window, scattered } queries.
+ */
+export function forwardWindows(problem, locations, weights, b,
+  sizes = { window: FORWARD_WINDOW, scattered: scatteredWindow(problem) }) {
+  const Q = problem.numQueries;
   const windows = [];
-  if (Q !== L) {
-    for (let q = 0; q < Q; q += FORWARD_WINDOW) windows.push([[q, Math.min(Q, q + FORWARD_WINDOW)]]);
+  if (Q <= sizes.window) {
+    if (Q > 0) windows.push([[0, Q]]);
     return windows;
   }
-  const bands = Math.ceil(L / FORWARD_WINDOW);
-  for (let k = 0; k < bands; k++) {
-    const ranges = [];
-    spatialShapes.forEach(([h, w], l) => {
-      const y0 = bandStart(k, h, bands), y1 = bandStart(k + 1, h, bands);
-      if (y1 > y0) ranges.push([levelStartIndex[l] + y0 * w, levelStartIndex[l] + y1 * w]);
-    });
-    if (ranges.length > 0) windows.push(ranges);
-    // Levels of few rows make wide bands (a 1 x n level is one band): index order then, which
-    // keeps the heap to one window.
-    if (windowQueries(ranges) > 2 * FORWARD_WINDOW) return forwardWindows({ ...problem, valueLength: -1 });
+  const ys = queryPlaces(problem, locations, weights, b);
+  const bands = Math.ceil(Q / sizes.window);
+  const band = (y) => Math.min(bands - 1, Math.floor(y * bands));
+  let top = Infinity, bottom = -Infinity;
+  for (const y of ys) {
+    if (y < top) top = y;
+    if (y > bottom) bottom = y;
   }
+  const blocks = Math.ceil(Q / BLOCK);
+  const keys = new Int32Array(blocks);
+  let ordered = 0;
+  for (let k = 0; k < blocks; k++) {
+    let sum = 0, n = 0, low = Infinity, high = -Infinity;
+    for (let q = k * BLOCK; q < Math.min(Q, (k + 1) * BLOCK); q++) {
+      const y = ys[q];
+      if (Number.isNaN(y)) continue;
+      sum += y;
+      n++;
+      if (y < low) low = y;
+      if (y > high) high = y;
+    }
+    keys[k] = n > 0 ? band(sum / n) : bands;   // no counted point: last
+    if (n < 2 || 4 * (high - low) <= bottom - top) ordered++;
+  }
+  if (4 * ordered < 3 * blocks) {
+    for (let q = 0; q < Q; q += sizes.scattered) windows.push([[q, Math.min(Q, q + sizes.scattered)]]);
+    return windows;
+  }
+  // Blocks band by band (a counting sort, in index order within a band), cut into windows.
+  const start = new Int32Array(bands + 2);
+  for (let k = 0; k < blocks; k++) start[keys[k] + 1]++;
+  for (let i = 0; i <= bands; i++) start[i + 1] += start[i];
+  const walk = new Int32Array(blocks);
+  for (let k = 0; k < blocks; k++) walk[start[keys[k]]++] = k;
+  let ranges = [], queries = 0, current = -1;
+  for (const k of walk) {
+    const q0 = k * BLOCK, q1 = Math.min(Q, q0 + BLOCK);
+    if (queries > 0 && (keys[k] !== current || queries + q1 - q0 > sizes.window)) {
+      windows.push(ranges);
+      ranges = [];
+      queries = 0;
+    }
+    current = keys[k];
+    const last = ranges[ranges.length - 1];
+    if (last !== undefined && last[1] === q0) last[1] = q1;
+    else ranges.push([q0, q1]);
+    queries += q1 - q0;
+  }
+  windows.push(ranges);
   return windows;
 }
 
@@ -56,10 +147,13 @@ export function largestWindow(windows) {
   return most;
 }
 
-export function streamForward(backend, problem, inputs) {
+export function streamForward(backend, problem, inputs, sizes = undefined) {
   const { batch: B, numQueries: Q, numHeads: H, channels: C, numLevels: NL, numPoints: P, valueLength: L } = problem;
-  const windows = forwardWindows(problem);
-  const most = largestWindow(windows);
+  const locations = inputs.samplingLocations;
+  const byBatch = [];
+  for (let b = 0; b < B; b++) byBatch.push(forwardWindows(problem, locations, inputs.attentionWeights, b, sizes));
+  let most = 0;
+  for (const windows of byBatch) most = Math.max(most, largestWindow(windows));
   const perValue = L * H * C, perLocation = H * NL * P, perOutput = H * C;
   // Each window is a problem of its own: batch 1, its queries (as many as its ranges hold).
   const desc = problem.desc.slice();
@@ -74,11 +168,10 @@ export function streamForward(backend, problem, inputs) {
   try {
     const output = backend.resultArray(B * Q * perOutput);
     const planar = problem.samplingLocationsLayout === 'B2QHLP';
-    const locations = inputs.samplingLocations;
     let queries = most;
     for (let b = 0; b < B; b++) {
       store.load('value', part(inputs.value, b * perValue, perValue));
-      for (const ranges of windows) {
+      for (const ranges of byBatch[b]) {
         const n = windowQueries(ranges);
         if (n !== queries) {
           desc[DESC.numQueries] = BigInt(queries = n);

@@ -1,13 +1,15 @@
 // The copying forward on one wasm thread streams the per-query tensors through the heap a window
-// of FORWARD_WINDOW queries at a time (core.js streamForward): its bits are those of one kernel
-// call over all queries (a prepared problem's forward) for every layout, partial windows, several
-// batches, inputs at any offset of their buffers and non-finite samples at window edges; the heap
-// holds one batch's value and one window; no method of the caller's arrays runs. Results of the
+// of queries at a time (core/stream.js streamForward), the windows chosen from where the queries
+// sample: its bits are those of one kernel call over all queries (a prepared problem's forward)
+// for every layout, partial windows, several batches, queries in pixel order and shuffled,
+// inputs at any offset of their buffers and non-finite samples at window edges; the heap holds
+// one batch's value and one window; no method of the caller's arrays runs. Results of the
 // copying calls are arrays of their own also where the entry has no allocator of its own (browsers).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { init } from '../../bindings/index.js';
-import { FORWARD_WINDOW, forwardWindows, largestWindow } from '../../bindings/core/stream.js';
+import { BLOCK, FORWARD_WINDOW, forwardWindows, largestWindow, streamForward } from '../../bindings/core/stream.js';
+import { problemFromTensors } from '../../bindings/core/problem.js';
 import { OPTION_COMBOS, rng, shapesFor } from './helpers.js';
 
 const bits = (a) => new Uint32Array(a.buffer, a.byteOffset, a.length);
@@ -29,19 +31,57 @@ function placed(values, i) {
   return data;
 }
 
-// One query per pixel: windows are bands of rows of every level (ceil(1580 / 1024) = 2 bands).
+// One query per pixel, samples around it: 3 levels, 1580 queries, 2 bands.
 const BANDED = { B: 2, Q: 1580, H: 3, C: 5, P: 2, spatialShapes: [[40, 30], [20, 15], [10, 8]] };
-// The window edges of BANDED in query index: every range's first and last query.
-const BANDED_EDGES = [0, 599, 600, 1199, 1200, 1349, 1350, 1499, 1500, 1539, 1540, 1579];
+const BANDED_EDGES = [0, 575, 576, 1199, 1200, 1349, 1350, 1499, 1500, 1539, 1540, 1579];
+
+// Query q's pixel: [level, y, x].
+function pixelOf(q, spatialShapes) {
+  let start = 0;
+  for (const [l, [h, w]] of spatialShapes.entries()) {
+    if (q < start + h * w) return [l, Math.floor((q - start) / w), (q - start) % w];
+    start += h * w;
+  }
+  throw new Error(`query ${q} past the pyramid`);
+}
+
+// An encoder's locations: every point of query q within half a pixel of q's own pixel centre (on
+// each level), queries in pixel order or, in batch b, in the order perms[b] (query i is pixel
+// perms[b][i]) where that is given.
+function encoderLocations(r, dims, options, perms = undefined) {
+  const s = shapesFor(dims, options);
+  const { B, Q, H, P } = dims;
+  const data = new Float32Array(count(s.samplingLocations));
+  const HNP = H * s.NL * P;
+  for (let b = 0; b < B; b++) {
+    for (let i = 0; i < Q; i++) {
+      const order = perms?.[b];
+      const [l0, y0, x0] = pixelOf(order ? order[i] : i, dims.spatialShapes);
+      const [h0, w0] = dims.spatialShapes[l0];
+      for (let j = 0; j < HNP; j++) {
+        const x = (x0 + 0.5 + r.uniform(-0.5, 0.5)) / w0, y = (y0 + 0.5 + r.uniform(-0.5, 0.5)) / h0;
+        if (options.samplingLocationsLayout === 'BQHLP2') {
+          data[((b * Q + i) * HNP + j) * 2] = x;
+          data[((b * Q + i) * HNP + j) * 2 + 1] = y;
+        } else {
+          data[(2 * b * Q + i) * HNP + j] = x;
+          data[((2 * b + 1) * Q + i) * HNP + j] = y;
+        }
+      }
+    }
+  }
+  return data;
+}
 
 function makeCase(seed, options, dims = DIMS,
-  edges = [0, FORWARD_WINDOW - 1, FORWARD_WINDOW, 2 * FORWARD_WINDOW - 1, 2 * FORWARD_WINDOW, dims.Q - 1]) {
+  edges = [0, FORWARD_WINDOW - 1, FORWARD_WINDOW, 2 * FORWARD_WINDOW - 1, 2 * FORWARD_WINDOW, dims.Q - 1],
+  makeLocations = undefined) {
   const r = rng(seed);
   const s = shapesFor(dims, options);
   const { B, Q, H, P } = dims;
   const fill = (shape, lo, hi) => Float32Array.from({ length: count(shape) }, () => r.uniform(lo, hi));
   const value = fill(s.value, -1, 1);
-  const locations = fill(s.samplingLocations, -0.1, 1.1);
+  const locations = makeLocations ? makeLocations(r) : fill(s.samplingLocations, -0.1, 1.1);
   const weights = fill(s.attentionWeights, -0.5, 1);
   // Non-finite samples and weights on both sides of every window edge, in both batches.
   const perQuery = H * s.NL * P;
@@ -114,61 +154,128 @@ const streamLayout = (dims, L, NL, window) => [{
   output: window * dims.H * dims.C,
 }];
 
-test('the copying forward streams windows of queries: the bits of one kernel call, one batch\'s value and one window in the heap', async () => {
+// The windows streamForward uses for msda.forward(args), batch by batch.
+function windowsOf(args) {
+  const { problem, inputs } = problemFromTensors('forward', args, false);
+  return Array.from({ length: problem.batch },
+    (_, b) => forwardWindows(problem, inputs.samplingLocations, inputs.attentionWeights, b));
+}
+
+// Every query of the problem in exactly one window of at most `most` queries.
+function assertPartition(windows, Q, most, context) {
+  const seen = new Uint8Array(Q);
+  for (const ranges of windows) {
+    for (const [q0, q1] of ranges) for (let q = q0; q < q1; q++) seen[q]++;
+  }
+  assert.ok(seen.every((n) => n === 1), `${context}: every query in one window`);
+  assert.ok(largestWindow(windows) <= most, `${context}: windows of at most ${most} queries`);
+}
+
+test('queries that sample all over the image: windows in index order, the bits of one kernel call, one batch\'s value and one window in the heap', async () => {
   for (const simd of [true, false]) {
     const msda = await init({ simd });
     for (const [i, options] of OPTION_COMBOS.entries()) {
       const c = makeCase(700 + i, options);
       const want = preparedForward(msda, c);
+      const context = `simd ${simd}, ${JSON.stringify(options)}`;
+      // Locations uniform over the image: every block spans every band. One window a batch.
+      assert.deepEqual(windowsOf(c.args), Array(DIMS.B).fill([[[0, DIMS.Q]]]), context);
       const heap = msda.wasm.heapInUse();
       const { got, seen } = watchedForward(msda, c.args);
-      const context = `simd ${simd}, ${JSON.stringify(options)}`;
       assert.deepEqual(got.shape, [DIMS.B, DIMS.Q, DIMS.H * DIMS.C], context);
       assert.deepEqual(bits(got.data), bits(want), `${context}: the bits of one call over all queries`);
       const { L, NL } = shapesFor(DIMS, options);
-      assert.deepEqual(seen.layouts, streamLayout(DIMS, L, NL, FORWARD_WINDOW),
-        `${context}: one block, one batch's value and one window`);
-      assert.equal(seen.runs, DIMS.B * Math.ceil(DIMS.Q / FORWARD_WINDOW), `${context}: a kernel call per window`);
+      assert.deepEqual(seen.layouts, streamLayout(DIMS, L, NL, DIMS.Q), `${context}: one block, one batch's value and one window`);
+      assert.equal(seen.runs, DIMS.B, `${context}: a kernel call per window`);
       assert.equal(msda.wasm.heapInUse(), heap, `${context}: the block is freed`);
+      // Windows of 1024 (three a batch, the last partial; non-finite samples at their edges).
+      const { problem, inputs } = problemFromTensors('forward', c.args, false);
+      const small = watch(msda);
+      try {
+        const data = streamForward(msda._backend, problem, inputs, { window: FORWARD_WINDOW, scattered: FORWARD_WINDOW });
+        assert.deepEqual(bits(data), bits(want), `${context}, windows of ${FORWARD_WINDOW}: the bits of one call`);
+      } finally {
+        small.restore();
+      }
+      assert.deepEqual(small.seen.layouts, streamLayout(DIMS, L, NL, FORWARD_WINDOW), `${context}: windows of ${FORWARD_WINDOW}`);
+      assert.equal(small.seen.runs, DIMS.B * Math.ceil(DIMS.Q / FORWARD_WINDOW), `${context}: a kernel call per window`);
     }
   }
 });
 
-test('one query per pixel: the copying forward\'s windows are bands of rows of every level, with the bits of one kernel call', async () => {
-  // band k of 2 takes rows [20k, 20k + 20) of level 0, [10k, 10k + 10) of level 1, [5k, 5k + 5) of level 2
-  const problem = { numQueries: 1580, valueLength: 1580, spatialShapes: BANDED.spatialShapes, levelStartIndex: [0, 1200, 1500] };
-  assert.deepEqual(forwardWindows(problem), [
-    [[0, 600], [1200, 1350], [1500, 1540]],
-    [[600, 1200], [1350, 1500], [1540, 1580]],
-  ]);
-  // uneven bands (3 of 67 rows: rows 0-22, 23-44, 45-66); a level with fewer rows than bands is in some only
-  assert.deepEqual(forwardWindows({ numQueries: 2067, valueLength: 2067, spatialShapes: [[67, 30], [1, 57]],
-    levelStartIndex: [0, 2010] }), [
-    [[0, 690], [2010, 2067]],
-    [[690, 1350]],
-    [[1350, 2010]],
-  ]);
-  // a band wider than two windows (a 1 x 5000 level is one band): index order instead
-  assert.deepEqual(forwardWindows({ numQueries: 5004, valueLength: 5004, spatialShapes: [[1, 5000], [2, 2]],
-    levelStartIndex: [0, 5000] }), [[[0, 1024]], [[1024, 2048]], [[2048, 3072]], [[3072, 4096]], [[4096, 5004]]]);
+test('one query per pixel: the copying forward\'s windows are bands of the image over every level, from where the queries sample; shuffled, index order; the bits of one kernel call', async () => {
+  const perm = Array.from({ length: BANDED.Q }, (_, i) => i);
+  const shuffle = rng(4);
+  for (let i = perm.length - 1; i > 0; i--) {
+    const j = shuffle.int(0, i);
+    [perm[i], perm[j]] = [perm[j], perm[i]];
+  }
   for (const simd of [true, false]) {
     const msda = await init({ simd });
     for (const [i, options] of OPTION_COMBOS.entries()) {
-      const c = makeCase(900 + i, options, BANDED, BANDED_EDGES);
-      const want = preparedForward(msda, c);
-      const { got, seen } = watchedForward(msda, c.args);
-      const context = `simd ${simd}, ${JSON.stringify(options)}`;
-      assert.deepEqual(bits(got.data), bits(want), `${context}: the bits of one call over all queries`);
-      assert.deepEqual(seen.layouts, streamLayout(BANDED, 1580, 3, 790),
-        `${context}: one block, one batch's value and the largest window`);
-      assert.equal(seen.runs, BANDED.B * 2, `${context}: a kernel call per band`);
+      for (const order of ['pixel', 'shuffled']) {
+        const c = makeCase(900 + i, options, BANDED, BANDED_EDGES,
+          (r) => encoderLocations(r, BANDED, options, order === 'pixel' ? undefined : [perm, perm]));
+        const context = `simd ${simd}, ${JSON.stringify(options)}, ${order} order`;
+        const windows = windowsOf(c.args);
+        windows.forEach((w) => assertPartition(w, BANDED.Q, order === 'pixel' ? FORWARD_WINDOW : BANDED.Q, context));
+        if (order === 'pixel') {
+          for (const w of windows) {
+            // 2 windows, each the top or the bottom of the image on every level: blocks of 64
+            // queries copied in a few runs, not in index order (which would put level 1 in the
+            // second window only).
+            assert.equal(w.length, 2, context);
+            assert.ok(w.flat().length <= 2 * 8, `${context}: ${w.flat().length / 2} runs`);
+            const top = (q) => { const [l, y] = pixelOf(q, BANDED.spatialShapes); return y < BANDED.spatialShapes[l][0] / 2; };
+            for (const [k, ranges] of w.entries()) {
+              const levels = new Set(), sides = new Set();
+              for (const [q0, q1] of ranges) {
+                for (let q = q0; q < q1; q++) {
+                  levels.add(pixelOf(q, BANDED.spatialShapes)[0]);
+                  sides.add(top(q));
+                }
+              }
+              // Levels 0 and 1 in both (level 2's top rows share a block with level 1's bottom).
+              assert.ok(levels.has(0) && levels.has(1), `${context}, window ${k}: levels ${[...levels]}`);
+              assert.ok(ranges.every(([q0, q1]) => q1 - q0 >= BLOCK || q1 === BANDED.Q || [1200, 1500].includes(q1) || q0 % BLOCK === 0),
+                `${context}, window ${k}: runs of whole blocks`);
+              // Mostly one side: a block straddling the middle row goes with its mean.
+              let same = 0, n = 0;
+              for (const [q0, q1] of ranges) for (let q = q0; q < q1; q++) { n++; same += top(q) === (k === 0); }
+              assert.ok(same >= 0.85 * n, `${context}, window ${k}: ${same} of ${n} queries on its side of the image`);
+            }
+          }
+        } else {
+          assert.deepEqual(windows, Array(BANDED.B).fill([[[0, BANDED.Q]]]), `${context}: one window in index order`);
+        }
+        const want = preparedForward(msda, c);
+        const { got, seen } = watchedForward(msda, c.args);
+        assert.deepEqual(bits(got.data), bits(want), `${context}: the bits of one call over all queries`);
+        assert.deepEqual(seen.layouts, streamLayout(BANDED, 1580, 3, Math.max(...windows.map(largestWindow))),
+          `${context}: one block, one batch's value and the largest window`);
+        assert.equal(seen.runs, windows.reduce((n, w) => n + w.length, 0), `${context}: a kernel call per window`);
+      }
     }
   }
 });
 
-test('the largest window of 3 x 10^5 windows, without overflowing the stack (a forward within the wasm limits can have over 10^5: 120 M queries of one head, level, point and channel take 1.9 GB)', () => {
-  const windows = forwardWindows({ numQueries: 300000 * FORWARD_WINDOW - 5, valueLength: 1, spatialShapes: [[1, 1]], levelStartIndex: [0] });
-  assert.equal(windows.length, 300000);
+test('windows from where queries sample, batch by batch: one in pixel order, one shuffled; queries with no counted point go last', async () => {
+  const options = OPTION_COMBOS[0];
+  const shuffled = Array.from({ length: BANDED.Q }, (_, i) => (i * 677) % BANDED.Q);   // 677 is prime to 1580
+  const c = makeCase(31, options, BANDED, BANDED_EDGES, (r) => encoderLocations(r, BANDED, options, [null, shuffled]));
+  // Queries 0-63 of batch 0 with no counted point (weights 0): one block, walked after every band.
+  c.args.attentionWeights.data.fill(0, 0, 64 * BANDED.H * 3 * BANDED.P);
+  const windows = windowsOf(c.args);
+  assert.ok(windows[0].length >= 3, `batch 0: bands (${windows[0].length} windows)`);
+  assert.deepEqual(windows[0].at(-1), [[0, 64]], 'batch 0: the block of dead queries is the last window');
+  assertPartition(windows[0], BANDED.Q, FORWARD_WINDOW, 'batch 0');
+  assert.deepEqual(windows[1], [[[0, BANDED.Q]]], 'batch 1: one window in index order');
+  const msda = await init();
+  assert.deepEqual(bits(msda.forward(c.args).data), bits(preparedForward(msda, c)));
+});
+
+test('the largest window of 3 x 10^5 windows, without overflowing the stack (a forward within the wasm limits can have over 10^5)', () => {
+  const windows = Array.from({ length: 300000 }, (_, k) => [[k * FORWARD_WINDOW, (k + 1) * FORWARD_WINDOW - (k === 299999 ? 5 : 0)]]);
   assert.equal(largestWindow(windows), FORWARD_WINDOW);
   assert.equal(largestWindow(windows.slice(-1)), FORWARD_WINDOW - 5);
 });
