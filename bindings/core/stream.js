@@ -46,34 +46,45 @@ export function scatteredWindow(problem) {
 }
 
 /**
- * The y of the place of each query of batch b (NaN where it has no counted point), read from
- * the caller's arrays once each.
+ * The mean y of the places of each block of BLOCK queries of batch b, and their least and
+ * greatest y (NaN where no query of the block has a counted point), read from the caller's
+ * arrays once each. Per block, not per query: a forward may have 10^8 queries.
  */
-export function queryPlaces(problem, locations, weights, b) {
+export function blockPlaces(problem, locations, weights, b) {
   const { numQueries: Q, numHeads: H, numLevels: NL, numPoints: P } = problem;
   const planar = problem.samplingLocationsLayout === 'B2QHLP';
   const HNP = H * NL * P, points = Math.min(P, 4);
-  const ys = new Float64Array(Q);
-  for (let q = 0; q < Q; q++) {
-    // [B, Q, H, NL, P, 2]: (x, y) pairs; [B, 2, Q, H, NL, P]: the x plane, then the y plane.
-    const row = planar ? (2 * b * Q + q) * HNP : (b * Q + q) * HNP * 2;
-    const yAt = planar ? Q * HNP : 1, step = planar ? 1 : 2;
-    const w0 = (b * Q + q) * HNP;
-    let y = Number.NaN;
-    for (let l = 0; l < NL && Number.isNaN(y); l++) {
-      let sum = 0, n = 0;
-      for (let p = 0; p < points; p++) {
-        const at = row + (l * P + p) * step;
-        const px = locations[at], py = locations[at + yAt];
-        if (!(px >= 0 && px <= 1 && py >= 0 && py <= 1) || weights[w0 + l * P + p] === 0) continue;
-        sum += py;
-        n++;
+  // [B, Q, H, NL, P, 2]: (x, y) pairs; [B, 2, Q, H, NL, P]: the x plane, then the y plane.
+  const yAt = planar ? Q * HNP : 1, step = planar ? 1 : 2;
+  const blocks = Math.ceil(Q / BLOCK);
+  const mean = new Float64Array(blocks), low = new Float64Array(blocks), high = new Float64Array(blocks);
+  for (let k = 0; k < blocks; k++) {
+    let sum = 0, count = 0, least = Infinity, most = -Infinity;
+    for (let q = k * BLOCK; q < Math.min(Q, (k + 1) * BLOCK); q++) {
+      const row = planar ? (2 * b * Q + q) * HNP : (b * Q + q) * HNP * 2, w0 = (b * Q + q) * HNP;
+      for (let l = 0; l < NL; l++) {   // head 0's first level with a counted point
+        let ys = 0, n = 0;
+        for (let p = 0; p < points; p++) {
+          const at = row + (l * P + p) * step;
+          const px = locations[at], py = locations[at + yAt];
+          if (!(px >= 0 && px <= 1 && py >= 0 && py <= 1) || weights[w0 + l * P + p] === 0) continue;
+          ys += py;
+          n++;
+        }
+        if (n === 0) continue;
+        const y = ys / n;
+        sum += y;
+        count++;
+        least = Math.min(least, y);
+        most = Math.max(most, y);
+        break;
       }
-      if (n > 0) y = sum / n;
     }
-    ys[q] = y;
+    mean[k] = count > 0 ? sum / count : Number.NaN;
+    low[k] = count > 0 ? least : Number.NaN;
+    high[k] = count > 0 ? most : Number.NaN;
   }
-  return ys;
+  return { mean, low, high };
 }
 
 /**
@@ -88,35 +99,25 @@ export function forwardWindows(problem, locations, weights, b,
     if (Q > 0) windows.push([[0, Q]]);
     return windows;
   }
-  const ys = queryPlaces(problem, locations, weights, b);
-  const bands = Math.ceil(Q / sizes.window);
-  const band = (y) => Math.min(bands - 1, Math.floor(y * bands));
+  const { mean, low, high } = blockPlaces(problem, locations, weights, b);
+  const blocks = mean.length;
   let top = Infinity, bottom = -Infinity;
-  for (const y of ys) {
-    if (y < top) top = y;
-    if (y > bottom) bottom = y;
-  }
-  const blocks = Math.ceil(Q / BLOCK);
-  const keys = new Int32Array(blocks);
-  let ordered = 0;
   for (let k = 0; k < blocks; k++) {
-    let sum = 0, n = 0, low = Infinity, high = -Infinity;
-    for (let q = k * BLOCK; q < Math.min(Q, (k + 1) * BLOCK); q++) {
-      const y = ys[q];
-      if (Number.isNaN(y)) continue;
-      sum += y;
-      n++;
-      if (y < low) low = y;
-      if (y > high) high = y;
-    }
-    keys[k] = n > 0 ? band(sum / n) : bands;   // no counted point: last
-    if (n < 2 || 4 * (high - low) <= bottom - top) ordered++;
+    if (low[k] < top) top = low[k];
+    if (high[k] > bottom) bottom = high[k];
   }
+  let ordered = 0;
+  for (let k = 0; k < blocks; k++) if (!(4 * (high[k] - low[k]) > bottom - top)) ordered++;   // NaN: ordered
   if (4 * ordered < 3 * blocks) {
     for (let q = 0; q < Q; q += sizes.scattered) windows.push([[q, Math.min(Q, q + sizes.scattered)]]);
     return windows;
   }
   // Blocks band by band (a counting sort, in index order within a band), cut into windows.
+  const bands = Math.ceil(Q / sizes.window);
+  const keys = new Int32Array(blocks);
+  for (let k = 0; k < blocks; k++) {
+    keys[k] = Number.isNaN(mean[k]) ? bands : Math.min(bands - 1, Math.floor(mean[k] * bands));   // none counted: last
+  }
   const start = new Int32Array(bands + 2);
   for (let k = 0; k < blocks; k++) start[keys[k] + 1]++;
   for (let i = 0; i <= bands; i++) start[i + 1] += start[i];
