@@ -8,7 +8,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { init } from '../../bindings/index.js';
-import { BLOCK, FORWARD_WINDOW, forwardWindows, largestWindow, streamForward } from '../../bindings/core/stream.js';
+import {
+  BLOCK, FORWARD_WINDOW, forwardWindows, largestWindow, SCATTERED_WINDOW, scatteredWindow, streamForward,
+} from '../../bindings/core/stream.js';
 import { problemFromTensors } from '../../bindings/core/problem.js';
 import { OPTION_COMBOS, rng, shapesFor } from './helpers.js';
 
@@ -272,6 +274,16 @@ test('windows from where queries sample, batch by batch: one in pixel order, one
   assert.deepEqual(windows[1], [[[0, BANDED.Q]]], 'batch 1: one window in index order');
   const msda = await init();
   assert.deepEqual(bits(msda.forward(c.args).data), bits(preparedForward(msda, c)));
+});
+
+test('windows of a scattered order: up to 32,768 queries and 64 MiB of their tensors, never under 1,024', () => {
+  const dims = (H, C, NL, P) => ({ numHeads: H, channels: C, numLevels: NL, numPoints: P });
+  assert.equal(SCATTERED_WINDOW, 32768);
+  assert.equal(scatteredWindow(dims(1, 1, 1, 1)), 32768);   // 16 bytes a query
+  // the encoder: 4 (128 x 3 + 256) = 2,560 bytes a query, so its 22,223 queries are one window
+  assert.equal(scatteredWindow(dims(8, 32, 4, 4)), 26214);
+  // 64 heads, 8 levels, 16 points, 64 channels: 114,688 bytes a query, 585 in 64 MiB
+  assert.equal(scatteredWindow(dims(64, 64, 8, 16)), FORWARD_WINDOW);
 });
 
 test('the largest window of 3 x 10^5 windows, without overflowing the stack (a forward within the wasm limits can have over 10^5)', () => {
