@@ -17,13 +17,13 @@ import { part } from './typed.js';
 // `bands` = ceil(N_q / FORWARD_WINDOW) horizontal bands. Copies go by runs of consecutive
 // queries, so they are made per block of BLOCK queries: a block's key is the band of its queries'
 // mean place.
-//   - Where the blocks are ordered (in 3 of 4 blocks the queries' places span at most a quarter of
-//     what all places span: one query per pixel in pixel order, proposals sorted by position;
-//     shuffled, each block spans nearly all of it), each band's blocks are a
-//     window (cut at FORWARD_WINDOW queries where a band has more): rows of every level around
-//     the same part of the image, whose value rows stay in cache from one window to the next (index
-//     order would sweep the image once per level; the encoder's copying forward measured 40 %
-//     over a prepared call that way).
+//   - Where the blocks are ordered (in 3 of 4 blocks the queries' places span at most a quarter
+//     of what all places span: one query per pixel in pixel order, proposals sorted by position;
+//     shuffled, each block spans nearly all of it), each band's blocks are a window (cut at
+//     FORWARD_WINDOW queries where a band has more): rows of every level around the same part
+//     of the image, whose value rows stay in cache from one window to the next (index order
+//     would sweep the image once per level; the encoder's copying forward measured 40 % over a
+//     prepared call that way).
 //   - Otherwise (queries in a shuffled order, a two-stage model's proposals in score order), a
 //     block holds queries from all over the image, and gathering them one by one costs more than
 //     the cache saves (a JS copy per query: 9.7 ms for the encoder, against 1.7 ms for whole
