@@ -3,20 +3,10 @@
 // back without yielding to the event loop (so no worker's exit event is delivered between them),
 // each one's outcome printed: same bits as one thread, or the Error's message.
 import { init } from '../../bindings/index.js';
-import { rng } from './helpers.js';
+import { poolCase } from './helpers.js';
 
 const calls = Number(process.argv[2] ?? 3);
-const r = rng(5);
-const B = 1, Q = 1500, H = 3, C = 8, P = 4, spatialShapes = [[30, 40], [15, 20], [7, 9]];   // 3 parts at 3 threads
-const NL = spatialShapes.length, L = spatialShapes.reduce((s, [h, w]) => s + h * w, 0);
-const fill = (n, lo, hi) => Float32Array.from({ length: n }, () => r.uniform(lo, hi));
-const args = {
-  value: { data: fill(B * L * H * C, -1, 1), shape: [B, L, H, C] },
-  spatialShapes,
-  samplingLocations: { data: fill(B * Q * H * NL * P * 2, -0.1, 1.1), shape: [B, Q, H, NL, P, 2] },
-  attentionWeights: { data: fill(B * Q * H * NL * P, 0, 1), shape: [B, Q, H, NL, P] },
-};
-const gradOutput = { data: fill(B * Q * H * C, -1, 1), shape: [B, Q, H * C] };
+const { args, gradOutput } = poolCase(5);   // 3 parts at 3 threads
 const one = await init({ simd: true });
 const pool3 = await init({ threads: 3 });
 const want = { output: one.forward(args).data,

@@ -5,25 +5,11 @@
 // the call fails with an Error naming the worker. Later calls run on the calling thread (same bits).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { runDelayedChild } from './helpers.js';
 
-// Resolves with the child's JSON line, or { hung: true } when it does not finish in time.
-function runStopped(spec, calls, timeoutMs = 30000) {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [new URL('./hardening3-threads-child.js', import.meta.url).pathname, String(calls)],
-      { env: { ...process.env, MSDA_TEST_THREAD_DELAYS: spec }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '', err = '';
-    child.stdout.on('data', (d) => { out += d; });
-    child.stderr.on('data', (d) => { err += d; });
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      if (signal === 'SIGKILL') resolve({ hung: true });
-      else if (code !== 0) resolve({ crashed: `exit ${code}: ${err.trim().split('\n').slice(-3).join(' | ')}` });
-      else resolve(JSON.parse(out.trim().split('\n').pop()));
-    });
-  });
-}
+// tests/js/hardening3-threads-child.js with MSDA_TEST_THREAD_DELAYS = spec.
+const runStopped = (spec, calls, timeoutMs = 30000) =>
+  runDelayedChild(new URL('./hardening3-threads-child.js', import.meta.url), spec, calls, timeoutMs);
 
 const STOPPED = /^Error: forward: threads is 3: a worker thread failed, expected every worker to finish its part: worker 1 took its part of the call and did not finish it within \d+ ms \(it stopped or hangs\) \(MSDA_ERR_THREADS\)$/;
 

@@ -1,6 +1,7 @@
 // Shared by the JS suites: a seeded RNG, random problems that include the awkward shapes, and a
 // tolerance check whose failure message names the seed, the tensor and the worst element.
 
+import { spawn } from 'node:child_process';
 import { init, initNative } from '../../bindings/index.js';
 
 export const OPTION_COMBOS = [];
@@ -116,4 +117,46 @@ export async function backends() {
     'wasm-scalar': await init({ simd: false }),
     native: await initNative(),
   };
+}
+
+/**
+ * The thread-protocol children's problem (threads-protocol-child.js, hardening3-threads-child.js):
+ * 1,500 queries on 3 levels, so forward and backward split into one part per thread at 3 threads.
+ */
+export function poolCase(seed) {
+  const r = rng(seed);
+  const B = 1, Q = 1500, H = 3, C = 8, P = 4, spatialShapes = [[30, 40], [15, 20], [7, 9]];
+  const NL = spatialShapes.length, L = spatialShapes.reduce((s, [h, w]) => s + h * w, 0);
+  const fill = (n, lo, hi) => Float32Array.from({ length: n }, () => r.uniform(lo, hi));
+  return {
+    args: {
+      value: { data: fill(B * L * H * C, -1, 1), shape: [B, L, H, C] },
+      spatialShapes,
+      samplingLocations: { data: fill(B * Q * H * NL * P * 2, -0.1, 1.1), shape: [B, Q, H, NL, P, 2] },
+      attentionWeights: { data: fill(B * Q * H * NL * P, 0, 1), shape: [B, Q, H, NL, P] },
+    },
+    gradOutput: { data: fill(B * Q * H * C, -1, 1), shape: [B, Q, H * C] },
+  };
+}
+
+/**
+ * Runs the child script `url` (`calls` as its argument) with MSDA_TEST_THREAD_DELAYS = spec;
+ * resolves with its last line parsed as JSON, { hung: true } when it does not finish within
+ * timeoutMs, or { crashed } when it exits otherwise.
+ */
+export function runDelayedChild(url, spec, calls, timeoutMs) {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [url.pathname, String(calls)],
+      { env: { ...process.env, MSDA_TEST_THREAD_DELAYS: spec }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '', err = '';
+    child.stdout.on('data', (d) => { out += d; });
+    child.stderr.on('data', (d) => { err += d; });
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      if (signal === 'SIGKILL') resolve({ hung: true });
+      else if (code !== 0) resolve({ crashed: `exit ${code}: ${err.trim().split('\n').slice(-3).join(' | ')}` });
+      else resolve(JSON.parse(out.trim().split('\n').pop()));
+    });
+  });
 }

@@ -4,20 +4,10 @@
 // parts the pool ran counted call by call. Prints one JSON line; a protocol that hangs is
 // caught by the parent's timeout.
 import { init } from '../../bindings/index.js';
-import { rng } from './helpers.js';
+import { poolCase } from './helpers.js';
 
 const calls = Number(process.argv[2] ?? 40);
-const r = rng(3);
-const B = 1, Q = 1500, H = 3, C = 8, P = 4, spatialShapes = [[30, 40], [15, 20], [7, 9]];
-const NL = spatialShapes.length, L = spatialShapes.reduce((s, [h, w]) => s + h * w, 0);
-const fill = (n, lo, hi) => Float32Array.from({ length: n }, () => r.uniform(lo, hi));
-const args = {
-  value: { data: fill(B * L * H * C, -1, 1), shape: [B, L, H, C] },
-  spatialShapes,
-  samplingLocations: { data: fill(B * Q * H * NL * P * 2, -0.1, 1.1), shape: [B, Q, H, NL, P, 2] },
-  attentionWeights: { data: fill(B * Q * H * NL * P, 0, 1), shape: [B, Q, H, NL, P] },
-};
-const gradOutput = { data: fill(B * Q * H * C, -1, 1), shape: [B, Q, H * C] };
+const { args, gradOutput } = poolCase(3);
 
 const one = await init({ simd: true });
 const pool3 = await init({ threads: 3 });

@@ -5,13 +5,13 @@
 // the worker protocol holds with delays injected at each of its steps.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { init, initNative } from '../../bindings/index.js';
 import { resolveThreads } from '../../bindings/wasm/threads.js';
 import { referenceForward } from '../../bindings/reference.js';
-import { assertClose, rng } from './helpers.js';
+import { assertClose, rng, runDelayedChild } from './helpers.js';
 
 const GRADS = ['gradValue', 'gradSamplingLocations', 'gradAttentionWeights'];
 
@@ -309,24 +309,9 @@ test('a Node process that used threads exits by itself', () => {
   assert.equal(first, 1);
 });
 
-// Runs tests/js/threads-protocol-child.js with MSDA_TEST_THREAD_DELAYS = spec; resolves with its
-// JSON line, or with { hung: true } when it does not finish in time.
-function runDelayed(spec, calls, timeoutMs) {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [new URL('./threads-protocol-child.js', import.meta.url).pathname, String(calls)],
-      { env: { ...process.env, MSDA_TEST_THREAD_DELAYS: spec }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '', err = '';
-    child.stdout.on('data', (d) => { out += d; });
-    child.stderr.on('data', (d) => { err += d; });
-    const timer = setTimeout(() => { child.kill('SIGKILL'); }, timeoutMs);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      if (signal === 'SIGKILL') resolve({ hung: true });
-      else if (code !== 0) resolve({ crashed: `exit ${code}: ${err.trim().split('\n').slice(-3).join(' | ')}` });
-      else resolve(JSON.parse(out.trim().split('\n').pop()));
-    });
-  });
-}
+// tests/js/threads-protocol-child.js with MSDA_TEST_THREAD_DELAYS = spec.
+const runDelayed = (spec, calls, timeoutMs) =>
+  runDelayedChild(new URL('./threads-protocol-child.js', import.meta.url), spec, calls, timeoutMs);
 
 test('wasm threads protocol: delays injected at every step, one worker or all, many calls: no hang, no part run twice, same bits', async () => {
   // "a/b" cycles: a worker sleeps a ms on one call and not on the next, so it can fall a call
