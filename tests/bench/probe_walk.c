@@ -174,7 +174,7 @@ static void replay(const msda_plan *p, const msda_tensors *t, int backward, v4 *
             const int64_t left = p->num_queries - q0;
             const int n = (int)(left < MSDA_ORDER_CHUNK ? left : MSDA_ORDER_CHUNK);
             sample_order(p, t, &sg, b, q0, n, order);
-            const int fetch = backward || fetch_walk(p, order, n, MSDA_FORWARD_STRIP);
+            const int fetch = backward || fetch_walk(&sg, order, n);
             for (int i = 0; i < n; i++) {
                 if (fetch && i + 1 < n) fetch_query(&fa, p, t, b, q0 + (order[i + 1] & MSDA_ORDER_INDEX), backward);
                 for (int64_t h = 0; h < p->num_heads; h++)
