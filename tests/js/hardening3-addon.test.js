@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { init } from '../../bindings/node.js';
-import { serializeNpy } from '../../bindings/npy.js';
+import { writeTinyCase } from './helpers.js';
 
 const repo = (p) => fileURLToPath(new URL(`../../${p}`, import.meta.url));
 const ADDON = repo('build/native/msda.node');
@@ -66,19 +66,9 @@ function packageWithCutPrebuild(n) {
   return pkg;
 }
 
-function writeCase(dir) {
-  mkdirSync(dir, { recursive: true });
-  const w = (name, t) => writeFileSync(`${dir}/${name}.npy`, serializeNpy(t));
-  w('value', { data: Float32Array.from({ length: 12 }, (_, i) => i / 7), shape: [1, 6, 1, 2] });
-  w('spatial_shapes', { data: BigInt64Array.from([2n, 3n]), shape: [1, 2] });
-  w('level_start_index', { data: BigInt64Array.from([0n]), shape: [1] });
-  w('sampling_locations', { data: Float32Array.from([0.3, 0.6, 0.9, 0.1]), shape: [1, 2, 1, 1, 1, 2] });
-  w('attention_weights', { data: Float32Array.from([0.5, 2]), shape: [1, 2, 1, 1, 1] });
-}
-
 test('a truncated prebuilt addon: init({ backend: \'auto\' }) and `msda crosscheck` fall back to wasm / the float64 reference', () => {
   const dir = `${root}/case`;
-  writeCase(dir);
+  writeTinyCase(dir);
   for (const n of [1000, 200000]) {
     const pkg = packageWithCutPrebuild(n);
     const entry = new URL(`file://${pkg}/bindings/node.js`).href;

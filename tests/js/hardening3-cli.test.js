@@ -6,33 +6,23 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, ftruncateSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { npyHeader, serializeNpy } from '../../bindings/npy.js';
+import { npyHeader } from '../../bindings/npy.js';
+import { writeTinyCase } from './helpers.js';
 
 const CLI = fileURLToPath(new URL('../../bindings/cli.js', import.meta.url));
 let root;
 before(() => { root = mkdtempSync(`${tmpdir()}/msda-h3-cli-`); });
 after(() => rmSync(root, { recursive: true, force: true }));
 
-function writeCase(dir) {
-  mkdirSync(dir, { recursive: true });
-  const w = (name, t) => writeFileSync(`${dir}/${name}.npy`, serializeNpy(t));
-  w('value', { data: Float32Array.from({ length: 12 }, (_, i) => i / 7), shape: [1, 6, 1, 2] });
-  w('spatial_shapes', { data: BigInt64Array.from([2n, 3n]), shape: [1, 2] });
-  w('level_start_index', { data: BigInt64Array.from([0n]), shape: [1] });
-  w('sampling_locations', { data: Float32Array.from([0.3, 0.6, 0.9, 0.1]), shape: [1, 2, 1, 1, 1, 2] });
-  w('attention_weights', { data: Float32Array.from([0.5, 2]), shape: [1, 2, 1, 1, 1] });
-  w('grad_output', { data: Float32Array.from([1, -1, 0.5, 2]), shape: [1, 2, 2] });
-}
-
 const bin = (args, env = {}) => spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...process.env, ...env } });
 const NATIVE = fileURLToPath(new URL('../../build/native/msda', import.meta.url));
 
 test('crosscheck --expect DIR: a dangling symlink among the expected outputs is refused (exit 2), as under --in', () => {
   const dir = `${root}/case`;
-  writeCase(dir);
+  writeTinyCase(dir);
   const out = `${root}/out`;
   assert.equal(bin(['backward', '--in', dir, '--out', out]).status, 0);
   assert.equal(bin(['forward', '--in', dir, '--out', out]).status, 0);
@@ -52,7 +42,7 @@ test('crosscheck --expect DIR: a dangling symlink among the expected outputs is 
 
 test('crosscheck into a closed pipe: no stack trace, nothing on stderr, the verdict\'s exit status', async () => {
   const dir = `${root}/pipe-case`;
-  writeCase(dir);
+  writeTinyCase(dir);
   for (const [args, status] of [[['crosscheck', '--in', dir], 0], [['--help'], 0]]) {
     const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout.destroy();   // the reader is gone before the first line is written
@@ -66,7 +56,7 @@ test('crosscheck into a closed pipe: no stack trace, nothing on stderr, the verd
 
 test('a .npy over 4 GiB is judged, not refused for memory: a truncated one is exit 2 with the native CLI\'s words (sparse file, not read)', () => {
   const dir = `${root}/huge`;
-  writeCase(dir);
+  writeTinyCase(dir);
   // (1, 268435457, 1, 4) float32 needs 4 GiB + 16 bytes; the file has 4 GiB of data after its header.
   const header = npyHeader('<f4', [1, 268435457, 1, 4]);
   const fd = openSync(`${dir}/value.npy`, 'w');
@@ -87,7 +77,7 @@ test('a .npy over 4 GiB is judged, not refused for memory: a truncated one is ex
 
 test('reading in parts (MSDA_TEST_NPY_PARTS: every file, 7 bytes at a time) gives the same outputs, and every bad file the same words and status as the native CLI', () => {
   const dir = `${root}/parts`;
-  writeCase(dir);
+  writeTinyCase(dir);
   const parts = { MSDA_TEST_NPY_PARTS: '0,7' };
   for (const command of ['forward', 'backward']) {
     const whole = bin([command, '--in', dir, '--out', `${root}/parts-whole-${command}`]);

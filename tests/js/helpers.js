@@ -2,7 +2,9 @@
 // tolerance check whose failure message names the seed, the tensor and the worst element.
 
 import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { init, initNative } from '../../bindings/index.js';
+import { serializeNpy } from '../../bindings/npy.js';
 
 export const OPTION_COMBOS = [];
 for (const valueLayout of ['BLNC', 'BNLC']) {
@@ -159,4 +161,16 @@ export function runDelayedChild(url, spec, calls, timeoutMs) {
       else resolve(JSON.parse(out.trim().split('\n').pop()));
     });
   });
+}
+
+/** A tiny .npy case in `dir` (one 2 x 3 level, 2 queries, grad_output too), for the CLI tests. */
+export function writeTinyCase(dir) {
+  mkdirSync(dir, { recursive: true });
+  const w = (name, t) => writeFileSync(`${dir}/${name}.npy`, serializeNpy(t));
+  w('value', { data: Float32Array.from({ length: 12 }, (_, i) => i / 7), shape: [1, 6, 1, 2] });
+  w('spatial_shapes', { data: BigInt64Array.from([2n, 3n]), shape: [1, 2] });
+  w('level_start_index', { data: BigInt64Array.from([0n]), shape: [1] });
+  w('sampling_locations', { data: Float32Array.from([0.3, 0.6, 0.9, 0.1]), shape: [1, 2, 1, 1, 1, 2] });
+  w('attention_weights', { data: Float32Array.from([0.5, 2]), shape: [1, 2, 1, 1, 1] });
+  w('grad_output', { data: Float32Array.from([1, -1, 0.5, 2]), shape: [1, 2, 2] });
 }
