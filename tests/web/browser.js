@@ -1,10 +1,11 @@
 // Shared by the browser tests and the screenshot script: serve the repository on a free port
 // and drive Debian's Chromium through playwright-core (never a downloaded browser).
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
-import { startServer } from '../../web/serve.js';
+import { resolveRequest, startServer } from '../../web/serve.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const SCREENSHOTS = path.join(ROOT, 'build', 'screenshots');
@@ -56,4 +57,30 @@ export const NO_ADAPTER = 'No available adapters.';
 export function screenshotPath(name) {
   fs.mkdirSync(SCREENSHOTS, { recursive: true });
   return path.join(SCREENSHOTS, name);
+}
+
+const TYPES = { '.js': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html' };
+
+// A server for a test's own page: `bodies` maps a path to its text, `files` a path to a file
+// under ROOT (node_modules' bundles), every other path as `make demo` serves it (web/serve.js).
+// Resolves with { server, base }.
+export async function servePages({ bodies = {}, files = {} } = {}) {
+  const server = http.createServer((req, res) => {
+    const url = (req.url || '/').split('?')[0];
+    if (Object.hasOwn(bodies, url)) {
+      res.writeHead(200, { 'Content-Type': TYPES[path.extname(url)] });
+      res.end(bodies[url]);
+      return;
+    }
+    const file = Object.hasOwn(files, url) ? path.join(ROOT, files[url]) : resolveRequest(url);
+    if (file === null || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
+      res.writeHead(404);
+      res.end();
+      return;
+    }
+    res.writeHead(200, { 'Content-Type': TYPES[path.extname(file)] || 'application/octet-stream' });
+    fs.createReadStream(file).pipe(res);
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  return { server, base: `http://127.0.0.1:${server.address().port}` };
 }

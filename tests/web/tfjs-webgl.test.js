@@ -9,17 +9,13 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import http from 'node:http';
-import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { init } from '../../bindings/index.js';
-import { resolveRequest } from '../../web/serve.js';
-import { CHROMIUM, ROOT } from './browser.js';
+import { CHROMIUM, servePages } from './browser.js';
 
 // No --disable-gpu: WebGL runs on ANGLE's SwiftShader (Vulkan on the CPU).
 const ARGS = ['--headless', '--no-sandbox', '--use-angle=swiftshader', '--enable-unsafe-swiftshader',
   '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
-const TYPES = { '.js': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html' };
 const TFJS = {
   '/node_modules/@tensorflow/tfjs-core/dist/tf-core.fesm.js': 'node_modules/@tensorflow/tfjs-core/dist/tf-core.fesm.js',
   '/node_modules/@tensorflow/tfjs-backend-webgl/dist/tf-backend-webgl.fesm.js': 'node_modules/@tensorflow/tfjs-backend-webgl/dist/tf-backend-webgl.fesm.js',
@@ -104,26 +100,7 @@ try {
 let server, base, browser;
 
 before(async () => {
-  server = http.createServer((req, res) => {
-    const url = (req.url || '/').split('?')[0];
-    let file = null;
-    if (url === '/page.html') {
-      res.writeHead(200, { 'Content-Type': 'text/html' });
-      res.end(PAGE);
-      return;
-    }
-    if (Object.hasOwn(TFJS, url)) file = path.join(ROOT, TFJS[url]);
-    else file = resolveRequest(url); // web/, bindings/ and dist/, as `make demo` serves them
-    if (file === null || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
-      res.writeHead(404);
-      res.end();
-      return;
-    }
-    res.writeHead(200, { 'Content-Type': TYPES[path.extname(file)] || 'application/octet-stream' });
-    fs.createReadStream(file).pipe(res);
-  });
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  base = `http://127.0.0.1:${server.address().port}`;
+  ({ server, base } = await servePages({ bodies: { '/page.html': PAGE }, files: TFJS }));
   if (!fs.existsSync(CHROMIUM)) throw new Error(`Chromium not found at ${CHROMIUM} (make setup installs Debian's chromium)`);
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
 });

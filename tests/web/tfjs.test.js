@@ -5,16 +5,12 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import http from 'node:http';
-import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { init } from '../../bindings/index.js';
-import { resolveRequest } from '../../web/serve.js';
-import { CHROMIUM, ROOT } from './browser.js';
+import { CHROMIUM, servePages } from './browser.js';
 
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
   '--disable-component-update', '--disable-sync', '--no-first-run'];
-const TYPES = { '.js': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html' };
 const TFJS = {
   '/node_modules/@tensorflow/tfjs-core/dist/tf-core.fesm.js': 'node_modules/@tensorflow/tfjs-core/dist/tf-core.fesm.js',
   '/node_modules/@tensorflow/tfjs-backend-cpu/dist/tf-backend-cpu.fesm.js': 'node_modules/@tensorflow/tfjs-backend-cpu/dist/tf-backend-cpu.fesm.js',
@@ -97,28 +93,7 @@ try {
 let server, base, browser;
 
 before(async () => {
-  server = http.createServer((req, res) => {
-    const url = (req.url || '/').split('?')[0];
-    let file = null, body = null;
-    if (url === '/page.html') body = PAGE;
-    else if (url === '/seedrandom.js') body = SEEDRANDOM_STUB;
-    else if (Object.hasOwn(TFJS, url)) file = path.join(ROOT, TFJS[url]);
-    else file = resolveRequest(url); // web/, bindings/ and dist/, as `make demo` serves them
-    if (body !== null) {
-      res.writeHead(200, { 'Content-Type': TYPES[path.extname(url)] });
-      res.end(body);
-      return;
-    }
-    if (file === null || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
-      res.writeHead(404);
-      res.end();
-      return;
-    }
-    res.writeHead(200, { 'Content-Type': TYPES[path.extname(file)] || 'application/octet-stream' });
-    fs.createReadStream(file).pipe(res);
-  });
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  base = `http://127.0.0.1:${server.address().port}`;
+  ({ server, base } = await servePages({ bodies: { '/page.html': PAGE, '/seedrandom.js': SEEDRANDOM_STUB }, files: TFJS }));
   if (!fs.existsSync(CHROMIUM)) throw new Error(`Chromium not found at ${CHROMIUM} (make setup installs Debian's chromium)`);
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
 });
