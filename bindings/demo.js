@@ -1,7 +1,7 @@
-// msda demo: serves the interactive page (web/) from this package with web/serve.js, on
+// msda demo: serves the interactive page (web/) from this package with node/serve.js, on
 // 127.0.0.1 unless another host is asked for, cross-origin isolated so the wasm threads run.
 // bindings/cli.js dispatches `msda demo ...` here; the server runs until SIGINT or SIGTERM.
-import { startServer, missingFiles } from '../web/serve.js';
+import { startServer, missingFiles } from './node/serve.js';
 
 export const DEMO_USAGE = `usage: msda demo [--port N] [--host H]
 

@@ -110,7 +110,7 @@ const platform = {
   readFileSync: readFileSyncAt,
   hardwareThreads: () => (typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length || 1),
   startThreadsWorker,
-  loadNative: async (addonPath) => (await import('./native.js')).loadNative(addonPath),
+  loadNative: async (addonPath) => (await import('./node/addon.js')).loadNative(addonPath),
   initWebGPU: async (options) => {
     const [{ initWebGPU }, { nodeGpu }] = await Promise.all([import('./webgpu/backend.js'), import('./webgpu/node-gpu.js')]);
     return initWebGPU({ ...options, defaultGpu: nodeGpu });

@@ -26,7 +26,7 @@ import { init, initSync, Msda } from 'ms-deform-attn';
 import { fmtShape as fmt, positiveInteger, readArgs, readLevelStartIndex, readOptions as readCoreOptions,
   readSpatialShapes } from './core/args.js';
 import { typedArrayKind, typedArrayLength } from './core/typed.js';
-import { describe } from './wasm/loader.js';
+import { describe } from './core/errors.js';
 import { MsdaWebGPU } from './webgpu/backend.js';
 import { isTfjsWebGPU, runOnTfjsWebGPU } from './webgpu/tfjs.js';
 

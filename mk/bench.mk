@@ -1,4 +1,4 @@
-# Benchmark: `make bench` builds what it measures and runs tests/bench.js and tests/bench/isa.js
+# Benchmark: `make bench` builds what it measures and runs tests/bench/bench.js and tests/bench/isa.js
 # (the tables; add BENCH_ARGS=--json for JSON lines). `make kernel-bench` is the C microbenchmark of the kernels
 # alone (native, wasm SIMD, wasm scalar), for tuning without the JS layer; its output hashes
 # must agree across the three builds (BENCH_ARGS="--config encoder --repeats 3", etc.).
@@ -52,7 +52,7 @@ bench-build: native wasm $(BENCH)/limit_probe.js $(BENCH)/limit_probe $(BENCH)/k
 # bench.js: the backends through the JS API; then isa.js: the native kernels on every ISA this
 # CPU has, each against its own probe (and wasm SIMD against the wasm probe), in one run.
 bench: bench-build
-	node tests/bench.js $(BENCH_ARGS)
+	node tests/bench/bench.js $(BENCH_ARGS)
 	node tests/bench/isa.js $(BENCH_ARGS)
 
 # C microbenchmark: the same configs through the C API; prints a hash of the outputs so the

@@ -2,7 +2,6 @@
 #include "internal.h"
 #include "threads.h"
 
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,31 +15,6 @@ void msda_problem_init(msda_problem *problem)
     problem->align_corners = 0;
     problem->padding = MSDA_PADDING_ZEROS;
     problem->threads = 1;
-}
-
-const char *msda_status_string(msda_status status)
-{
-    switch (status) {
-    case MSDA_OK: return "MSDA_OK";
-    case MSDA_ERR_NULL_POINTER: return "MSDA_ERR_NULL_POINTER";
-    case MSDA_ERR_INVALID_SIZE: return "MSDA_ERR_INVALID_SIZE";
-    case MSDA_ERR_SHAPE_MISMATCH: return "MSDA_ERR_SHAPE_MISMATCH";
-    case MSDA_ERR_INVALID_OPTION: return "MSDA_ERR_INVALID_OPTION";
-    case MSDA_ERR_OVERFLOW: return "MSDA_ERR_OVERFLOW";
-    case MSDA_ERR_OVERLAP: return "MSDA_ERR_OVERLAP";
-    case MSDA_ERR_THREADS: return "MSDA_ERR_THREADS";
-    }
-    return "MSDA_UNKNOWN_STATUS";
-}
-
-void msda__set_error(msda_error *err, msda_status status, const char *fmt, ...)
-{
-    if (!err) return;
-    err->status = status;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
-    va_end(ap);
 }
 
 static int mul_ok(int64_t a, int64_t b, int64_t *out)

@@ -2,7 +2,8 @@
 // problem whose tensors live in the backend across calls).
 // Part of bindings/core/: environment-neutral code (no fetch, fs, workers or addon here).
 
-import { describe, WASM_MAX_BYTES } from '../wasm/loader.js';
+import { WASM_MAX_BYTES } from '../wasm/loader.js';
+import { describe } from './errors.js';
 import { callError } from './errors.js';
 import { DESC, elementsOf, exactElementsOf, exactWasmBytes, OUTPUTS, problemFromOptions, problemFromTensors, TENSORS } from './problem.js';
 import { streamForward } from './stream.js';

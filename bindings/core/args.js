@@ -4,7 +4,7 @@
 // validate through these functions.
 // Part of bindings/core/: environment-neutral code (no fetch, fs, workers or addon here).
 
-import { describe } from '../wasm/loader.js';
+import { describe } from './errors.js';
 import { widenHalf } from './half.js';
 import { copyItems, listLength, typedArrayBuffer, typedArrayByteOffset, typedArrayKind, typedArrayLength } from './typed.js';
 

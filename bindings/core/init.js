@@ -4,14 +4,25 @@
 // `platform` (createApi).
 // Part of bindings/core/: environment-neutral code (no fetch, fs, workers or addon here).
 
-import { describe, loadWasm, loadWasmSync, simdSupported } from '../wasm/loader.js';
-import { checkThreadsOption, loadThreadedWasm, resolveThreads } from '../wasm/threads.js';
+import { loadWasm, loadWasmSync, simdSupported } from '../wasm/loader.js';
+import { loadThreadedWasm, resolveThreads } from '../wasm/threads.js';
 import { Msda } from './api.js';
+import { describe } from './errors.js';
 
 const INIT_KEYS = ['simd', 'wasmBinary', 'module', 'backend', 'addonPath', 'threads', 'wasmPaths', 'gpu', 'device'];
 
-/** The `.code` of the Error thrown when the native addon cannot be used here (native.js). */
+/** The `.code` of the Error thrown when the native addon cannot be used here (node/addon.js). */
 export const NATIVE_UNAVAILABLE = 'MSDA_NATIVE_UNAVAILABLE';
+
+/** Checks init's `threads` option: undefined, 'auto' or a positive integer; throws otherwise. */
+export function checkThreadsOption(threads) {
+  if (threads === undefined || threads === 'auto') return threads;
+  if (typeof threads !== 'number' || !Number.isInteger(threads)) {
+    throw new TypeError(`init: threads is ${describe(threads)}, expected a positive integer or 'auto'`);
+  }
+  if (threads < 1) throw new RangeError(`init: threads is ${threads}, expected an integer >= 1 or 'auto'`);
+  return threads;
+}
 
 /** The files wasmPaths may place: the three modules, the threads' worker script and
  *  initWorker's worker (dist/msda-worker.js, remote-worker.js bundled on its own). */

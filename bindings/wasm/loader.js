@@ -70,20 +70,14 @@ export async function fetchChecked(url) {
 /**
  * Instantiates the module: `module` (a WebAssembly.Module) or `wasmBinary` (bytes) when given,
  * otherwise what `source()` gives (the entry's platform reads or fetches the file). Returns a
- * WasmBackend.
+ * WasmBackend. init (core/init.js) has checked `module` and `wasmBinary`.
  */
 export async function loadWasm({ wasmBinary, module, source }) {
   const imports = { env: { emscripten_notify_memory_growth() {} } };
   let instance;
   if (module !== undefined) {
-    if (!(module instanceof WebAssembly.Module)) {
-      throw new TypeError(`init: module is ${describe(module)}, expected a WebAssembly.Module`);
-    }
     instance = await WebAssembly.instantiate(module, imports);
   } else if (wasmBinary !== undefined) {
-    if (!(wasmBinary instanceof ArrayBuffer || ArrayBuffer.isView(wasmBinary))) {
-      throw new TypeError(`init: wasmBinary is ${describe(wasmBinary)}, expected an ArrayBuffer or Uint8Array`);
-    }
     ({ instance } = await WebAssembly.instantiate(wasmBinary, imports));
   } else {
     ({ instance } = await instantiateSource(await source(), imports));
@@ -98,15 +92,6 @@ export function loadWasmSync(bytes) {
   const instance = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { emscripten_notify_memory_growth() {} } });
   instance.exports._initialize();
   return new WasmBackend(instance);
-}
-
-export function describe(x) {
-  if (x === null) return 'null';
-  if (x === undefined) return 'missing';
-  if (Array.isArray(x)) return 'an Array';
-  if (typeof x === 'object' || typeof x === 'function') return (x.constructor && x.constructor.name) || typeof x;
-  if (typeof x === 'string') return `the string ${JSON.stringify(x)}`;
-  return `${typeof x} ${String(x)}`;
 }
 
 const textDecoder = new TextDecoder();

@@ -18,7 +18,7 @@ import {
   WORKER_PARTS,
 } from './control.js';
 import { sleeper } from './delays.js';
-import { compileSource, describe, simdSupported, WasmBackend } from './loader.js';
+import { compileSource, simdSupported, WasmBackend } from './loader.js';
 
 /** Most threads a wasm backend starts (the native pool's limit too). */
 export const MAX_THREADS = 64;
@@ -44,16 +44,6 @@ const canBlock = isNode || (typeof WorkerGlobalScope !== 'undefined' && globalTh
 /** Logical CPUs where the entry does not say (browsers: navigator.hardwareConcurrency). */
 function navigatorThreads() {
   return (typeof navigator !== 'undefined' && navigator.hardwareConcurrency) || 1;
-}
-
-/** Checks init's `threads` option: undefined, 'auto' or a positive integer; throws otherwise. */
-export function checkThreadsOption(threads) {
-  if (threads === undefined || threads === 'auto') return threads;
-  if (typeof threads !== 'number' || !Number.isInteger(threads)) {
-    throw new TypeError(`init: threads is ${describe(threads)}, expected a positive integer or 'auto'`);
-  }
-  if (threads < 1) throw new RangeError(`init: threads is ${threads}, expected an integer >= 1 or 'auto'`);
-  return threads;
 }
 
 /** The thread count for a checked `threads` option ('auto': this machine's CPUs), at most MAX_THREADS. */
@@ -196,7 +186,7 @@ class Pool {
   // finished (FINISHED == parts: the stopped worker held none), and otherwise fails with an
   // Error naming the worker (pool.failure): a part it claimed may be half written.
   // After a pool is broken every call runs all its parts here: the same bits. Delays anywhere
-  // (tests/js/threads.test.js and tests/js/hardening3-threads.test.js inject them, and stop
+  // (tests/js/threads.test.js and tests/js/threads-stopped-worker.test.js inject them, and stop
   // workers at every step) change none of this.
   run(job, parts) {
     const c = this.control;

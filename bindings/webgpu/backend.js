@@ -7,7 +7,7 @@
 import { DISPOSE } from '../core/api.js';
 import { problemFromTensors } from '../core/problem.js';
 import { typedArrayBuffer, typedArrayByteOffset, typedArrayLength } from '../core/typed.js';
-import { describe } from '../wasm/loader.js';
+import { describe } from '../core/errors.js';
 import { CANONICAL_NAN, CELLS, FORWARD, FORWARD_SUM, FORWARD_TAPS, GATHER, ORDER, ORDER_CHUNK, PLACE, PROBE, SAMPLES, SCAN, SCAN_ADD, SCAN_BLOCK, SORT, WORKGROUP } from './kernels.js';
 
 /** The `.code` of the Error init rejects with when no WebGPU adapter or device can be had. */

@@ -5,7 +5,7 @@
 // destroyed once that copy is submitted). Synchronous, as tfjs kernels are: the GPU queue keeps
 // the order.
 
-import { describe } from '../wasm/loader.js';
+import { describe } from '../core/errors.js';
 import { MsdaWebGPU } from './backend.js';
 
 /** tfjs-backend-webgpu (or a backend like it): one with a GPUDevice and WebGPU programs. */

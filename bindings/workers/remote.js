@@ -12,7 +12,7 @@
 import { DISPOSE } from '../core/api.js';
 import { problemFromTensors } from '../core/problem.js';
 import { copyFloat32, typedArrayBuffer, typedArrayByteOffset, typedArrayLength } from '../core/typed.js';
-import { describe } from '../wasm/loader.js';
+import { describe } from '../core/errors.js';
 
 export const ASYNC_DISPOSE = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose');
 

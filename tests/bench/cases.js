@@ -1,5 +1,5 @@
 // The inputs every benchmark here uses: the configs of docs/CONTRACT.md (value BLNC, locations
-// BQHLP2, zeros padding, align_corners false), from one seeded generator, so that tests/bench.js,
+// BQHLP2, zeros padding, align_corners false), from one seeded generator, so that tests/bench/bench.js,
 // tests/bench/tfjs_bench.js and tests/bench/copies_bench.js time the same data.
 export const DETR_LEVELS = [[100, 167], [50, 84], [25, 42], [13, 21]];
 // encoder-shuffled is the encoder with its queries in a seeded random order; decoder-2stage a

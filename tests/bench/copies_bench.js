@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Where the copying API's time goes on wasm SIMD, one thread, encoder config (CONTRACT.md):
 // msda.forward/backward next to the same calls through msda.prepare (no copies), interleaved as
-// tests/bench.js does, minimum over rounds; and for the copying calls' best round, the time spent
+// tests/bench/bench.js does, minimum over rounds; and for the copying calls' best round, the time spent
 // copying in (store.load), in the kernel (store.run: every window of a streamed forward), copying
 // out (store.take / takeInto) and the rest (allocation, checks), with the copy rates and the minor
 // page faults of the call (a result array on pages the allocator has just taken from the system
@@ -12,7 +12,7 @@
 import v8 from 'node:v8';
 import { makeCase } from './cases.js';
 
-v8.setFlagsFromString('--no-liftoff'); // the kernels on V8's optimizing tier, as in tests/bench.js
+v8.setFlagsFromString('--no-liftoff'); // the kernels on V8's optimizing tier, as in tests/bench/bench.js
 
 const { init } = await import('../../bindings/index.js');
 
@@ -23,7 +23,7 @@ if (!(rounds >= 1)) {
   process.exit(2);
 }
 
-// tests/bench.js's encoder inputs (tests/bench/cases.js).
+// tests/bench/bench.js's encoder inputs (tests/bench/cases.js).
 const { args, backwardArgs, problem } = makeCase('encoder');
 const value = args.value.data, samplingLocations = args.samplingLocations.data;
 const attentionWeights = args.attentionWeights.data, gradOutput = backwardArgs.gradOutput.data;

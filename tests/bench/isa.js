@@ -4,7 +4,7 @@
 // rounds and the minimum kept. Prints a table, or JSON lines with --json:
 //   {"config":"encoder","backend":"native-avx2","threads":1,"fwd_ms":..,"bwd_ms":..,"fwd_x_probe":..,...}
 //   {"config":"encoder","backend":"limit-probe-native-avx2","threads":1,"fwd_ms":..,"bwd_ms":..,...}
-// Run by `make bench` after tests/bench.js (which builds everything this needs).
+// Run by `make bench` after tests/bench/bench.js (which builds everything this needs).
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-/* wall clock, as the limit probe and tests/bench.js time; --cpu: CPU time, as kernel_bench */
+/* wall clock, as the limit probe and tests/bench/bench.js time; --cpu: CPU time, as kernel_bench */
 static int cpu_time;
 #ifdef __EMSCRIPTEN__
 #include <emscripten.h>

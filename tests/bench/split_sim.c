@@ -43,7 +43,7 @@ int main(int argc, char **argv)
     for (int64_t i = 0; i < ve; i++) { s = s * 6364136223846793005ull + 1; value[i] = (float)(s >> 40) / 16777216.0f - 0.5f; }
     for (int64_t i = 0; i < oe; i++) { s = s * 6364136223846793005ull + 1; go[i] = (float)(s >> 40) / 16777216.0f - 0.5f; }
     for (int64_t i = 0; i < we; i++) attn[i] = 1.0f / 16.0f;
-    /* every query samples within +-4 pixels of its own place, as tests/bench.js's encoder */
+    /* every query samples within +-4 pixels of its own place, as tests/bench/bench.js's encoder */
     for (int64_t q = 0; q < L; q++) {
         int l0 = 0;
         while (l0 < 3 && q >= starts[l0 + 1]) l0++;

@@ -19,7 +19,7 @@ import { msDeformAttn, msDeformAttnBackward, getMsda } from '../../bindings/tfjs
 import { msdaWithTfjsOps, registerGradients } from './tfjs_ops_msda.js';
 import { DETR_LEVELS as LEVELS, makeCase as benchCase } from './cases.js';
 
-v8.setFlagsFromString('--no-liftoff'); // the kernels on V8's optimizing tier, as in tests/bench.js
+v8.setFlagsFromString('--no-liftoff'); // the kernels on V8's optimizing tier, as in tests/bench/bench.js
 tf.enableProdMode();
 
 const argv = process.argv.slice(2);
@@ -29,7 +29,7 @@ const configs = arg('--configs', 'decoder,encoder').split(',');
 const roundsArg = arg('--rounds', null);
 const withTfjsOps = !argv.includes('--no-tfjs-ops');
 
-// tests/bench.js's inputs (tests/bench/cases.js), in the form this script passes around.
+// tests/bench/bench.js's inputs (tests/bench/cases.js), in the form this script passes around.
 function makeCase(name) {
   const { dims, backwardArgs: { value, samplingLocations, attentionWeights, gradOutput } } = benchCase(name);
   return { dims, value, samplingLocations, attentionWeights, gradOutput };

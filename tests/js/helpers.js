@@ -122,7 +122,7 @@ export async function backends() {
 }
 
 /**
- * The thread-protocol children's problem (threads-protocol-child.js, hardening3-threads-child.js):
+ * The thread-protocol children's problem (threads-protocol-child.js, threads-stopped-worker-child.js):
  * 1,500 queries on 3 levels, so forward and backward split into one part per thread at 3 threads.
  */
 export function poolCase(seed) {

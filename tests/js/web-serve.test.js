@@ -1,4 +1,4 @@
-// web/serve.js: the demo's static server serves web/, bindings/, dist/ and docs/ only, .wasm as
+// bindings/node/serve.js: the demo's static server serves web/, bindings/, dist/ and docs/ only, .wasm as
 // application/wasm, with the cross-origin-isolation headers threaded wasm needs.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -6,7 +6,7 @@ import http from 'node:http';
 import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startServer, resolveRequest } from '../../web/serve.js';
+import { startServer, resolveRequest } from '../../bindings/node/serve.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 let server, port;
@@ -85,10 +85,10 @@ test('nothing outside web/, bindings/, dist/ and docs/ is reachable', async () =
 });
 
 test('the command prints its URL, takes PORT, and refuses a bad PORT', async () => {
-  const bad = spawnSync(process.execPath, [path.join(ROOT, 'web', 'serve.js')], { env: { ...process.env, PORT: 'eighty' }, encoding: 'utf8' });
+  const bad = spawnSync(process.execPath, [path.join(ROOT, 'bindings', 'node', 'serve.js')], { env: { ...process.env, PORT: 'eighty' }, encoding: 'utf8' });
   assert.equal(bad.status, 2);
   assert.match(bad.stderr, /PORT must be an integer 0\.\.65535, got "eighty"/);
-  const child = spawn(process.execPath, [path.join(ROOT, 'web', 'serve.js')], { env: { ...process.env, PORT: '0' } });
+  const child = spawn(process.execPath, [path.join(ROOT, 'bindings', 'node', 'serve.js')], { env: { ...process.env, PORT: '0' } });
   try {
     const line = await new Promise((resolve, reject) => {
       let out = '';

@@ -5,7 +5,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
-import { resolveRequest, startServer } from '../../web/serve.js';
+import { resolveRequest, startServer } from '../../bindings/node/serve.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const SCREENSHOTS = path.join(ROOT, 'build', 'screenshots');

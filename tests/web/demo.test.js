@@ -16,7 +16,7 @@ import { ROOT, CHROMIUM } from './browser.js';
 
 const run = promisify(execFile);
 const npmEnv = { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' };
-// The page's files (HTML, CSS, its JS modules and web/serve.js), unpacked (164 kB with the
+// The page's files (HTML, CSS, its JS modules and bindings/node/serve.js), unpacked (164 kB with the
 // WebGPU backend under the hood).
 const WEB_BUDGET = 176 * 1024;
 
@@ -49,7 +49,7 @@ function startDemo(args, cmd = join(project, 'node_modules', '.bin', 'msda')) {
 test(`the page ships in the tarball, within ${WEB_BUDGET} bytes`, () => {
   const web = packed.files.filter((f) => f.path.startsWith('web/'));
   const paths = web.map((f) => f.path);
-  for (const need of ['web/index.html', 'web/style.css', 'web/app.js', 'web/scene.js', 'web/model.js', 'web/serve.js', 'bindings/demo.js']) {
+  for (const need of ['web/index.html', 'web/style.css', 'web/app.js', 'web/scene.js', 'web/model.js', 'bindings/node/serve.js', 'bindings/demo.js']) {
     assert.ok(paths.includes(need) || packed.files.some((f) => f.path === need), `the tarball has ${need}`);
   }
   assert.ok(!paths.includes('web/screenshot.png'), 'not the screenshot');

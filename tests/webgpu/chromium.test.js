@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
-import { resolveRequest } from '../../web/serve.js';
+import { resolveRequest } from '../../bindings/node/serve.js';
 import { CHROMIUM } from '../web/browser.js';
 import { sameBits } from './helpers.js';
 import { assertClose } from '../js/helpers.js';

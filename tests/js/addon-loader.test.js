@@ -1,4 +1,4 @@
-// Hardening III (issue 20), the addon loader: a truncated addon (an interrupted install) is
+// The addon loader: a truncated addon (an interrupted install) is
 // refused before dlopen could map past its end (SIGBUS), init({ backend: 'auto' }) and
 // `msda crosscheck` fall back, backend 'native' says why; addonPath naming something that is not
 // this package's addon of this version (a script, a package name, another version) is refused

@@ -1,4 +1,4 @@
-// Hardening III (issue 20), initWorker: no caller code runs after a call's last check (inputs
+// initWorker: no caller code runs after a call's last check (inputs
 // copied with the intrinsic constructor, never the array's constructor or Symbol.species), a
 // call that cannot be sent rejects and leaves the queue working, and workers start whatever V8
 // flags the process was given.

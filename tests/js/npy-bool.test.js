@@ -1,4 +1,4 @@
-// Hardening III (issue 20, item 12): parseNpy reads NumPy's bool ('|b1'), as PyTorch padding
+// parseNpy reads NumPy's bool ('|b1'), as PyTorch padding
 // masks are saved, into a Uint8Array of 0 and 1, and refuses any other byte; the layer takes the
 // parsed mask; the CLI still refuses a bool file where an integer one is needed, with the native
 // CLI's very message.

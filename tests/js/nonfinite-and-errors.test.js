@@ -1,4 +1,4 @@
-// Hardening (issue 7): the non-finite rules of SEMANTICS.md hold identically on native, wasm
+// The non-finite rules of SEMANTICS.md hold identically on native, wasm
 // SIMD and wasm scalar in every option combination; IEEE propagation of NaN/Inf in the data is
 // the same everywhere; sizes past the 4 GiB wasm heap are refused with the bytes before
 // anything is allocated; and after any kind of error every backend keeps working and the wasm

@@ -6,7 +6,7 @@
 // lower-bound probe tests/bench/probe.c (built by mk/bench.mk with the kernels' flags, per ISA)
 // in the same run, and measures the wasm heap a backward call needs.
 //
-//   node tests/bench.js [--json] [--configs small,decoder,encoder,encoder-shuffled,decoder-2stage,decoder-2stage-sorted] [--quick]
+//   node tests/bench/bench.js [--json] [--configs small,decoder,encoder,encoder-shuffled,decoder-2stage,decoder-2stage-sorted] [--quick]
 //
 // --json prints one JSON object per line (CONTRACT.md's form plus extra fields) instead of the
 // table. --quick runs fewer repeats (a smoke run). Progress goes to stderr.
@@ -22,17 +22,17 @@ import v8 from 'node:v8';
 // here are compiled before the first call instead of tiering up during the timed runs.
 v8.setFlagsFromString('--no-liftoff');
 
-import { init } from '../bindings/index.js';
-import { narrowToHalf, widenHalf } from '../bindings/core/half.js';
-import { referenceBackward, referenceForward } from '../bindings/reference.js';
-import { CONFIGS, makeCase } from './bench/cases.js';
+import { init } from '../../bindings/index.js';
+import { narrowToHalf, widenHalf } from '../../bindings/core/half.js';
+import { referenceBackward, referenceForward } from '../../bindings/reference.js';
+import { CONFIGS, makeCase } from './cases.js';
 
 const ALL_CONFIGS = ['small', 'decoder', 'encoder', 'encoder-shuffled', 'decoder-2stage', 'decoder-2stage-sorted'];
 // The configs timed against the same problem in pixel order (tests/bench/cases.js).
 const PIXEL_ORDER = Object.fromEntries(ALL_CONFIGS.filter((c) => CONFIGS[c].pixelOrder).map((c) => [c, CONFIGS[c].pixelOrder]));
 
 function usage(message) {
-  process.stderr.write(`bench: ${message}\nusage: node tests/bench.js [--json] [--configs ${ALL_CONFIGS.join(',')}] [--quick]\n`);
+  process.stderr.write(`bench: ${message}\nusage: node tests/bench/bench.js [--json] [--configs ${ALL_CONFIGS.join(',')}] [--quick]\n`);
   process.exit(2);
 }
 
@@ -50,7 +50,7 @@ for (let i = 0; i < argv.length; i++) {
   } else usage(`unknown argument '${argv[i]}'`);
 }
 
-const root = (p) => fileURLToPath(new URL(`../${p}`, import.meta.url));
+const root = (p) => fileURLToPath(new URL(`../../${p}`, import.meta.url));
 const PROBE_WASM = root('build/bench/limit_probe.js');
 const PROBE_NATIVE = root('build/bench/limit_probe');
 // The memory floor of each pass's walk (tests/bench/probe_walk.c): the kernel's row reads replayed.

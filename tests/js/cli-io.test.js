@@ -1,4 +1,4 @@
-// Hardening III (issue 20, items 7, 8 and 9), the msda bin: an expected output under --expect that
+// The msda bin's files and streams: an expected output under --expect that
 // cannot be read (a dangling symlink) is refused as the same name under --in is; a reader that
 // goes away (`msda crosscheck ... | head -1`) costs no stack trace: the rest of the output is
 // dropped and the exit status is the verdict's; a .npy over 4 GiB (past Node's Buffer) is read in

@@ -1,4 +1,4 @@
-// Hardening III (issue 20), wasm threads: a pool worker that stops (crashes, is terminated) never
+// wasm threads: a pool worker that stops (crashes, is terminated) never
 // leaves the calling thread in Atomics.wait for ever. Parts are claimed one at a time, so one
 // that stops holding no part (before or after its claims) costs nothing: the calling thread runs
 // what is left, the call gives the bits of one thread. One that stops holding a part it claimed:
@@ -7,9 +7,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { runDelayedChild } from './helpers.js';
 
-// tests/js/hardening3-threads-child.js with MSDA_TEST_THREAD_DELAYS = spec.
+// tests/js/threads-stopped-worker-child.js with MSDA_TEST_THREAD_DELAYS = spec.
 const runStopped = (spec, calls, timeoutMs = 30000) =>
-  runDelayedChild(new URL('./hardening3-threads-child.js', import.meta.url), spec, calls, timeoutMs);
+  runDelayedChild(new URL('./threads-stopped-worker-child.js', import.meta.url), spec, calls, timeoutMs);
 
 const STOPPED = /^Error: forward: threads is 3: a worker thread failed, expected every worker to finish its part: worker 1 took its part of the call and did not finish it within \d+ ms \(it stopped or hangs\) \(MSDA_ERR_THREADS\)$/;
 

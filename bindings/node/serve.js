@@ -4,7 +4,7 @@
 // repository or of the installed package, with the cross-origin-isolation headers threaded
 // wasm needs (SharedArrayBuffer).
 //
-//   node web/serve.js            # port from PORT, default 8080; PORT=0 picks a free one
+//   node bindings/node/serve.js          # port from PORT, default 8080; PORT=0 picks a free one
 //   msda demo [--port N]         # the same from the installed package (bindings/demo.js)
 //
 // Importable too: `startServer({ port, host })` resolves to { server, url } (the tests use it).
@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const SERVED = ['web', 'bindings', 'dist', 'docs'];
 
 const TYPES = {

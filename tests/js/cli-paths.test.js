@@ -1,4 +1,4 @@
-// Hardening of both command lines (build/native/msda and node bindings/cli.js) against the paths
+// Both command lines (build/native/msda and node bindings/cli.js) against the paths
 // the other CLI suites cannot reach: a FIFO or a directory where an input file should be (a FIFO
 // once hung the native CLI in open()), an --out under procfs (once hung the JS CLI in Node's
 // recursive mkdir), an --out through a dangling symlink, and unreadable or unwritable paths,
@@ -26,7 +26,7 @@ const haveSetpriv = spawnSync('setpriv', ['--version']).status === 0;
 // Runs as an unprivileged user when we are root (so permissions mean something).
 const unprivileged = isRoot ? (haveSetpriv ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'] : null) : [];
 
-const root = mkdtempSync(join(tmpdir(), 'msda-hardening-cli-'));
+const root = mkdtempSync(join(tmpdir(), 'msda-cli-paths-'));
 chmodSync(root, 0o777);
 
 function writeCase(dir) {

@@ -1,4 +1,4 @@
-// Hardening III (issue 20, item 12) in headless Chromium: initWorker() whose worker script does
+// In headless Chromium: initWorker() whose worker script does
 // not load (wasmPaths pointing where dist/msda-worker.js is not served) rejects naming the
 // script's URL and wasmPaths, as init() names the .wasm URL it could not fetch.
 import { test, before, after } from 'node:test';

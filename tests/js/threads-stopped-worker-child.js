@@ -1,4 +1,4 @@
-// Run by tests/js/hardening3-threads.test.js in a child process (MSDA_TEST_THREAD_DELAYS set, so
+// Run by tests/js/threads-stopped-worker.test.js in a child process (MSDA_TEST_THREAD_DELAYS set, so
 // a worker stops at a chosen step): `calls` forward and backward calls on a pool of 3, back to
 // back without yielding to the event loop (so no worker's exit event is delivered between them),
 // each one's outcome printed: same bits as one thread, or the Error's message.

@@ -1,4 +1,4 @@
-// Hardening III (issue 20) and one validator (issue 21), ms-deform-attn/tfjs: nothing is loaded
+// ms-deform-attn/tfjs, its arguments: nothing is loaded
 // at import (configure() after it decides where the module comes from); the op's options are
 // read by the core's argument reader (the JS API's very messages); a tensor whose .shape or
 // .dtype was edited is refused on both tfjs backends, never read past its bytes; loadStateDict
