@@ -4,6 +4,7 @@
  *   forward(desc, value, samplingLocations, attentionWeights, output)
  *   backward(desc, gradOutput, value, samplingLocations, attentionWeights,
  *            gradValue, gradSamplingLocations, gradAttentionWeights)
+ *   widen(bits, out, bfloat16)   out (Float32Array) = the Uint16Array bits widened (msda_widen_half)
  *
  * desc is the BigInt64Array problem description of bindings/c/problem_desc.h. Both return
  * null on success or { status, code, message } with the library's status and message. A wrong
@@ -55,7 +56,7 @@ static void *typed_array(napi_env env, napi_value v, napi_typedarray_type want, 
     if (!is_typed || type != want) {
         char msg[160];
         snprintf(msg, sizeof msg, "%s must be a %s", name,
-                 want == napi_bigint64_array ? "BigInt64Array" : "Float32Array");
+                 want == napi_bigint64_array ? "BigInt64Array" : want == napi_uint16_array ? "Uint16Array" : "Float32Array");
         fail(env, 0, msg);
         return NULL;
     }
@@ -119,6 +120,28 @@ static napi_value run(napi_env env, napi_callback_info info, int backward)
     return null_value;
 }
 
+static napi_value widen(napi_env env, napi_callback_info info)
+{
+    size_t argc = 3;
+    napi_value argv[3];
+    napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+    if (argc != 3) return fail(env, 0, "widen expects 3 arguments (bits, out, bfloat16)");
+    size_t n = 0, out_n = 0;
+    const uint16_t *bits = typed_array(env, argv[0], napi_uint16_array, "bits", &n);
+    if (!bits) return NULL;
+    float *out = typed_array(env, argv[1], napi_float32_array, "out", &out_n);
+    if (!out) return NULL;
+    if (out_n != n) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "out has %zu elements, expected %zu (as bits)", out_n, n);
+        return fail(env, 1, msg);
+    }
+    bool bfloat16 = false;
+    if (napi_get_value_bool(env, argv[2], &bfloat16) != napi_ok) return fail(env, 0, "bfloat16 must be a boolean");
+    msda_widen_half(bits, out, (int64_t)n, bfloat16);
+    return NULL;
+}
+
 /* isa() -> the instruction set the kernels run on (msda_isa), or null when MSDA_ISA names one
  * this CPU lacks. */
 static napi_value isa(napi_env env, napi_callback_info info)
@@ -144,6 +167,7 @@ static napi_value init(napi_env env, napi_value exports)
         {"version", NULL, NULL, NULL, NULL, version, napi_enumerable, NULL},
         {"forward", NULL, forward, NULL, NULL, NULL, napi_default, NULL},
         {"backward", NULL, backward, NULL, NULL, NULL, napi_default, NULL},
+        {"widen", NULL, widen, NULL, NULL, NULL, napi_default, NULL},
         {"isa", NULL, isa, NULL, NULL, NULL, napi_default, NULL},
     };
     napi_define_properties(env, exports, sizeof props / sizeof props[0], props);

@@ -6,6 +6,7 @@ import { WASM_MAX_BYTES } from '../wasm/loader.js';
 import { describe } from './errors.js';
 import { callError } from './errors.js';
 import { DESC, elementsOf, exactElementsOf, exactWasmBytes, OUTPUTS, problemFromOptions, problemFromTensors, TENSORS } from './problem.js';
+import { HalfBits } from './half.js';
 import { streamForward } from './stream.js';
 import { typedArrayBuffer } from './typed.js';
 
@@ -186,7 +187,11 @@ export class Msda {
     const heap = this._backend.memory?.buffer;
     if (heap === undefined) return;
     for (const [name, data] of Object.entries(inputs)) {
-      if (typedArrayBuffer(data) === heap) inputs[name] = new Float32Array(data);
+      if (data instanceof HalfBits) {
+        if (typedArrayBuffer(data.bits) === heap) inputs[name] = new HalfBits(new Uint16Array(data.bits), data.dtype);
+      } else if (typedArrayBuffer(data) === heap) {
+        inputs[name] = new Float32Array(data);
+      }
     }
   }
 
@@ -242,7 +247,7 @@ export class Msda {
 
   forward(args) {
     this._live('forward');
-    const { problem, inputs } = problemFromTensors('forward', args, false);
+    const { problem, inputs } = problemFromTensors('forward', args, false, undefined, undefined, true);
     this._live('forward');   // again: a getter among the arguments may have disposed this instance
     this._checkSize('forward', problem, 'forward');
     this._noteThreads('forward', problem);
@@ -266,7 +271,7 @@ export class Msda {
 
   backward(args) {
     this._live('backward');
-    const { problem, inputs } = problemFromTensors('backward', args, true);
+    const { problem, inputs } = problemFromTensors('backward', args, true, undefined, undefined, true);
     this._live('backward');
     this._checkSize('backward', problem, 'backward');
     this._noteThreads('backward', problem);

@@ -72,8 +72,9 @@ export function problemFromOptions(fn, given) {
 // Validates forward/backward arguments; returns the problem and the input tensors' data (read
 // once here, so what was checked is what gets copied). The reference (reference.js) validates
 // with this too, passing dataKinds to also take float64 tensors; the WebGPU backend passes `gpu`
-// (readTensor) to also take GPU tensors.
-export function problemFromTensors(fn, given, withGradOutput, dataKinds = undefined, gpu = undefined) {
+// (readTensor) to also take GPU tensors. keepHalf: half-precision inputs come back as HalfBits
+// (core/half.js) for the backend to widen in C (bindings/core/backend.js), not widened here.
+export function problemFromTensors(fn, given, withGradOutput, dataKinds = undefined, gpu = undefined, keepHalf = false) {
   const args = readArgs(fn, given, withGradOutput ? BACKWARD_KEYS : FORWARD_KEYS);
   const options = readOptions(fn, args);
   const shapes = readSpatialShapes(fn, args.spatialShapes);
@@ -107,7 +108,7 @@ export function problemFromTensors(fn, given, withGradOutput, dataKinds = undefi
   const inputs = {};
   for (const t of tensors) {
     checkLength(fn, t, gpu);
-    inputs[t.name] = widenTensor(t);
+    inputs[t.name] = widenTensor(t, keepHalf);
   }
   const problem = makeProblem({ batch: B, numQueries: Q, numHeads: H, channels: C, numPoints: P, shapes, starts,
     valueLength: L }, options);

@@ -12,6 +12,7 @@ import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { HalfBits } from '../core/half.js';
 import { NATIVE_UNAVAILABLE } from '../core/init.js';
 
 // Paths are joined at run time (not `new URL('…', import.meta.url)`) so bundlers do not try to
@@ -160,8 +161,14 @@ class NativeStore {
     for (const name of outputs) if (this.elements.has(name)) this.view(name).fill(0);
   }
 
-  // Inputs are only read by C, so the caller's array is used in place.
+  // Inputs are only read by C, so the caller's array is used in place; half-precision bits are
+  // widened by C into an array of this store's.
   load(name, data) {
+    if (data instanceof HalfBits) {
+      const out = new Float32Array(data.length);
+      this.addon.widen(data.bits, out, data.dtype === 'bfloat16');
+      data = out;
+    }
     this.arrays.set(name, data);
   }
 

@@ -1,6 +1,8 @@
 // Instantiates and wraps the WebAssembly module (the entries, browser.js and node.js, say where
 // its file is and how to read it); everything that touches the wasm heap lives in this file.
 
+import { HalfBits } from '../core/half.js';
+
 // The 31-byte module wasm-feature-detect uses: it validates only where SIMD128 is supported.
 const SIMD_PROBE = new Uint8Array([
   0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0, 65, 0, 253, 15, 253, 98, 11,
@@ -203,9 +205,16 @@ class WasmStore {
     for (const name of outputs) if (this.ptr.has(name)) this.view(name).fill(0);
   }
 
-  /** Copies `data` into the tensor, from element `at` on. */
+  /** Copies `data` (a Float32Array, or HalfBits widened in C) into the tensor, from element `at` on. */
   load(name, data, at = 0) {
-    this.view(name).set(data, at);
+    if (!(data instanceof HalfBits)) {
+      this.view(name).set(data, at);
+      return;
+    }
+    // The bits go in the upper half of their elements' bytes, widened in place (msda_widen_half).
+    const n = data.length, dst = this.ptr.get(name) + 4 * at, src = dst + 2 * n;
+    new Uint16Array(this.backend.memory.buffer, src, n).set(data.bits);
+    this.backend.exports.msda_wasm_widen_half(src, dst, n, data.dtype === 'bfloat16' ? 1 : 0);
   }
 
   /** Rewrites the problem description (same length): a window of a streamed forward. */

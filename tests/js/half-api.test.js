@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { init, initWorker } from '../../bindings/index.js';
 import { referenceBackward } from '../../bindings/reference.js';
-import { narrowToHalf, widenHalf } from '../../bindings/core/half.js';
+import { HalfBits, narrowToHalf, widenHalf } from '../../bindings/core/half.js';
 import { OPTION_COMBOS, randomCase } from './helpers.js';
 
 const FLOATS = ['value', 'samplingLocations', 'attentionWeights', 'gradOutput'];
@@ -39,6 +39,31 @@ test('half-precision tensors give the bits of their float32 values on wasm, wasm
         assert.deepEqual(bitsOf(a[key]), bitsOf(b[key]), `${backend} ${dtype} ${key}`);
       }
       assert.deepEqual(half.value.data, before, "the caller's bits are not touched");
+    }
+    msda.dispose();
+  }
+});
+
+// The C widening (msda_widen_half) where the bits land: every one of the 65,536 patterns of both
+// formats, in the wasm heap of both builds and of a threads instance, and in the addon's buffers,
+// gives half.js's bits (in the heap also at an offset, as a streamed window loads them).
+test('every half-precision pattern is widened in C to the bits half.js gives, on every backend', async () => {
+  const all = Uint16Array.from({ length: 65536 }, (_, i) => i);
+  for (const options of [{ backend: 'wasm' }, { backend: 'wasm-scalar' }, { backend: 'native' }, { threads: 2 }]) {
+    const msda = await init(options);
+    for (const dtype of ['float16', 'bfloat16']) {
+      const want = new Uint32Array(widenHalf(all, dtype).buffer);
+      for (const at of msda.wasm ? [0, 3] : [0]) {
+        const store = msda._backend.allocate(new BigInt64Array(15), [{ name: 'value', elements: all.length + at }]);
+        try {
+          store.load('value', new HalfBits(all, dtype), at);
+          const view = store.view('value');
+          assert.deepEqual(new Uint32Array(view.buffer, view.byteOffset + 4 * at, all.length), want,
+            `${JSON.stringify(options)} ${dtype} at ${at}`);
+        } finally {
+          store.free();
+        }
+      }
     }
     msda.dispose();
   }
