@@ -161,14 +161,9 @@ class NativeStore {
     for (const name of outputs) if (this.elements.has(name)) this.view(name).fill(0);
   }
 
-  // Inputs are only read by C, so the caller's array is used in place; half-precision bits are
-  // widened by C into an array of this store's.
+  // Inputs are only read by C, so the caller's array is used in place; half-precision bits go to
+  // C as they are, widened there for the call (bindings/c/addon.c).
   load(name, data) {
-    if (data instanceof HalfBits) {
-      const out = new Float32Array(data.length);
-      this.addon.widen(data.bits, out, data.dtype === 'bfloat16');
-      data = out;
-    }
     this.arrays.set(name, data);
   }
 
@@ -177,11 +172,18 @@ class NativeStore {
   }
 
   run(op) {
-    const a = (n) => this.view(n);
+    let bfloat16Mask = 0, i = 0;
+    const a = (n) => {
+      const data = this.view(n);
+      i++;
+      if (!(data instanceof HalfBits)) return data;
+      if (data.dtype === 'bfloat16') bfloat16Mask |= 1 << i;
+      return data.bits;
+    };
     return op === 'forward'
-      ? this.addon.forward(this.desc, a('value'), a('samplingLocations'), a('attentionWeights'), a('output'))
+      ? this.addon.forward(this.desc, a('value'), a('samplingLocations'), a('attentionWeights'), a('output'), bfloat16Mask)
       : this.addon.backward(this.desc, a('gradOutput'), a('value'), a('samplingLocations'), a('attentionWeights'),
-        a('gradValue'), a('gradSamplingLocations'), a('gradAttentionWeights'));
+        a('gradValue'), a('gradSamplingLocations'), a('gradAttentionWeights'), bfloat16Mask);
   }
 
   free() {
