@@ -2,7 +2,6 @@
 // description (a BigInt64Array) the C side reads (bindings/c/problem_desc.h).
 // Part of bindings/core/: environment-neutral code (no fetch, fs, workers or addon here).
 
-import { wasmBytesNeeded } from '../wasm/loader.js';
 import {
   BACKWARD_KEYS, checkLength, FORWARD_KEYS, LOCATION_LAYOUTS, PADDING_MODES, positiveInteger, PROBLEM_KEYS, readArgs,
   readLevelStartIndex, readOptions, readSpatialShapes, readTensor, VALUE_LAYOUTS, widenTensor,
@@ -117,17 +116,3 @@ export function problemFromTensors(fn, given, withGradOutput, dataKinds = undefi
 
 export const elementsOf = (shape) => shape.reduce((a, b) => a * b, 1);
 export const exactElementsOf = (shape) => shape.reduce((a, b) => a * BigInt(b), 1n);
-
-// wasmBytesNeeded, exact (BigInt) where doubles would round (past 2^53 bytes): each tensor's
-// elements split into whole 2^20-element blocks (already aligned) and a rest that
-// wasmBytesNeeded pads as it pads any tensor.
-export function exactWasmBytes(descCount, layout) {
-  const BLOCK = 2n ** 20n;
-  const none = wasmBytesNeeded(descCount, []);
-  let bytes = BigInt(none);
-  for (const { elements } of layout) {
-    const rest = elements % BLOCK;
-    bytes += 4n * (elements - rest) + BigInt(wasmBytesNeeded(descCount, [{ elements: Number(rest) }]) - none);
-  }
-  return bytes;
-}

@@ -132,6 +132,7 @@ class NativeBackend {
     this.memory = null;
     // Elements of the longest typed array this Node makes (V8's limit; 2^32 on Node 20).
     this.maxElements = constants.MAX_LENGTH;
+    this.limits = { tensorBytes: 4 * this.maxElements, callBytes: null };
   }
 
   allocate(desc, layout) {
@@ -169,6 +170,10 @@ class NativeStore {
 
   take(name) {
     return this.view(name);
+  }
+
+  describe(desc) {
+    this.desc = desc;
   }
 
   run(op) {
