@@ -7,17 +7,18 @@
 
 /* binary16: the 15 low bits moved to float32's place (<< 13) are, read as a float32, the value
  * times 2^-112 (a subnormal half lands on a subnormal float32), so one exact multiply by 2^112
- * gives the magnitude; exponent 31 (Inf, NaN with its payload) becomes float32's exponent 255
- * instead; then the sign goes back. bfloat16 is float32's upper half. */
+ * gives the magnitude. Exponent 31 (Inf, NaN with its payload) lands on 2^16 and up, keeping its
+ * mantissa: ORing in float32's exponent 255 (one float compare picks those lanes; an integer one
+ * measured 3x slower in wasm, as V8 lowers the unsigned 16-bit compare clang makes of it) makes
+ * it Inf or the NaN. Then the sign goes back. bfloat16 is float32's upper half. */
 static inline v4i widen4(v4i h, int bfloat16)
 {
     if (bfloat16) return v4i_shl(h, 16);
-    const v4i mag = v4i_shl(v4i_and(h, v4i_splat(0x7fff)), 13);
-    const v4i finite = v4_as_v4i(v4_mul(v4i_as_v4(mag), v4_splat(0x1p112f)));
-    const v4i special = v4i_or(mag, v4i_splat(0x70000000));   /* 0x0f800000 | payload -> 0x7f800000 | payload */
-    const v4i is_finite = v4i_lt(mag, v4i_splat(0x0f800000));
-    const v4i m = v4i_xor(special, v4i_and(v4i_xor(finite, special), is_finite));
-    return v4i_or(m, v4i_shl(v4i_and(h, v4i_splat(0x8000)), 16));
+    const v4i mag = v4i_and(h, v4i_splat(0x7fff));
+    const v4 scaled = v4_mul(v4i_as_v4(v4i_shl(mag, 13)), v4_splat(0x1p112f));
+    const v4i special = v4_ge(scaled, v4_splat(65536.0f));   /* the largest finite half is 65504 */
+    const v4i top = v4i_or(v4i_shl(v4i_xor(h, mag), 16), v4i_and(special, v4i_splat(0x7f800000)));
+    return v4i_or(v4_as_v4i(scaled), top);
 }
 
 void msda_widen_half(const uint16_t *src, float *dst, int64_t n, int bfloat16)
