@@ -1,6 +1,6 @@
 # WebAssembly: two modules from the same library sources plus bindings/c/wasm-glue.c, one with
 # SIMD128 and one scalar (no -msimd128: that flag also auto-vectorises plain loops). No
-# Emscripten JS glue: bindings/wasm/loader.js instantiates them itself (see TOOLCHAIN.md).
+# Emscripten JS glue (Emscripten 3.1.6's breaks on Node 20): bindings/wasm/loader.js instantiates them itself.
 
 EMCC       ?= emcc
 WASM_SRC   := $(LIB_SRC) bindings/c/wasm-glue.c

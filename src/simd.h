@@ -150,6 +150,11 @@ static inline float v4_sum(v4 a) { return (v4_lane(a, 0) + v4_lane(a, 1)) + (v4_
 #if MSDA_VW != 4 && MSDA_VW != 8 && MSDA_VW != 16
 #error "MSDA_VW must be 4, 8 or 16"
 #endif
+#if MSDA_VW > 4
+#define MSDA_SCALAR_REG(x) __asm__("" : "+r"(x))   /* x stays a scalar: nothing vectorises it */
+#else
+#define MSDA_SCALAR_REG(x) (void)0
+#endif
 
 #if MSDA_VW == 4
 typedef v4 vf;

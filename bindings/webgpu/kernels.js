@@ -412,7 +412,7 @@ ${[0, 1, 2, 3].map((i) => `        if (((t${i}.mask >> ${k}u) & 1u) != 0u) { acc
       }`).join('\n')}
     }
   }
-  // Samples with an infinite weight: a * S (src/kernel.c forward_infinite); rare, recomputed.
+  // Samples with an infinite weight: a * S (src/kernel/forward.h forward_infinite); rare, recomputed.
   for (var l = 0u; l < NL; l = l + 1u) {
     let g = 16u + 16u * l;
     let vlev = i32(vbh + md[g + 2u] * md[g + 14u] + c0);

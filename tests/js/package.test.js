@@ -59,7 +59,7 @@ test(`npm pack: tarball <= ${TARBALL_BUDGET} bytes, unpacked <= ${UNPACKED_BUDGE
 });
 
 // The README is the front page: what it is, install, quickstarts, the map of the tree and links;
-// everything else lives in docs/ (issue 21).
+// everything else lives in docs/.
 const README_LINES = 250;
 test(`README.md is at most ${README_LINES} lines, and the map of the tree is in its first 100`, async () => {
   const lines = (await readFile(join(root, 'README.md'), 'utf8')).split('\n');

@@ -73,7 +73,7 @@ test('the adapter and what the startup probe saw', () => {
   assert.equal(typeof gpu.numerics.flushesSubnormals, 'boolean');
   console.log(`# adapter: ${JSON.stringify(gpu.adapterInfo)}; numerics: ${JSON.stringify(gpu.numerics)}; VK_ICD_FILENAMES=${process.env.VK_ICD_FILENAMES ?? ''}`);
   if (process.env.VK_ICD_FILENAMES === SWIFTSHADER_ICD) {
-    // What WEBGPU.md measured on SwiftShader: no contraction, subnormals flushed.
+    // What SwiftShader does (docs/webgpu.md, numerics): no contraction, subnormals flushed.
     assert.deepEqual(gpu.numerics, { fusedMultiplyAdd: false, flushesSubnormals: true });
   }
 });
