@@ -11,7 +11,7 @@
 // private directory inside --out and renamed into place only once all of them are complete.
 
 import {
-  accessSync, closeSync, constants, existsSync, fstatSync, lstatSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync,
+  accessSync, closeSync, constants, existsSync, fstatSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync,
   realpathSync, renameSync, rmSync, statSync,
 } from 'node:fs';
 import { open } from 'node:fs/promises';
@@ -20,7 +20,7 @@ import { inflateRawSync } from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import { BOUND_RULE, compareWithBounds, coordinates, formatCoordinates, OUTPUT_NAMES as CHECKED_OUTPUTS, referenceWithBounds, UNIT_ROUNDOFF } from './core/crosscheck.js';
 import { narrowToHalf, widenHalf } from './core/half.js';
-import { looksLikeZip, NpzError, parseNpz } from './core/npz.js';
+import { looksLikeZip, NpzError, parseNpz, shown } from './core/npz.js';
 import { formatShape, npyHeader, NpyError, parseNpy, parseNpyHeader, npyDataBytes } from './npy.js';
 
 const USAGE = `usage: msda forward    --in DIR --out DIR [options]
@@ -386,8 +386,16 @@ function openSource(flag, dir) {
   }
   if (st.isDirectory()) {
     // has: the name is in the directory (lstat), so a dangling symlink is read, and refused, not skipped.
+    // names: the entries as bytes (latin1), in byte order, as the native CLI lists them.
+    const names = () => {
+      try {
+        return readdirSync(dir, { encoding: 'latin1' }).sort();
+      } catch (e) {
+        throw bad(`${flag} ${dir}: cannot list it: ${why(e)}`);
+      }
+    };
     return { has: (name) => !isMissing(joinPath(dir, name)), missing: (name) => isMissing(joinPath(dir, name)),
-      read: (name, want) => readNpyFile(joinPath(dir, name), want), path: (name) => joinPath(dir, name) };
+      read: (name, want) => readNpyFile(joinPath(dir, name), want), path: (name) => joinPath(dir, name), names };
   }
   const bytes = st.isFile() ? readFileAsNative(dir) : null;
   if (bytes === null || !looksLikeZip(bytes)) throw bad(`${flag} ${dir}: not a directory (nor an .npz archive)`);
@@ -402,6 +410,7 @@ function openSource(flag, dir) {
   return {
     has: (name) => members.has(name),
     missing: (name) => !members.has(name),
+    names: () => [...members.keys()],
     path,
     read(name, want) {
       const m = members.get(name);
@@ -826,6 +835,13 @@ async function crosscheck(o, print) {
   let expected = null;
   if (o.expect !== null) {
     const source = openSource('--expect', o.expect);
+    // A file that is no output's would go unchecked: a typo must not pass.
+    const files = CHECKED_OUTPUTS.map((n) => `${n}.npy`);
+    const strays = source.names().filter((n) => !files.includes(n));
+    if (strays.length) {
+      throw bad(`--expect ${o.expect}: ${shown(strays[0])}${strays.length > 1 ? ` and ${strays.length - 1} more are not output names`
+        : ' is not an output name'} (${files.join(', ')})`);
+    }
     expected = {};
     const problems = [];
     for (const n of ['output', 'grad_value', 'grad_sampling_locations', 'grad_attention_weights']) {

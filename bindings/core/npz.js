@@ -30,7 +30,7 @@ export function crc32(bytes) {
 
 // A member's name as messages show it: bytes outside printable ASCII and backslashes as \xNN,
 // cut to 200 characters and '...' (the native CLI shows names the same way).
-function shown(name) {
+export function shown(name) {
   let out = '';
   for (let i = 0; i < name.length && out.length <= 200; i++) {
     const c = name.charCodeAt(i);

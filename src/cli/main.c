@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -446,6 +447,39 @@ static int source_missing(const source *s, const char *path, const char *name)
 {
     struct stat st;
     return s->is_npz ? npz_find(&s->z, name) == NULL : lstat(path, &st) != 0 && errno == ENOENT;
+}
+
+/* A file (or member) that is none of names would go unchecked: a typo must not pass. 0, or the
+ * exit status of the report naming the first (in byte order; an archive's in its order). */
+static int source_strays(const source *s, const char *flag, const char *const *names, const char *list)
+{
+    char *first = NULL;
+    long more = -1;
+    int code = 0;
+    if (s->is_npz) {
+        for (int i = 0; i < s->z.count; i++)
+            if (!is_one_of(s->z.members[i].name, names) && ++more == 0) first = s->z.members[i].name;
+        if (first && !(first = strdup(first))) code = report(EXIT_OTHER, "out of memory");
+    } else {
+        DIR *d = opendir(s->dir);
+        if (!d) return report(EXIT_BAD_INPUT, "%s %s: cannot list it: %s", flag, s->dir, strerror(errno));
+        for (struct dirent *e; (e = readdir(d)) != NULL && !code;) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || is_one_of(e->d_name, names)) continue;
+            more++;
+            if (first && strcmp(e->d_name, first) >= 0) continue;
+            free(first);
+            if (!(first = strdup(e->d_name))) code = report(EXIT_OTHER, "out of memory");
+        }
+        closedir(d);
+    }
+    if (first && !code) {
+        char show[NPZ_SHOWN];
+        if (more) code = report(EXIT_BAD_INPUT, "%s %s: %s and %ld more are not output names (%s)", flag, s->dir,
+                                npz_shown(first, show), more, list);
+        else code = report(EXIT_BAD_INPUT, "%s %s: %s is not an output name (%s)", flag, s->dir, npz_shown(first, show), list);
+    }
+    free(first);
+    return code;
 }
 
 /* Loads member name (at path) as floats or int64: npy_load_* semantics. */
@@ -893,6 +927,14 @@ static int run_crosscheck(options *o)
     source src;
     int opened = source_open(&src, "--expect", o->expect);
     if (opened) return opened;
+    static const char *const OUTPUT_FILES[] = {"output.npy", "grad_value.npy", "grad_sampling_locations.npy",
+                                               "grad_attention_weights.npy", NULL};
+    opened = source_strays(&src, "--expect", OUTPUT_FILES,
+                           "output.npy, grad_value.npy, grad_sampling_locations.npy, grad_attention_weights.npy");
+    if (opened) {
+        source_close(&src);
+        return opened;
+    }
     char *path[CC_COUNT] = {0};
     npy_array arr[CC_COUNT];
     float *data[CC_COUNT] = {0};

@@ -257,6 +257,8 @@ static const char *shown(const char *name, char *buf)
     return buf;
 }
 
+const char *npz_shown(const char *name, char buf[NPZ_SHOWN]) { return shown(name, buf); }
+
 static uint32_t rd16(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
 static uint32_t rd32(const unsigned char *p) { return rd16(p) | rd16(p + 2) << 16; }
 static uint64_t rd64(const unsigned char *p) { return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32; }

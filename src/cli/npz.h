@@ -40,6 +40,11 @@ int npz_read(const npz *z, const npz_member *m, unsigned char **out, size_t *out
 
 void npz_free(npz *z);
 
+/* name as messages show it: bytes outside printable ASCII and backslashes as \\xNN, cut to 200
+ * characters and "..." (bindings/core/npz.js shown). */
+enum { NPZ_SHOWN = 256 };
+const char *npz_shown(const char *name, char buf[NPZ_SHOWN]);
+
 /* Raw deflate (RFC 1951) of in[0..inlen) into out[0..outcap): the bytes written, or -1 for
  * damaged data, -2 for more than outcap bytes. */
 long long npz_inflate(const unsigned char *in, size_t inlen, unsigned char *out, size_t outcap);

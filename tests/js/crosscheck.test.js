@@ -12,7 +12,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { main } from '../../bindings/cli.js';
@@ -292,6 +292,24 @@ test('--top K lists the K disagreeing elements with the largest |yours - ours|, 
   assert.equal((await js(['crosscheck', '--in', dir, '--expect', `${dir}/good`])).status, 0);
   const tight = await js(['crosscheck', '--in', dir, '--expect', `${dir}/good`, '--atol', '1e-9']);
   assert.equal(tight.status, 1, tight.out);
+});
+
+test('--expect DIR: a file that is no output name is refused, naming it and the names it could be', async () => {
+  const c = makeCase(12, OPTIONS[0], 'float32');
+  const dir = `${root}/typo`;
+  writeCase(dir, c);
+  const outs = kernel(c);
+  writeDumps(`${dir}/yours`, c, { output: outs.output, grad_value: outs.grad_value }, 'float32', '<f4');
+  renameSync(`${dir}/yours/grad_value.npy`, `${dir}/yours/grad_values.npy`);
+  const names = '(output.npy, grad_value.npy, grad_sampling_locations.npy, grad_attention_weights.npy)';
+  const r = await js(['crosscheck', '--in', dir, '--expect', `${dir}/yours`]);
+  assert.equal(r.status, 2, r.out);
+  assert.equal(r.out, '');
+  assert.equal(r.err, `msda: --expect ${dir}/yours: grad_values.npy is not an output name ${names}\n`);
+  // the first in byte order, and how many more; a name with a newline stays on the one line
+  writeFileSync(`${dir}/yours/a\nb`, '');
+  const two = await js(['crosscheck', '--in', dir, '--expect', `${dir}/yours`]);
+  assert.equal(two.err, `msda: --expect ${dir}/yours: a\\x0ab and 1 more are not output names ${names}\n`);
 });
 
 test('bad crosscheck arguments: exit 2 with one line naming the flag', async () => {

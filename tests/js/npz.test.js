@@ -188,6 +188,14 @@ test('--expect takes an .npz of your outputs too', async () => {
   assert.equal(r.status, 0, r.out + r.err);
   assert.match(r.out, /yours = the files in .*mine\.npz, ours/);
   assert.match(r.out, /crosscheck: all 3 outputs agree/);
+  // a member under no output's name would go unchecked: refused, named, with the names it could be
+  const typo = names.map((n) => [n === 'grad_value.npy' ? 'grad_values.npy' : n, readFileSync(`${out}/${n}`)]);
+  writeFileSync(`${root}/typo.npz`, zip([...typo, ['notes.txt', Buffer.from('x')]]));
+  const t = await both(['crosscheck', '--in', `${FIXTURES}/case.npz`, '--expect', `${root}/typo.npz`]);
+  assert.equal(t.status, 2, t.out);
+  assert.equal(t.err, `msda: --expect ${root}/typo.npz: grad_values.npy and 1 more are not output names `
+    + '(output.npy, grad_value.npy, grad_sampling_locations.npy, grad_attention_weights.npy)\n');
+  assert.equal(t.out, '');
 });
 
 test('damaged or unusual archives: both CLIs refuse each with the same one line', async () => {
