@@ -381,9 +381,15 @@ static void dtype_hint(text *t, const char *path, const char *name, const char *
                "exact: tensor.astype(np.float32)", path, descr);
         return;
     }
+    if (!want_int && (!strcmp(descr, "<i2") || !strcmp(descr, "<u2"))) {
+        append(t, "%s: dtype '%s': 2-byte integers, perhaps the bits of a float16 or bfloat16 tensor (a bit view), "
+               "which astype would turn into integers: save float16 as tensor.view(np.float16), bfloat16 as float32 "
+               "(tensor.view(ml_dtypes.bfloat16).astype(np.float32), which is exact)", path, descr);
+        return;
+    }
     append(t, "%s: dtype '%s'%s: %s must be %s%s: save tensor.astype(%s)", path, descr,
            big_endian ? " (big-endian)" : "", name, big_endian ? "little-endian " : "",
-           want_int ? "int64 or int32" : "float32 or float16",
+           want_int ? "int64 or int32" : "float32, float16 or bfloat16",
            want_int ? (big_endian ? "'<i8'" : "np.int64") : (big_endian ? "'<f4'" : "np.float32"));
 }
 

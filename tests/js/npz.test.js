@@ -212,7 +212,7 @@ test('damaged or unusual archives: both CLIs refuse each with the same one line'
     ['value.npy missing', zip(members.slice(1)), ':value.npy: not in the archive'],
     ['a member twice', zip([members[0], ...members]), 'not a valid .npz: value.npy appears twice'],
     ['a member of the wrong dtype', zip([['value.npy', Buffer.from(serializeNpy({ data: new Int32Array(4), shape: [4] }))], ...members.slice(1)]),
-      ":value.npy: dtype '<i4': value.npy must be float32 or float16: save tensor.astype(np.float32)"],
+      ":value.npy: dtype '<i4': value.npy must be float32, float16 or bfloat16: save tensor.astype(np.float32)"],
     ['damaged deflate data', zip(members, { deflate: { level: 6 }, mutate: (b) => { b.fill(0xff, 30 + 9 + 20, 30 + 9 + 20 + 40); } }),
       ':value.npy: the deflated data is damaged'],
     ['a local header out of place', zip(members, { mutate: (b, { cdOffset }) => { b.writeUInt32LE(7, cdOffset + 42); } }),
