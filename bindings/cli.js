@@ -21,6 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { BOUND_RULE, compareWithBounds, coordinates, formatCoordinates, OUTPUT_NAMES as CHECKED_OUTPUTS, referenceWithBounds, UNIT_ROUNDOFF } from './core/crosscheck.js';
 import { narrowToHalf, widenHalf } from './core/half.js';
 import { looksLikeZip, NpzError, parseNpz, shown } from './core/npz.js';
+import { fmt, jsonNumber, pair } from './cli/numbers.js';
 import { formatShape, npyHeader, NpyError, parseNpy, parseNpyHeader, npyDataBytes } from './npy.js';
 
 const USAGE = `usage: msda forward    --in DIR --out DIR [options]
@@ -739,17 +740,6 @@ export function compareArrays(got, ref, tol = TOLERANCE) {
   return { maxAbs, maxRel, bad, worst, count: ref.length };
 }
 
-const fmt = (x) => (x === 0 ? '0' : x.toExponential(2));
-
-// Numbers as short as tell two apart: 6 significant digits, more where both would print alike.
-function pair(a, b) {
-  for (let digits = 6; digits < 17; digits++) {
-    const x = String(Number(a.toPrecision(digits))), y = String(Number(b.toPrecision(digits)));
-    if (x !== y || digits === 16) return [x, y];
-  }
-  return [String(a), String(b)];
-}
-const jsonNumber = (x) => (Number.isFinite(x) ? x : String(x));
 
 // Which inputs hold values the dtype cannot: then the user's kernel did not read these very
 // inputs, and the comparison would measure the rounding of its inputs, not the kernel.

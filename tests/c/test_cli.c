@@ -5,13 +5,22 @@
  *  - exit 2 with one "msda:" line naming the file or flag for every bad argument and every bad
  *    input (each malformed-.npy class, missing file, wrong shape or dtype, bad level starts,
  *    unreadable --in, unwritable --out), and that no output file is left behind. */
-#include "../../src/cli/npy.c" /* compiled in: the CLI is not part of libmsda */
-#include "../../src/cli/crosscheck.c"
+#define _POSIX_C_SOURCE 200809L
+#include "npy.h"     /* the CLI library (libmsdacli.a): the CLI is not part of libmsda */
+#include "numbers.h"
 #include "reference.h"
 #include "testutil.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
 #include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 extern char **environ;
@@ -378,7 +387,7 @@ static void test_js_numbers(void)
 {
     char a[48], b[48];
     for (size_t i = 0; i < sizeof JS_NUMBERS / sizeof JS_NUMBERS[0]; i++)
-        tu_check(!strcmp(cc_js_number(JS_NUMBERS[i].x, a), JS_NUMBERS[i].js), "String(%.17g) is %s, got %s", JS_NUMBERS[i].x,
+        tu_check(!strcmp(js_number(JS_NUMBERS[i].x, a), JS_NUMBERS[i].js), "String(%.17g) is %s, got %s", JS_NUMBERS[i].x,
                  JS_NUMBERS[i].js, a);
     for (size_t i = 0; i < sizeof JS_EXP2 / sizeof JS_EXP2[0]; i++)
         tu_check(!strcmp(js_fmt(JS_EXP2[i].x, a), JS_EXP2[i].js), "(%.17g).toExponential(2) is %s, got %s", JS_EXP2[i].x,
