@@ -14,7 +14,6 @@ CFLAGS  ?= -O3
 CFLAGS  += $(CSTD) $(CWARN)
 
 LIB_SRC := $(wildcard src/*.c)
-LIB_SRC := $(filter-out src/cli.c src/addon.c,$(LIB_SRC))
 # src/kernel/*.h: the kernel headers each ISA's src/kernel_*.c includes
 LIB_HDR := $(wildcard src/*.h src/kernel/*.h)
 

@@ -13,12 +13,12 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { createApi, remoteOptionsResolver } from './core/init.js';
 import { fetchChecked } from './wasm/loader.js';
-import { createInitWorker } from './workers/remote.js';
+import { createInitWorker } from './core/remote.js';
 
 export { DEFAULTS } from './core/args.js';
 export { Msda, Prepared } from './core/api.js';
 export { simdSupported } from './wasm/loader.js';
-export { MsdaWorker } from './workers/remote.js';
+export { MsdaWorker } from './core/remote.js';
 
 function defaultUrl(file) {
   return new URL(`../dist/${file}`, import.meta.url);

@@ -18,7 +18,7 @@ $(DIST)/threads-worker.js: bindings/workers/threads-worker.js bindings/wasm/cont
 
 # initWorker's browser worker in one file (what remote-worker.js imports, no Node code), for
 # the same copy of dist/.
-$(DIST)/msda-worker.js: bindings/workers/remote-worker.js bindings/workers/remote.js bindings/browser.js $(wildcard bindings/core/*.js) \
+$(DIST)/msda-worker.js: bindings/workers/remote-worker.js bindings/core/remote.js bindings/browser.js $(wildcard bindings/core/*.js) \
                         bindings/wasm/loader.js bindings/wasm/threads.js bindings/wasm/control.js bindings/wasm/delays.js mk/bundlers.mk | $(DIST)
 	@test -x $(ESBUILD) || { echo "mk/bundlers.mk: $(ESBUILD) missing (make setup installs the npm dev dependencies)" >&2; exit 1; }
 	$(ESBUILD) $< --bundle --platform=browser --format=esm --log-level=warning --outfile=$@

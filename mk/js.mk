@@ -12,7 +12,7 @@ PREBUILD_DIR   = prebuilds/$(shell node -p "process.platform + '-' + process.arc
 native: $(NATIVE)/msda.node $(PREBUILD_DIR)/ms-deform-attn.node
 
 # No node-gyp: one shared object from the addon and the library's own objects (mk/native.mk
-# builds them position-independent, for the baseline ISA; see TOOLCHAIN.md).
+# builds them position-independent, for the baseline ISA; Node's own headers, node_api.h).
 $(NATIVE)/obj/addon.o: $(ADDON_SRC) $(LIB_HDR) bindings/c/problem_desc.h mk/js.mk package.json | $(NATIVE)/obj
 	@test -f "$(NODE_INCLUDE)/node_api.h" || { echo "mk/js.mk: node_api.h not found in '$(NODE_INCLUDE)' (Debian's nodejs package ships it)" >&2; exit 1; }
 	$(CC) -O3 $(LIB_BASELINE) $(CSTD) $(CWARN) -DNAPI_VERSION=8 -DMSDA_VERSION='"$(MSDA_VERSION)"' -pthread -I"$(NODE_INCLUDE)" -Isrc -Ibindings/c -c $< -o $@

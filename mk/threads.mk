@@ -6,7 +6,7 @@ CFLAGS += -pthread
 # Wasm: a third module, SIMD on a shared imported memory (atomics, bulk memory), built from the
 # same sources as mk/wasm.mk's with MSDA_WASM_THREADS: its msda__run hands the parts to
 # bindings/wasm/threads.js (env.msda_wasm_run_parallel) and each worker calls msda_wasm_run_part.
-# No Emscripten pthreads: that needs its JS glue (see TOOLCHAIN.md). The memory limits must
+# No Emscripten pthreads: that needs its JS glue, broken on Node 20 here. The memory limits must
 # match INITIAL_PAGES/MAXIMUM_PAGES in bindings/wasm/threads.js.
 THREADS_WASM := $(DIST)/msda-simd-threads.wasm
 THREADS_WASM_DEPS := $(LIB_SRC) $(LIB_HDR) bindings/c/wasm-glue.c bindings/c/problem_desc.h \

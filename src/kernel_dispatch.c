@@ -101,7 +101,7 @@ static int isa_choose(void)
         i = -1;
         for (int k = 0; k < MSDA_ISA_COUNT; k++)
             if (strcmp(want, msda_isas[k].name) == 0 && isa_available(k)) i = k;
-    } else {   /* AVX2 where the CPU has it: AVX-512 measured slower here (README, Benchmark) */
+    } else {   /* AVX2 where the CPU has it: AVX-512 measured slower here (docs/benchmark.md, per ISA) */
         i = MSDA_ISA_BASE;
         if (MSDA_ISA_BASE + 1 < MSDA_ISA_COUNT && isa_available(MSDA_ISA_BASE + 1)) i = MSDA_ISA_BASE + 1;
         else if (MSDA_ISA_BASE + 2 < MSDA_ISA_COUNT && isa_available(MSDA_ISA_BASE + 2)) i = MSDA_ISA_BASE + 2;

@@ -2,7 +2,7 @@
  *
  * msda_forward/msda_backward build a job, then msda__run shares its parts over the native
  * thread pool (src/pool.c). The wasm threads module exports the same steps so that its own
- * workers (bindings/threads.js) run the parts on a shared memory. Every part is a contiguous
+ * workers (bindings/wasm/threads.js) run the parts on a shared memory. Every part is a contiguous
  * range of work units (internal.h), and every output element has one writer unit that sums
  * in a fixed order, so the bits never depend on how many parts there are. */
 #ifndef MSDA_THREADS_H
@@ -23,7 +23,7 @@ typedef struct msda_job {
 /* Most threads the native pool starts; more requested run as this many (same bits). */
 #define MSDA_MAX_THREADS 64
 
-/* Validate the problem and buffers and fill job (src/msda.c). */
+/* Validate the problem and buffers and fill job (src/entry.c). */
 msda_status msda__forward_job(msda_job *job, const msda_problem *problem, const float *value,
                               const float *sampling_locations, const float *attention_weights, float *output,
                               msda_error *err);

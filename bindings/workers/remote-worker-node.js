@@ -1,7 +1,7 @@
 // The worker behind initWorker() in Node (node.js starts it).
 import { parentPort } from 'node:worker_threads';
 import { init } from '../node.js';
-import { serve } from './remote.js';
+import { serve } from '../core/remote.js';
 
 serve({
   post: (message, transfer) => parentPort.postMessage(message, transfer),

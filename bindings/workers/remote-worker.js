@@ -1,6 +1,6 @@
 // The worker behind initWorker() in browsers (browser.js starts it by a URL bundlers see).
 import { init } from '../browser.js';
-import { serve } from './remote.js';
+import { serve } from '../core/remote.js';
 
 serve({
   post: (message, transfer) => self.postMessage(message, transfer),

@@ -30,11 +30,6 @@
 #include <string.h>
 
 #define MSDA_INLINE static inline __attribute__((always_inline))
-#if MSDA_VW > 4
-#define MSDA_SCALAR_REG(x) __asm__("" : "+r"(x))   /* x stays a scalar: nothing vectorises it */
-#else
-#define MSDA_SCALAR_REG(x) (void)0
-#endif
 
 #include "geometry.h"
 #include "walks.h"

@@ -62,7 +62,7 @@ export function screenshotPath(name) {
 const TYPES = { '.js': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html' };
 
 // A server for a test's own page: `bodies` maps a path to its text, `files` a path to a file
-// under ROOT (node_modules' bundles), every other path as `make demo` serves it (web/serve.js).
+// under ROOT (node_modules' bundles), every other path as `make demo` serves it (bindings/node/serve.js).
 // Resolves with { server, base }.
 export async function servePages({ bodies = {}, files = {} } = {}) {
   const server = http.createServer((req, res) => {

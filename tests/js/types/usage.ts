@@ -1,4 +1,4 @@
-// Compiled by `tsc --strict --noEmit` in tests/js/types.test.js: the whole public API as a user
+// Compiled by `tsc --strict --noEmit` in tests/js/package.test.js: the whole public API as a user
 // writes it, through the package's own name (its `exports` and `types`). Lines under an expect-error
 // directive must stay errors, so the typings cannot silently loosen.
 import { init, initNative, initWorker, MsdaWorker, simdSupported, DEFAULTS, Msda, Prepared, Tensor, Gradients, MsdaError } from 'ms-deform-attn';

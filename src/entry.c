@@ -1,4 +1,4 @@
-/* Entry points: validation, layout strides, and dispatch to the kernels. */
+/* The entry points of src/msda.h: validation, layout strides, and dispatch to the kernels. */
 #include "internal.h"
 #include "threads.h"
 

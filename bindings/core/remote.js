@@ -9,10 +9,10 @@
 // AbortSignal rejects the call at once with a DOMException named AbortError; a call still queued
 // is dropped, one already running finishes in the worker and its result is discarded.
 
-import { DISPOSE } from '../core/api.js';
-import { problemFromTensors } from '../core/problem.js';
-import { copyFloat32, typedArrayBuffer, typedArrayByteOffset, typedArrayLength } from '../core/typed.js';
-import { describe } from '../core/errors.js';
+import { DISPOSE } from './api.js';
+import { problemFromTensors } from './problem.js';
+import { copyFloat32, typedArrayBuffer, typedArrayByteOffset, typedArrayLength } from './typed.js';
+import { describe } from './errors.js';
 
 export const ASYNC_DISPOSE = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose');
 

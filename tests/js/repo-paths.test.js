@@ -1,0 +1,75 @@
+// Every repository path that a build file, a script or a page names, or a source file's comment
+// names, is a file or folder the repository tracks: a move that leaves a
+// comment or a make rule pointing at the old place fails here. Documents are named with their
+// path (TOOLCHAIN.md alone names nothing a reader can open).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const TOP = ['src', 'bindings', 'tests', 'web', 'demo', 'mk', 'scripts', 'docs', '.ci'];
+// A path into the tree: a top folder, then names; not a glob, a template or a placeholder.
+const PATH = new RegExp(String.raw`(?<![\w./@-])((?:${TOP.map((t) => t.replace('.', '\\.')).join('|')})/[\w.+/-]*[\w/])`, 'g');
+const TEXT = /\.(c|h|js|mjs|cjs|ts|mk|sh|md|json|html|css|py)$|(^|\/)(Makefile|run|\.gitignore)$/;
+// Source files are read for their comments only: their strings may name a test's own made-up tree.
+const CODE = /\.(c|h|js|mjs|cjs|ts|css)$/;
+const comments = (text) => [...text.matchAll(/\/\*[\s\S]*?\*\/|(?<![:'"`\\])\/\/[^\n]*/g)].map((m) => m[0]).join('\n');
+// Files whose text is data, not a description of this tree, and this checker's own test strings.
+const SKIP = /^(package-lock\.json|tests\/fixtures\/.*\.json|tests\/fuzz\/corpus\/|tests\/fuzz\/regressions\/|tests\/js\/repo-paths\.test\.js$)/;
+
+function pathProblems(file, text, has) {
+  const problems = [];
+  for (const m of text.matchAll(PATH)) {
+    const rest = text.slice(m.index + m[0].length, m.index + m[0].length + 2);
+    // a pattern, not a file: src/kernel_<isa>.c, mk/*.mk, tests/${name}, tests/c/test_%.c, reference.{h,c}
+    if (/^\.?[*$<{…%]/.test(rest)) continue;
+    let p = m[1].replace(/[.]+$/, '');               // a sentence's full stop
+    if (p.endsWith('/')) p = p.slice(0, -1);
+    if (/\/[A-Z]+(\.|\/|$)/.test(p)) continue;         // a placeholder: tests/js/NAME.test.js
+    if (!has(p)) problems.push(`${file} names ${p}, which the repository does not have`);
+  }
+  if (!file.startsWith('docs/') || !['docs/CONTRACT.md', 'docs/SEMANTICS.md'].includes(file)) {
+    for (const m of text.matchAll(/(?<![\w/.-])(TOOLCHAIN|STYLE|WEBGPU|DEVELOPERS)\.md\b/g)) {
+      problems.push(`${file} names ${m[1]}.md, which is not in the repository`);
+    }
+  }
+  return problems;
+}
+
+function trackedTree() {
+  const files = execFileSync('git', ['ls-files', '-z'], { cwd: root, encoding: 'utf8', maxBuffer: 1 << 26 }).split('\0').filter(Boolean);
+  const dirs = new Set();
+  for (const f of files) for (let i = f.indexOf('/'); i !== -1; i = f.indexOf('/', i + 1)) dirs.add(f.slice(0, i));
+  const set = new Set(files);
+  // A path may also be named from a folder of its own (an app's src/index.js in tests/bundlers/app/).
+  const within = (p) => files.some((f) => f.endsWith(`/${p}`)) || [...dirs].some((d) => d.endsWith(`/${p}`));
+  return { files, has: (p) => set.has(p) || dirs.has(p) || within(p) };
+}
+
+test('every repository path named in a source, build file, script or page exists', () => {
+  const { files, has } = trackedTree();
+  const problems = [];
+  for (const f of files) {
+    if (!TEXT.test(f) || SKIP.test(f)) continue;
+    const text = readFileSync(`${root}/${f}`, 'utf8');
+    problems.push(...pathProblems(f, CODE.test(f) ? comments(text) : text, has));
+  }
+  assert.deepEqual(problems, []);
+});
+
+test('source files are read for their comments, both kinds', () => {
+  assert.equal(comments("const a = 'src/x.c'; // src/y.c\n/* src/z.c\n */ 'http://h/p'"), '// src/y.c\n/* src/z.c\n */');
+});
+
+test('the path check finds a moved file, a moved folder and a document named without its path', () => {
+  const has = (p) => ['src/entry.c', 'src', 'bindings/node', 'bindings/node/serve.js'].includes(p);
+  assert.deepEqual(pathProblems('x.c', '/* see src/entry.c and bindings/node/serve.js, or mk/*.mk, src/kernel_<isa>.c, src/x.{h,c}, tests/js/NAME.test.js */', has), []);
+  assert.deepEqual(pathProblems('x.c', '/* (src/msda.c) */', has), ['x.c names src/msda.c, which the repository does not have']);
+  assert.deepEqual(pathProblems('x.mk', '# web/serve.js.', has), ['x.mk names web/serve.js, which the repository does not have']);
+  assert.deepEqual(pathProblems('x.mk', '# bindings/wasm/', has), ['x.mk names bindings/wasm, which the repository does not have']);
+  assert.deepEqual(pathProblems('x.mk', '# see TOOLCHAIN.md', has), ['x.mk names TOOLCHAIN.md, which is not in the repository']);
+  // not a path into this tree: a URL, another repository's, a scoped package
+  assert.deepEqual(pathProblems('x.js', "'https://x.org/src/a.c' '../other/src/a.c' '@webgpu/types' 'node_modules/webgpu/index.js'", has), []);
+});
