@@ -405,7 +405,7 @@ function openSource(flag, dir) {
   if (bytes === null || !looksLikeZip(bytes)) throw bad(`${flag} ${dir}: not a directory (nor an .npz archive)`);
   let members;
   try {
-    members = parseNpz(bytes, (b) => inflateRawSync(b));
+    members = parseNpz(bytes, (b, maxOutputLength) => inflateRawSync(b, { maxOutputLength }));
   } catch (e) {
     if (e instanceof NpzError) throw bad(`${flag} ${dir}: ${e.message}`);
     throw e;

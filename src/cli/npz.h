@@ -23,6 +23,9 @@ typedef struct npz {
     npz_member *members;
 } npz;
 
+/* The most bytes a member may hold: 4 GiB less one, what a wasm32 heap (the JS CLI) could. */
+#define NPZ_MAX_MEMBER 0xffffffffu
+
 /* Does the buffer start like a zip archive ("PK\3\4")? */
 int npz_looks_like_zip(const unsigned char *bytes, size_t len);
 
