@@ -23,7 +23,7 @@ typedef struct msda_job {
 /* Most threads the native pool starts; more requested run as this many (same bits). */
 #define MSDA_MAX_THREADS 64
 
-/* Validate the problem and buffers and fill job (src/msda.c). */
+/* Validate the problem and buffers and fill job (src/entry.c). */
 msda_status msda__forward_job(msda_job *job, const msda_problem *problem, const float *value,
                               const float *sampling_locations, const float *attention_weights, float *output,
                               msda_error *err);

@@ -1,4 +1,4 @@
-/* Would half-precision storage of value pay in the kernels (issue 19, item 2)? A measurement
+/* Would half-precision storage of value pay in the kernels? A measurement
  * before any kernel work: the encoder forward's gathers (BLNC, 8 heads x 32 channels, 4 levels x
  * 4 points, samples within +-4 pixels of each query's own pixel, as tests/bench/cases.js makes
  * them) written once and run with value stored as float32 and as float16 (widened on load:
@@ -15,7 +15,7 @@
  * Measured on 75a52cc's kernels (2-vCPU Xeon, shared, load ~6; three runs each): the same loop
  * reads float16 1.26-1.34 x faster than float32 natively, and that float16 loop is 1.08-1.15 x
  * the library's own float32 forward; under wasm SIMD the exact integer widening makes the
- * float16 loop 2.4 x slower (0.41-0.42 x). So float16 storage would not reach issue 19's 1.3 x
+ * float16 loop 2.4 x slower (0.41-0.42 x). So float16 storage would not reach the 1.3 x
  * on wasm at all, and natively only if it took the library's whole walk as it is; not built.
  */
 #define _POSIX_C_SOURCE 199309L

@@ -90,7 +90,7 @@ if (json) {
       [`native AVX2 fwd ${(sse2.fwd / avx2.fwd).toFixed(2)} x faster than SSE2 (>= 2)`, sse2.fwd >= 2 * avx2.fwd],
       [`native AVX2 bwd ${(sse2.bwd / avx2.bwd).toFixed(2)} x faster than SSE2 (>= 1.5)`, sse2.bwd >= 1.5 * avx2.bwd],
     ];
-    console.log('\nISA targets (issue 14):');
+    console.log('\nISA targets:');
     for (const [what, ok] of targets) console.log(`  ${ok ? 'met    ' : 'NOT met'}  ${what}`);
   }
 }

@@ -290,7 +290,7 @@ compute().then((main) => ({ main, worker: main }), (e) => ({ error: String(e && 
 });
 
 // ms-deform-attn/tfjs bundled by the README's esbuild recipe, the package's files under /msda/
-// (issue 20: its old top-level await fetched ../dist/msda-simd.wasm at import, a 404 there).
+// (its old top-level await fetched ../dist/msda-simd.wasm at import, a 404 there).
 test('esbuild: ms-deform-attn/tfjs loads nothing at import; setMsda(await init({ wasmPaths })) or configure + ready() give Node\'s output', async () => {
   const dir = path.join(work, 'tfjs');
   await cp(path.join(work, 'base'), dir, { recursive: true, verbatimSymlinks: true });

@@ -1,4 +1,4 @@
-// The kernels' answers where float arithmetic used to decide them (issue 10, items 1, 7, 8), on
+// The kernels' answers where float arithmetic used to decide them, on
 // every backend: NaN bits are the one canonical NaN (0x7fc00000) in every output and identical
 // on native, wasm SIMD and wasm scalar; an infinite attention weight at a pixel centre gives
 // a * S (+-Inf), as SEMANTICS and PyTorch do; a level wider than 2^24 pixels gives the exact

@@ -330,7 +330,7 @@ test('native: sizes no Float32Array can hold are a RangeError naming the tensor 
   native.prepare({ ...one, spatialShapes: [[Number(max), 1]] }, { mode: 'forward' }).dispose();
 });
 
-// Hostile arguments (issue 10, item 6): every argument is read once, before any check, and a
+// Hostile arguments: every argument is read once, before any check, and a
 // tensor's kind and length are its real ones. Each case below computed from stale heap data on
 // the wasm backends (or was accepted and converted) before.
 function hostileBase() {

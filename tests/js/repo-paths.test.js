@@ -16,8 +16,8 @@ const TEXT = /\.(c|h|js|mjs|cjs|ts|mk|sh|md|json|html|css|py)$|(^|\/)(Makefile|r
 // Source files are read for their comments only: their strings may name a test's own made-up tree.
 const CODE = /\.(c|h|js|mjs|cjs|ts|css)$/;
 const comments = (text) => [...text.matchAll(/\/\*[\s\S]*?\*\/|(?<![:'"`\\])\/\/[^\n]*/g)].map((m) => m[0]).join('\n');
-// Files whose text is data, not a description of this tree.
-const SKIP = /^(package-lock\.json|tests\/fixtures\/.*\.json|tests\/fuzz\/corpus\/|tests\/fuzz\/regressions\/)/;
+// Files whose text is data, not a description of this tree, and this checker's own test strings.
+const SKIP = /^(package-lock\.json|tests\/fixtures\/.*\.json|tests\/fuzz\/corpus\/|tests\/fuzz\/regressions\/|tests\/js\/repo-paths\.test\.js$)/;
 
 function pathProblems(file, text, has) {
   const problems = [];
