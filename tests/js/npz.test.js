@@ -341,3 +341,18 @@ test('many entries: the duplicate-name check is not quadratic (150,000 entries, 
   const r = await both(['forward', '--in', file, '--out', `${root}/many-out`]);
   assert.equal(r.err, want);
 });
+
+test('one verdict for one archive: both CLIs on the committed mutated archives and the fuzz seeds and regressions', async () => {
+  // tests/fixtures/npz/mutated: one archive per distinct verdict of a differential run
+  // (tests/fuzz/npz_diff.js, which make test-fuzz runs afresh against the two readers)
+  const dirs = [`${FIXTURES}/mutated`, ...['corpus', 'regressions'].map((d) => fileURLToPath(new URL(`../fuzz/${d}/npz`, import.meta.url)))];
+  let n = 0;
+  for (const dir of dirs) {
+    for (const f of readdirSync(dir)) {
+      await both(['forward', '--in', `${dir}/${f}`, '--out', `${root}/mutated-out`]);
+      rmSync(`${root}/mutated-out`, { recursive: true, force: true });
+      n++;
+    }
+  }
+  assert.ok(n >= 64, `${n} archives`);
+});
