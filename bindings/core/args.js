@@ -60,9 +60,7 @@ export function readArgs(fn, args, allowed, what = 'argument') {
 }
 
 export function positiveInteger(fn, name, x) {
-  if (typeof x !== 'number' || !Number.isInteger(x)) {
-    throw new TypeError(`${fn}: ${name} is ${describe(x)}, expected a positive integer`);
-  }
+  if (typeof x !== 'number') throw new TypeError(`${fn}: ${name} is ${describe(x)}, expected a positive integer`);
   if (x < 1 || !Number.isSafeInteger(x)) throw new RangeError(`${fn}: ${name} is ${x}, expected an integer >= 1`);
   return x;
 }
