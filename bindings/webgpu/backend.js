@@ -8,7 +8,9 @@ import { DISPOSE } from '../core/api.js';
 import { problemFromTensors } from '../core/problem.js';
 import { typedArrayBuffer, typedArrayByteOffset, typedArrayLength } from '../core/typed.js';
 import { describe } from '../core/errors.js';
-import { CANONICAL_NAN, CELLS, FORWARD, FORWARD_SUM, FORWARD_TAPS, GATHER, ORDER, ORDER_CHUNK, PLACE, PROBE, SAMPLES, SCAN, SCAN_ADD, SCAN_BLOCK, SORT, WORKGROUP } from './kernels.js';
+import { CANONICAL_NAN, FORWARD, FORWARD_SUM, FORWARD_TAPS, PLACE, PROBE, SAMPLES, SCAN, SCAN_ADD, SCAN_BLOCK, WORKGROUP } from './kernels.js';
+import { GATHER, RANK } from './segments.js';
+import { CELLS, ORDER_CHUNK, ORDER_COUNT, ORDER_PLACE, ORDER_TILE } from './order.js';
 
 /** The `.code` of the Error init rejects with when no WebGPU adapter or device can be had. */
 export const WEBGPU_UNAVAILABLE = 'MSDA_WEBGPU_UNAVAILABLE';
@@ -20,7 +22,7 @@ const MAP_READ = 0x1, COPY_SRC = 0x4, COPY_DST = 0x8, UNIFORM = 0x40, STORAGE = 
 const MAP_MODE_READ = 0x1;
 const OUTPUT_USAGE = STORAGE | COPY_SRC | COPY_DST;
 
-const KERNELS = { forward: FORWARD, forwardTaps: FORWARD_TAPS, forwardSum: FORWARD_SUM, samples: SAMPLES, scan: SCAN, scanAdd: SCAN_ADD, cells: CELLS, order: ORDER, place: PLACE, sort: SORT, gather: GATHER, probe: PROBE };
+const KERNELS = { forward: FORWARD, forwardTaps: FORWARD_TAPS, forwardSum: FORWARD_SUM, samples: SAMPLES, scan: SCAN, scanAdd: SCAN_ADD, cells: CELLS, orderCount: ORDER_COUNT, orderPlace: ORDER_PLACE, place: PLACE, rank: RANK, gather: GATHER, probe: PROBE };
 
 const FLOAT_SIDE = 1024;   // src/kernel/geometry.h MSDA_FLOAT_SIDE
 const INT32_MAX = 2 ** 31 - 1;
@@ -40,7 +42,7 @@ const f32bits = (x) => new Uint32Array(new Float32Array([x]).buffer)[0];
 // Problem constants for the kernels (kernels.js, `md`).
 
 // The grid of cells the CPU backward walks queries by (src/kernel/walks.h sample_grid): the
-// order pass (kernels.js CELLS, ORDER) ranks each batch's queries by it on the GPU.
+// order passes (order.js) sort each batch's queries by it on the GPU.
 export function sampleGrid(problem) {
   let rows = 1, cols = 1;
   for (const [h, w] of problem.spatialShapes) {
@@ -280,9 +282,9 @@ class WebGPUBackend {
     return this.device.createBuffer({ size: Math.max(4, Math.ceil(size / 4) * 4), usage, label });
   }
 
-  uniform(n, perRow, first = 0) {
+  uniform(n, perRow, first = 0, extra = 0) {
     const u = this.buffer(16, UNIFORM | COPY_DST, 'msda dispatch');
-    this.device.queue.writeBuffer(u, 0, new Uint32Array([n, perRow, first, 0]));
+    this.device.queue.writeBuffer(u, 0, new Uint32Array([n, perRow, first, extra]));
     return u;
   }
 
@@ -295,12 +297,13 @@ class WebGPUBackend {
     return [x, y];
   }
 
-  // One compute pass of `name` over n invocations (n values for the scan), bindings by number.
-  dispatch(encoder, name, n, entries, temps, perGroup = WORKGROUP, first = 0) {
+  // One compute pass of `name` over n invocations (n values for the scan), bindings by number;
+  // first and extra: the uniform's z and w.
+  dispatch(encoder, name, n, entries, temps, perGroup = WORKGROUP, first = 0, extra = 0) {
     if (n === 0) return;
     const groups = Math.ceil(n / perGroup);
     const [x, y] = this.grid(groups);
-    const u = this.uniform(n, name === 'scan' ? x : x * perGroup, first);
+    const u = this.uniform(n, name === 'scan' ? x : x * perGroup, first, extra);
     temps.push(u);
     const p = this.pipelines[name];
     const bg = this.device.createBindGroup({
@@ -445,7 +448,7 @@ function planForward(b, problem) {
   return { fn: 'forward', buffers: { output: 4 * product(s.output) }, invocations: { forward: product(s.output) / problem.channels * Math.ceil(problem.channels / 4) } };
 }
 
-// The backward's scratch (corner records, their sorted order, per-pixel counts) is made for a
+// The backward's scratch (corner records, placed and ranked, per-pixel counts) is made for a
 // part of the (batch, head) pairs at a time when all of them would not fit one buffer: the
 // parts run one after the other in one submission, and each grad_value element still gets its
 // terms from one invocation, in the same order (the bits do not depend on the parts).
@@ -459,6 +462,9 @@ function planBackward(b, problem) {
   const pixels = pairsPerPart * L;
   const BQ = problem.batch * problem.numQueries, grid = sampleGrid(problem);
   const ranges = problem.batch * Math.ceil(problem.numQueries / ORDER_CHUNK);
+  // The order's histogram, (range, cell, tile), for as many ranges as fit one buffer at a time.
+  const perRange = (grid.bands * grid.cols + 1) * Math.ceil(Math.min(problem.numQueries, ORDER_CHUNK) / ORDER_TILE);
+  const rangesPerGroup = Math.max(1, Math.min(ranges, Math.floor(limit / (4 * (perRange + 1)))));
   return {
     fn: 'backward',
     samples,
@@ -472,11 +478,15 @@ function planBackward(b, problem) {
       gradAttentionWeights: 4 * samples,
       'location and weight gradients (scratch)': 4 * (product(s.gradSamplingLocations) + samples),
       'corner records of one (batch, head) part (scratch)': 32 * perPair * pairsPerPart,
-      'sorted records of one part (scratch)': 16 * perPair * pairsPerPart,
+      'placed records of one part (scratch)': 16 * perPair * pairsPerPart,
+      'ranked terms of one part (scratch)': 32 * perPair * pairsPerPart,
       'pixel counts of one part (scratch)': 4 * (pixels + 1),
-      'query order and ranks (scratch)': 4 * BQ,
-      'cell starts of the query order (scratch)': 4 * ranges * (grid.bands * grid.cols + 2),
+      'query cells, walk and ranks (scratch)': 4 * BQ,
+      'cell histogram of the query order (scratch)': 4 * (rangesPerGroup * perRange + 1),
     },
+    ranges,
+    rangesPerGroup,
+    perRange,
     invocations: { cells: BQ, samples: perPair * pairsPerPart, place: 4 * perPair * pairsPerPart, gather: pixels * problem.channels },
   };
 }
@@ -650,14 +660,24 @@ function encodeBackward(b, encoder, problem, plan, bind, out, temps) {
   const recs = scratch(32 * perPair * pairsPerPart, 'records');
   const counts = scratch(4 * (pixels + 1), 'counts');
   const offsets = scratch(4 * (pixels + 1), 'offsets');
-  const sorted = scratch(16 * perPair * pairsPerPart, 'sorted');
+  const sorted = scratch(16 * perPair * pairsPerPart, 'placed records');
+  const terms = scratch(32 * perPair * pairsPerPart, 'ranked terms');
   const gradValue = out('gradValue', plan.buffers.gradValue);
   // Each query's rank in its batch's CPU walk, from the locations and weights where they are.
-  const BQ = problem.batch * problem.numQueries, ranges = problem.batch * Math.ceil(problem.numQueries / ORDER_CHUNK);
-  const order = scratch(4 * BQ, 'query order'), ranks = scratch(4 * BQ, 'query ranks');
-  const starts = scratch(plan.buffers['cell starts of the query order (scratch)'], 'cell starts');
-  b.dispatch(encoder, 'cells', BQ, { 0: { buffer: md }, 1: bind.samplingLocations, 2: bind.attentionWeights, 3: { buffer: order } }, temps);
-  b.dispatch(encoder, 'order', ranges, { 0: { buffer: md }, 1: { buffer: order }, 2: { buffer: starts }, 3: { buffer: ranks } }, temps, 1);
+  const { ranges, rangesPerGroup, perRange } = plan;
+  const BQ = problem.batch * problem.numQueries, chunks = Math.ceil(problem.numQueries / ORDER_CHUNK);
+  const cells = scratch(4 * BQ, 'query cells'), walk = scratch(4 * BQ, 'query walk'), ranks = scratch(4 * BQ, 'query ranks');
+  const histBytes = plan.buffers['cell histogram of the query order (scratch)'];
+  const hist = scratch(histBytes, 'cell histogram'), starts = scratch(histBytes, 'cell starts');
+  b.dispatch(encoder, 'cells', BQ, { 0: { buffer: md }, 1: bind.samplingLocations, 2: bind.attentionWeights, 3: { buffer: cells } }, temps);
+  const rangeFirst = (r) => Math.floor(r / chunks) * problem.numQueries + (r % chunks) * ORDER_CHUNK;
+  for (let r0 = 0; r0 < ranges; r0 += rangesPerGroup) {
+    const r1 = Math.min(ranges, r0 + rangesPerGroup), queries = (r1 === ranges ? BQ : rangeFirst(r1)) - rangeFirst(r0);
+    encoder.clearBuffer(hist);
+    b.dispatch(encoder, 'orderCount', queries, { 0: { buffer: md }, 1: { buffer: cells }, 2: { buffer: hist } }, temps, ORDER_TILE, r0);
+    b.scan(encoder, hist, starts, (r1 - r0) * perRange, temps);
+    b.dispatch(encoder, 'orderPlace', queries, { 0: { buffer: md }, 1: { buffer: cells }, 2: { buffer: starts }, 3: { buffer: walk }, 4: { buffer: ranks } }, temps, ORDER_TILE, r0);
+  }
   for (let first = 0; first < pairs; first += pairsPerPart) {
     const n = Math.min(pairsPerPart, pairs - first);
     const partPixels = n * problem.valueLength;
@@ -668,10 +688,14 @@ function encodeBackward(b, encoder, problem, plan, bind, out, temps) {
     }, temps, WORKGROUP, first);
     b.scan(encoder, counts, offsets, partPixels + 1, temps);
     encoder.clearBuffer(counts);
-    b.dispatch(encoder, 'place', 4 * n * perPair, { 0: { buffer: recs }, 1: { buffer: offsets }, 2: { buffer: counts }, 3: { buffer: sorted } }, temps);
-    b.dispatch(encoder, 'sort', partPixels, { 0: { buffer: md }, 1: { buffer: offsets }, 2: { buffer: sorted }, 3: { buffer: ranks } }, temps, WORKGROUP, first);
+    b.dispatch(encoder, 'place', 4 * n * perPair, {
+      0: { buffer: md }, 1: { buffer: recs }, 2: { buffer: offsets }, 3: { buffer: counts }, 4: { buffer: sorted }, 5: { buffer: ranks },
+    }, temps, WORKGROUP, first);
+    b.dispatch(encoder, 'rank', 4 * n * perPair, {
+      0: { buffer: md }, 1: { buffer: offsets }, 2: { buffer: sorted }, 3: { buffer: recs }, 4: { buffer: walk }, 5: { buffer: terms },
+    }, temps, WORKGROUP, first, partPixels);
     b.dispatch(encoder, 'gather', partPixels * problem.channels, {
-      0: { buffer: md }, 1: { buffer: offsets }, 2: { buffer: sorted }, 3: { buffer: recs }, 4: bind.gradOutput, 5: { buffer: gradValue },
+      0: { buffer: md }, 1: { buffer: offsets }, 2: { buffer: terms }, 4: bind.gradOutput, 5: { buffer: gradValue },
     }, temps, WORKGROUP, first);
   }
   const gradSamplingLocations = out('gradSamplingLocations', plan.buffers.gradSamplingLocations);

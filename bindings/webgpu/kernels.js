@@ -7,8 +7,8 @@
 //             writer each) and a record per in-bounds corner (destination pixel, a * w_k),
 //             counted per destination pixel with integer atomics.
 //   scan      exclusive prefix sums of the counts: each pixel's segment of records.
-//   place     each record into its pixel's segment (any order), then
-//   sort      each segment into the CPU walk's order (query rank, point), then
+//   place     each record into its pixel's segment (any order), as its slot in walk order, then
+//   rank      (segments.js) each record to its place in that order, the CPU's (rank, point), and
 //   gather    one invocation per (pixel, channel) sums its segment in that order: grad_value with
 //             one writer per element and a fixed order, no float atomics.
 //
@@ -23,7 +23,7 @@ export const WORKGROUP = 64;
 export const SCAN_BLOCK = 256;
 export const CANONICAL_NAN = 0x7fc00000;
 
-const common = /* wgsl */ `
+export const common = /* wgsl */ `
 @group(0) @binding(0) var<storage, read> md: array<u32>;
 @group(0) @binding(15) var<uniform> disp: vec4<u32>;   // invocations, invocations per grid row, first (batch, head) of a backward part
 
@@ -545,167 +545,27 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 `;
 
-export const PLACE = /* wgsl */ `
-@group(0) @binding(0) var<storage, read> recs: array<vec2<u32>>;
-@group(0) @binding(1) var<storage, read> offsets: array<u32>;
-@group(0) @binding(2) var<storage, read_write> cursors: array<atomic<u32>>;
-@group(0) @binding(3) var<storage, read_write> sorted: array<u32>;
-@group(0) @binding(15) var<uniform> disp: vec4<u32>;
+// Each record into its pixel's segment, at any free place (integer atomics), as its walk slot:
+// its slot with the query's index replaced by the query's rank in the CPU walk (orderPlace), so
+// that walk slots ascend in the order the CPU sums a pixel's terms (rank, point).
+export const PLACE = common + /* wgsl */ `
+@group(0) @binding(1) var<storage, read> recs: array<vec2<u32>>;
+@group(0) @binding(2) var<storage, read> offsets: array<u32>;
+@group(0) @binding(3) var<storage, read_write> cursors: array<atomic<u32>>;
+@group(0) @binding(4) var<storage, read_write> placed: array<u32>;
+@group(0) @binding(5) var<storage, read> ranks: array<u32>;
 
 @compute @workgroup_size(${WORKGROUP})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let slot = gid.x + gid.y * disp.y;
+  let slot = invocation(gid);
   if (slot >= disp.x) { return; }
   let dest = recs[slot].x;
   if (dest == 0xffffffffu) { return; }
-  sorted[offsets[dest] + atomicAdd(&cursors[dest], 1u)] = slot;
-}
-`;
-
-// The CPU backward's walk (src/kernel/walks.h), per batch: queries in index ranges of
-// ORDER_CHUNK, each counting-sorted by the cell of its place. cells: each query's cell
-// (query_cell), one invocation per (batch, query); order: one invocation per (batch, range)
-// runs sample_order's cycles as the CPU does (sequential) and writes each query's rank.
-export const ORDER_CHUNK = 32768;   // MSDA_ORDER_CHUNK
-export const CELLS = common + /* wgsl */ `
-@group(0) @binding(1) var<storage, read> locs: array<f32>;
-@group(0) @binding(2) var<storage, read> weights: array<f32>;
-@group(0) @binding(3) var<storage, read_write> order: array<u32>;
-
-// x in [0, 1] (not NaN, -0 included) by its bits: comparisons may assume no NaN.
-fn in_unit(x: f32) -> bool { let u = bitcast<u32>(x); return u <= 0x3f800000u || u == 0x80000000u; }
-
-@compute @workgroup_size(${WORKGROUP})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let idx = invocation(gid);
-  if (idx >= disp.x) { return; }
-  let Q = md[1]; let H = md[2]; let NL = md[4]; let P = md[5];
-  let b = idx / Q; let q = idx % Q;
-  let bands = i32(md[12]); let cols = i32(md[13]);
-  var cell = bands * cols;
-  for (var l = 0u; l < NL; l = l + 1u) {
-    var sx = 0; var sy = 0; var n = 0;
-    for (var pt = 0u; pt < min(P, 4u); pt = pt + 1u) {
-      let x = locs[loc_index(b, q, 0u, l, pt, 0u)]; let y = locs[loc_index(b, q, 0u, l, pt, 1u)];
-      let w = weights[(idx * H * NL + l) * P + pt];
-      if (!(in_unit(x) && in_unit(y)) || (bitcast<u32>(w) & 0x7fffffffu) == 0u) { continue; }
-      sx = sx + i32(x * 65536.0);   // exact: x in [0, 1]
-      sy = sy + i32(y * 65536.0);
-      n = n + 1;
-    }
-    if (n == 0) { continue; }
-    if (n > 1) { sx = sx / n; sy = sy / n; }
-    let cx = min((sx * cols) >> 16u, cols - 1);
-    let cy = min((sy * bands) >> 16u, bands - 1);
-    cell = cy * cols + cx;
-    break;
-  }
-  order[idx] = u32(cell);
-}
-`;
-
-export const ORDER = common + /* wgsl */ `
-@group(0) @binding(1) var<storage, read_write> order: array<u32>;
-@group(0) @binding(2) var<storage, read_write> start: array<u32>;
-@group(0) @binding(3) var<storage, read_write> ranks: array<u32>;
-
-@compute @workgroup_size(1)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let u = invocation(gid);
-  if (u >= disp.x) { return; }
-  let Q = md[1];
-  let chunks = (Q + ${ORDER_CHUNK - 1}u) / ${ORDER_CHUNK}u;
-  let b = u / chunks; let q0 = (u % chunks) * ${ORDER_CHUNK}u;
-  let n = min(Q - q0, ${ORDER_CHUNK}u);
-  let cells = md[12] * md[13] + 1u;
-  let sb = u * (cells + 1u);
-  let base = b * Q + q0;
-  for (var c = 0u; c <= cells; c = c + 1u) { start[sb + c] = 0u; }
-  for (var i = 0u; i < n; i = i + 1u) { let k = sb + order[base + i] + 1u; start[k] = start[k] + 1u; }
-  for (var c = 0u; c < cells; c = c + 1u) { start[sb + c + 1u] = start[sb + c + 1u] + start[sb + c]; }
-  for (var i = 0u; i < n; i = i + 1u) {
-    if ((order[base + i] & 0x8000u) != 0u) { continue; }   // placed by an earlier cycle
-    var query = i; var cell = order[base + i];
-    loop {   // slot i is free: the cycle ends when a query's slot is i
-      let slot = start[sb + cell];
-      start[sb + cell] = slot + 1u;
-      if (slot == i) { order[base + slot] = 0x8000u | query; break; }
-      let next = order[base + slot];
-      order[base + slot] = 0x8000u | query;
-      query = slot;
-      cell = next;
-    }
-  }
-  for (var i = 0u; i < n; i = i + 1u) { ranks[base + (order[base + i] & 0x7fffu)] = q0 + i; }
-}
-`;
-
-// Heap sort of each pixel's records by (rank of the query in its batch's CPU walk, from the
-// order pass, point): unique keys,
-// so the order does not depend on how place() filled the segment.
-export const SORT = common + /* wgsl */ `
-@group(0) @binding(1) var<storage, read> offsets: array<u32>;
-@group(0) @binding(2) var<storage, read_write> sorted: array<u32>;
-@group(0) @binding(3) var<storage, read> ranks: array<u32>;
-
-fn key(slot: u32) -> u32 {
   let Q = md[1]; let H = md[2]; let NL = md[4]; let P = md[5];
   let r = slot / 4u;   // the samples pass's local index
-  let bq = r / (P * NL);
-  let b = (disp.z + bq / Q) / H;
-  return ranks[b * Q + bq % Q] * P + r % P;
-}
-
-fn sift(base: u32, start: u32, n: u32) {
-  var root = start;
-  loop {
-    var child = 2u * root + 1u;
-    if (child >= n) { break; }
-    if (child + 1u < n && key(sorted[base + child + 1u]) > key(sorted[base + child])) { child = child + 1u; }
-    if (key(sorted[base + root]) >= key(sorted[base + child])) { break; }
-    let t = sorted[base + root]; sorted[base + root] = sorted[base + child]; sorted[base + child] = t;
-    root = child;
-  }
-}
-
-@compute @workgroup_size(${WORKGROUP})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let dest = invocation(gid);
-  if (dest >= disp.x) { return; }
-  let base = offsets[dest];
-  let n = offsets[dest + 1u] - base;
-  if (n < 2u) { return; }
-  for (var i = n / 2u; i > 0u; i = i - 1u) { sift(base, i - 1u, n); }
-  for (var end = n - 1u; end > 0u; end = end - 1u) {
-    let t = sorted[base]; sorted[base] = sorted[base + end]; sorted[base + end] = t;
-    sift(base, 0u, end);
-  }
-}
-`;
-
-export const GATHER = common + /* wgsl */ `
-@group(0) @binding(1) var<storage, read> offsets: array<u32>;
-@group(0) @binding(2) var<storage, read> sorted: array<u32>;
-@group(0) @binding(3) var<storage, read> recs: array<vec2<u32>>;
-@group(0) @binding(4) var<storage, read> gout: array<f32>;
-@group(0) @binding(5) var<storage, read_write> gvalue: array<f32>;
-
-@compute @workgroup_size(${WORKGROUP})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let idx = invocation(gid);
-  if (idx >= disp.x) { return; }
-  let H = md[2]; let C = md[3]; let NL = md[4]; let P = md[5]; let L = md[6];
-  let Q = md[1];
-  let c = idx % C; let dest = idx / C;
-  let pix = dest % L; let bh = disp.z + dest / L; let h = bh % H; let b = bh / H;
-  var acc: f32 = 0.0;
-  for (var i = offsets[dest]; i < offsets[dest + 1u]; i = i + 1u) {
-    let slot = sorted[i];
-    let aw = bitcast<f32>(recs[slot].y);
-    let q = (slot / (4u * NL * P)) % Q;
-    acc = acc + aw * gout[((b * Q + q) * H + h) * C + c];
-  }
-  gvalue[value_base(b, h) + pix * select(C, H * C, md[7] != 0u) + c] = canon(acc);
+  let q = (r / (P * NL)) % Q; let b = (disp.z + r / (P * NL * Q)) / H;
+  let rank = ranks[b * Q + q];
+  placed[offsets[dest] + atomicAdd(&cursors[dest], 1u)] = slot + 4u * P * NL * rank - 4u * P * NL * q;
 }
 `;
 

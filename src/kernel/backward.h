@@ -281,10 +281,10 @@ static void backward_walk(const msda_plan *p, const msda_tensors *t, geom_cache 
         const int n = (int)(Q - q0 < MSDA_ORDER_CHUNK ? Q - q0 : MSDA_ORDER_CHUNK);
         sample_order(p, t, &sg, b, q0, n, order);
         for (int i = 0; i < n; i++) {
-            if (i + 1 < n) fetch_query(&fa, p, t, b, q0 + (order[i + 1] & MSDA_ORDER_INDEX), 1);
+            if (i + 1 < n) fetch_query(&fa, p, t, b, q0 + order[i + 1], 1);
             for (int64_t h = h_begin; h < h_end; h++)
-                if (part) backward_query_part(p, t, gc, b, q0 + (order[i] & MSDA_ORDER_INDEX), h, part);
-                else backward_query(p, t, gc, b, q0 + (order[i] & MSDA_ORDER_INDEX), h);
+                if (part) backward_query_part(p, t, gc, b, q0 + order[i], h, part);
+                else backward_query(p, t, gc, b, q0 + order[i], h);
         }
     }
     __asm__ volatile("" : : "r"(fa.sink));

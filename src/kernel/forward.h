@@ -251,8 +251,8 @@ void MSDA_KFN(msda__forward_range)(const msda_plan *p, const msda_tensors *t, in
             sample_order(p, t, &sg, b, q0, n, order);
             const int fetch = fetch_walk(&sg, order, n);
             for (int i = 0; i < n; i++) {
-                if (fetch && i + 1 < n) fetch_query(&fa, p, t, b, q0 + (order[i + 1] & MSDA_ORDER_INDEX), 0);
-                forward_query_heads(p, t, &gc, &tp, b, q0 + (order[i] & MSDA_ORDER_INDEX), blocks, begin, end);
+                if (fetch && i + 1 < n) fetch_query(&fa, p, t, b, q0 + order[i + 1], 0);
+                forward_query_heads(p, t, &gc, &tp, b, q0 + order[i], blocks, begin, end);
             }
         }
     }

@@ -7,9 +7,9 @@
  * that has a counted point (at most its first four points): both coordinates in [0, 1] (so not
  * NaN) and weight not 0. So a NaN sample counts as a weight-0 one does (not at all), and a sample
  * outside the image never counts, whatever its weight (a dead sample's weight, 0, NaN or any
- * other, cannot move its query); queries are counting-sorted by the cell of that place (within a cell in an order fixed
- * by the keys alone, sample_order) and walked cell by cell, band by band. Neighbouring queries then share
- * their rows in cache, and one sweep over the image reads each level's rows a few times, in any
+ * other, cannot move its query); queries are counting-sorted by the cell of that place (stably:
+ * index order within a cell, sample_order) and walked cell by cell, band by band. Neighbouring
+ * queries then share their rows in cache, and one sweep over the image reads each level's rows a few times, in any
  * query order: one query per pixel (encoder self-attention) in pixel order or shuffled, or a
  * two-stage decoder's proposals in score order. More than MSDA_ORDER_CHUNK queries are walked
  * in index ranges of that many, one sweep each (the order's scratch stays on the stack).
@@ -31,8 +31,8 @@
 #define MSDA_FORWARD_STRIP 8
 #endif
 
-/* Queries sorted at a time (their order as uint16 on the stack, 64 KiB); a problem with more
- * walks them in consecutive index ranges of this many, each in its own sweep. */
+/* Queries sorted at a time (their order and their cells as uint16 on the stack, 64 KiB each); a
+ * problem with more walks them in consecutive index ranges of this many, each in its own sweep. */
 #define MSDA_ORDER_CHUNK 32768
 /* Most grid cells, the last one for queries with no live point (counts as uint16, 16 KiB). */
 #define MSDA_ORDER_CELLS 8192
@@ -98,40 +98,22 @@ static inline int32_t query_cell(const msda_plan *p, const msda_tensors *t, cons
     return bands * cols;
 }
 
-/* order[0 .. n) = the queries q_begin + (order[i] & MSDA_ORDER_INDEX) (n <= MSDA_ORDER_CHUNK) of batch
- * b in walking order: a counting sort by cell, each key computed once. The keys go into order
- * itself, then each query moves to its bucket's next slot along cycles of the permutation (the
- * query found in a slot moves on next), a slot holding a placed query marked by the top bit.
- * Within a cell the order is that of the cycles: not the index order, but a function of the
- * keys alone. */
-#define MSDA_ORDER_INDEX 0x7FFFu
+/* order[0 .. n) = the queries q_begin + order[i] (n <= MSDA_ORDER_CHUNK) of batch b in walking
+ * order: a stable counting sort by cell, each key computed once, so index order within a cell.
+ * Stable, it is the order any sort by (cell, index) gives, a parallel one too (the WebGPU
+ * backend's order pass). */
 static void sample_order(const msda_plan *p, const msda_tensors *t, const sample_grid *sg, int64_t b,
                          int64_t q_begin, int n, uint16_t *order)
 {
-    uint16_t start[MSDA_ORDER_CELLS + 1];
+    uint16_t start[MSDA_ORDER_CELLS + 1], cell[MSDA_ORDER_CHUNK];
     const int64_t cells = sg->bands * sg->cols + 1;
     memset(start, 0, (size_t)(cells + 1) * sizeof start[0]);
     for (int i = 0; i < n; i++) {
-        const int32_t cell = query_cell(p, t, sg, b, q_begin + i);
-        order[i] = (uint16_t)cell;
-        start[cell + 1]++;
+        cell[i] = (uint16_t)query_cell(p, t, sg, b, q_begin + i);
+        start[cell[i] + 1]++;
     }
     for (int64_t c = 0; c < cells; c++) start[c + 1] = (uint16_t)(start[c + 1] + start[c]);
-    for (int i = 0; i < n; i++) {
-        if (order[i] & 0x8000u) continue;   /* placed by an earlier cycle */
-        unsigned query = (unsigned)i, cell = order[i];
-        for (;;) {   /* slot i is free: the cycle ends when a query's slot is i */
-            const unsigned slot = start[cell]++;
-            if (slot == (unsigned)i) {
-                order[slot] = (uint16_t)(0x8000u | query);
-                break;
-            }
-            const unsigned next_cell = order[slot];   /* unplaced: a slot is handed out once */
-            order[slot] = (uint16_t)(0x8000u | query);
-            query = slot;
-            cell = next_cell;
-        }
-    }
+    for (int i = 0; i < n; i++) order[start[cell[i]]++] = (uint16_t)i;
 }
 
 /* Starts fetching the rows a query reads and writes in the per-query tensors (its locations and
@@ -184,7 +166,7 @@ static int fetch_walk(const sample_grid *sg, const uint16_t *order, int n)
     const int64_t near = sg->strip * sg->widest;
     int local = 0;
     for (int i = 0; i + 1 < n; i++) {
-        const int64_t step = (int64_t)(order[i + 1] & MSDA_ORDER_INDEX) - (int64_t)(order[i] & MSDA_ORDER_INDEX);
+        const int64_t step = (int64_t)order[i + 1] - (int64_t)order[i];
         local += step <= near && step >= -near;
     }
     return 4 * local < n - 1;   /* pixel order: 61 % of steps near; shuffled: 12 % */

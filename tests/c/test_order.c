@@ -3,8 +3,8 @@
  * the permuted output, bit for bit, and so do the location and weight gradients. grad_value's
  * summation order is the walk's: queries whose places are in distinct cells are walked by place
  * alone, so their grad_value is the same bits in any query order (an index-order walk fails
- * this). Dead samples do not move a query: a NaN sample and a weight-0 one, or a coordinate of
- * 1e30 and one of 5, give the same bits. Problems of more queries than one sort holds, on levels
+ * this); within a cell, queries are walked in index order. Dead samples do not move a query: a
+ * NaN sample and a weight-0 one, or a coordinate of 1e30 and one of 5, give the same bits. Problems of more queries than one sort holds, on levels
  * wider than the grid, match the reference and do not depend on the thread count. */
 #include "msda.h"
 #include "reference.h"
@@ -304,6 +304,61 @@ static void test_dead_samples(void)
     }
 }
 
+/* Within a cell, queries are walked in index order (a stable sort by cell): queries whose places
+ * fall in a few cells of a 1 x 16 grid, in a mixed order, all sample the one pixel of a 1 x 1
+ * level, so that pixel's grad_value is their terms summed in the walk's order, which is
+ * (cell, index) order: values over many magnitudes make another order give other bits (checked
+ * for the order reversed within each cell). At 1 and 3 threads. */
+static void test_order_is_stable(void)
+{
+    static const int64_t shapes[] = {8, 16, 1, 1};
+    enum { Q = 64 };
+    for (int seed = 0; seed < 8; seed++) {
+        tu_case tc;
+        tu_rng rng;
+        tu_rng_seed(&rng, 8700 + (uint64_t)seed);
+        tu_case_init(&tc, 8700 + (uint64_t)seed, 1, Q, 1, 1, 2, 1, shapes, 0);
+        tu_case_fill(&tc, &rng, 0, 1);
+        int cell[Q];
+        float term[Q];
+        for (int q = 0; q < Q; q++) {
+            cell[q] = (int)tu_int(&rng, 0, 3) * 5;
+            tc.sampling_locations[loc_at(&tc, 0, q, 0, 0)] = (float)((cell[q] + 0.5) / 16);
+            tc.sampling_locations[loc_at(&tc, 0, q, 0, 1)] = 0.5f;
+            tc.sampling_locations[loc_at(&tc, 0, q, 1, 0)] = 0.5f;   /* the 1 x 1 level's pixel, corner weight 1 */
+            tc.sampling_locations[loc_at(&tc, 0, q, 1, 1)] = 0.5f;
+            tc.attention_weights[q * 2] = 1.0f;
+            tc.attention_weights[q * 2 + 1] = (float)(tu_uniform(&rng, 1, 2) * pow(10.0, (double)tu_int(&rng, -3, 3)) *
+                                                      (tu_int(&rng, 0, 1) ? 1 : -1));
+            tc.grad_output[q] = (float)tu_uniform(&rng, 0.5, 2);
+            if (q < 3) {   /* 1e8 - 1e8 + 1 is 1 in this order, 0 in the reverse one */
+                static const float first[] = {1e8f, -1e8f, 1.0f};
+                cell[q] = 0;
+                tc.sampling_locations[loc_at(&tc, 0, q, 0, 0)] = 0.5f / 16;
+                tc.attention_weights[q * 2 + 1] = first[q];
+                tc.grad_output[q] = 1.0f;
+            }
+            term[q] = tc.attention_weights[q * 2 + 1] * tc.grad_output[q];
+        }
+        float stable = 0.0f, reversed = 0.0f;
+        for (int c = 0; c < 16; c++)
+            for (int q = 0; q < Q; q++) {
+                if (cell[q] == c) stable += term[q];
+                if (cell[Q - 1 - q] == c) reversed += term[Q - 1 - q];
+            }
+        tu_check(!same_float(stable, reversed), "stable order: the sums in two orders differ (seed %d)", seed);
+        for (int threads = 1; threads <= 3; threads += 2) {
+            outputs o;
+            run(&tc, threads, &o);
+            const float got = o.grad_value[tc.level_start_index[1]];
+            tu_check(same_float(got, stable), "stable order, threads %d: the 1 x 1 pixel's grad_value is %.9g, the sum in (cell, index) order %.9g (seed %d)",
+                     threads, (double)got, (double)stable, seed);
+            outputs_free(&o);
+        }
+        tu_case_free(&tc);
+    }
+}
+
 /* More queries than one sort holds (32768), on a level wider than the grid has columns (8191):
  * forward and backward match the reference, and 1 and 3 threads give the same bits. */
 static void test_many_queries(void)
@@ -343,6 +398,7 @@ int main(void)
 {
     test_shuffled();
     test_order_is_by_place();
+    test_order_is_stable();
     test_dead_samples();
     test_many_queries();
     return tu_finish();
