@@ -16,9 +16,9 @@ export interface Tensor<Buffer extends ArrayBufferLike = ArrayBuffer> {
  * Float16Array data, where the runtime has it, which these typings do not name).
  */
 export type TensorInput =
-  | { data: Float32Array; shape: readonly number[]; dtype?: 'float32' }
-  | { data: Float32Array; dims: readonly number[]; dtype?: 'float32' }
-  | { data: Uint16Array; shape: readonly number[]; dtype: 'float16' | 'bfloat16' };
+  | { data: Float32Array; shape: readonly number[]; dtype?: 'float32' | '<f4' }
+  | { data: Float32Array; dims: readonly number[]; dtype?: 'float32' | '<f4' }
+  | { data: Uint16Array; shape: readonly number[]; dtype: 'float16' | 'bfloat16' | '<f2' };
 
 /** Integer lists: plain arrays, any integer typed array (BigInt64Array too), or a { data } tensor. */
 export type IntegerList = readonly (number | bigint)[] | Int32Array | Uint32Array | BigInt64Array | BigUint64Array | Float64Array;

@@ -208,12 +208,17 @@ export function readLevelStartIndex(fn, x, shapes) {
   return { starts, total };
 }
 
+// NumPy's names of the same dtypes, as parseNpy (ms-deform-attn/npy) gives them, so that a
+// parsed .npy goes straight in.
+const NUMPY_DTYPES = { '<f4': 'float32', '<f2': 'float16' };
+
 // The dtype of a half-precision tensor: Float16Array data (where the runtime has it) is float16;
 // a Uint16Array holds the bits of dtype 'float16' or 'bfloat16'. undefined for other data.
-function halfOf(fn, name, data, dtype) {
+function halfOf(fn, name, data, dtypeGiven) {
   const kind = typedArrayKind(data);
+  const dtype = Object.hasOwn(NUMPY_DTYPES, dtypeGiven) ? NUMPY_DTYPES[dtypeGiven] : dtypeGiven;
   if (dtype !== undefined && !['float32', 'float16', 'bfloat16'].includes(dtype)) {
-    throw new TypeError(`${fn}: ${name}.dtype is ${describe(dtype)}, expected 'float32', 'float16' or 'bfloat16'`);
+    throw new TypeError(`${fn}: ${name}.dtype is ${describe(dtype)}, expected 'float32', 'float16' or 'bfloat16' (or NumPy's '<f4', '<f2')`);
   }
   if (kind === 'Float16Array' && (dtype === undefined || dtype === 'float16')) return 'float16';
   if (kind === 'Uint16Array' && (dtype === 'float16' || dtype === 'bfloat16')) return dtype;

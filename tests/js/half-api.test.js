@@ -125,7 +125,7 @@ test('half-precision arguments that do not fit: a TypeError naming the tensor an
     [{ data: bits, shape: t.shape }, "forward: value.data is Uint16Array, expected a Float32Array (a Uint16Array of half-precision bits needs dtype: 'float16' or 'bfloat16')"],
     [{ data: t.data, shape: t.shape, dtype: 'float16' }, "forward: value.data is Float32Array, expected a Uint16Array of float16 bits or a Float16Array (dtype 'float16')"],
     [{ data: t.data, shape: t.shape, dtype: 'bfloat16' }, "forward: value.data is Float32Array, expected a Uint16Array of bfloat16 bits (dtype 'bfloat16')"],
-    [{ data: bits, shape: t.shape, dtype: 'int16' }, 'forward: value.dtype is the string "int16", expected \'float32\', \'float16\' or \'bfloat16\''],
+    [{ data: bits, shape: t.shape, dtype: 'int16' }, 'forward: value.dtype is the string "int16", expected \'float32\', \'float16\' or \'bfloat16\' (or NumPy\'s \'<f4\', \'<f2\')'],
     [{ data: bits, shape: t.shape, dtype: 'float32' }, 'forward: value.data is Uint16Array, expected a Float32Array'],
   ];
   for (const [value, message] of cases) {
@@ -134,4 +134,25 @@ test('half-precision arguments that do not fit: a TypeError naming the tensor an
   // the shape is checked against the bits' count like any tensor's
   assert.throws(() => msda.forward({ ...c.args, value: { data: bits.subarray(1), shape: t.shape, dtype: 'float16' } }), RangeError);
   assert.doesNotThrow(() => msda.forward({ ...c.args, value: { data: t.data, shape: t.shape, dtype: 'float32' } }));
+});
+
+// parseNpy names dtypes as NumPy does ('<f4', '<f2'): its tensors go straight into forward and
+// backward, with the bits of the same values given as Float32Arrays.
+test('tensors from parseNpy (dtype <f4 and <f2) go straight into forward and backward', async () => {
+  const { parseNpy, serializeNpy } = await import('../../bindings/npy.js');
+  const msda = await init();
+  const c = randomCase(700, OPTION_COMBOS[0]);
+  const { half, wide } = halfAndWide(c, 'float16', ['value', 'gradOutput']);
+  const viaNpy = { ...half };
+  for (const key of FLOATS) viaNpy[key] = parseNpy(serializeNpy(half[key]));
+  assert.equal(viaNpy.value.dtype, '<f2');
+  assert.equal(viaNpy.samplingLocations.dtype, '<f4');
+  const { gradOutput: g1, ...fNpy } = viaNpy;
+  const { gradOutput: g2, ...fWide } = wide;
+  assert.deepEqual(bitsOf(msda.forward(fNpy)), bitsOf(msda.forward(fWide)));
+  const a = msda.backward(viaNpy), b = msda.backward(wide);
+  for (const key of ['gradValue', 'gradSamplingLocations', 'gradAttentionWeights']) assert.deepEqual(bitsOf(a[key]), bitsOf(b[key]), key);
+  assert.throws(() => msda.forward({ ...fNpy, value: { ...viaNpy.value, dtype: '<f8' } }),
+    { name: 'TypeError', message: /value\.dtype is the string "<f8", expected 'float32', 'float16' or 'bfloat16' \(or NumPy's '<f4', '<f2'\)/ });
+  msda.dispose();
 });
