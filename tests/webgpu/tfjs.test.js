@@ -113,7 +113,7 @@ test('a webgpu instance with tfjs on another backend: a clear error, not a Promi
   const c = inputs(3);
   const { B, Q, H, C, P, NL, L } = c.dims;
   assert.throws(() => msdaTfjs.msDeformAttn(tf.tensor(c.value, [B, L, H, C]), tf.tensor(c.locations, [B, Q, H, NL, P, 2]),
-    tf.tensor(c.weights, [B, Q, H, NL, P]), { spatialShapes: c.spatialShapes }), /runs on WebGPU, for tfjs-backend-webgpu; tfjs runs on 'cpu'/);
+    tf.tensor(c.weights, [B, Q, H, NL, P]), { spatialShapes: c.spatialShapes }), { message: "msDeformAttn: the instance given to setMsda runs on WebGPU, for tfjs-backend-webgpu; tfjs runs on 'cpu' here: setMsda(await init()) for the CPU kernels" });
   msdaTfjs.setMsda(wasm);
   await tf.setBackend('webgpu');
 });
