@@ -117,3 +117,14 @@ test('a webgpu instance with tfjs on another backend: a clear error, not a Promi
   msdaTfjs.setMsda(wasm);
   await tf.setBackend('webgpu');
 });
+
+test('on tfjs-backend-webgpu, getMsda() and ready() give the instance the op runs, and ready() loads no wasm', async () => {
+  await tf.setBackend('webgpu');
+  msdaTfjs.setMsda(wasm);
+  const used = msdaTfjs.getMsda();
+  assert.equal(used.backend, 'webgpu', 'not the wasm instance given to setMsda: the op does not use it here');
+  assert.equal(used.device, tf.backend().device, "on tfjs's own device");
+  assert.equal(await msdaTfjs.ready(), used);
+  msdaTfjs.setMsda(webgpu);
+  assert.equal(msdaTfjs.getMsda(), webgpu.device === tf.backend().device ? webgpu : used);
+});
