@@ -125,6 +125,13 @@ msda_status msda_backward(const msda_problem *problem,
                           float *grad_attention_weights,
                           msda_error *err);
 
+/* dst[i] = the float32 value of the half-precision bits src[i], for i < n: IEEE binary16 when
+ * bfloat16 is 0, else bfloat16. Exact: subnormals are normalised, infinities kept, and a NaN keeps
+ * its sign and payload (not quietened). In place too: src may be the upper half of dst's bytes,
+ * (const uint16_t *)(dst + n) - n (where the JS bindings copy a half tensor's bits); no other
+ * overlap. */
+void msda_widen_half(const uint16_t *src, float *dst, int64_t n, int bfloat16);
+
 /* The instruction set the kernels run on: on x86-64 "avx2" where the CPU has it (AVX-512 measured
  * slower for these kernels, so "avx512" only when asked for), else "sse2"; "neon" on arm64;
  * "wasm-simd" / "wasm-scalar" in WebAssembly; or the one the

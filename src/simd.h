@@ -52,6 +52,16 @@ static inline v4i v4i_or(v4i a, v4i b) { return a | b; }
 static inline v4i v4i_xor(v4i a, v4i b) { return a ^ b; }
 static inline v4i v4i_lt(v4i a, v4i b) { return a < b; }
 static inline void v4i_store(int32_t *p, v4i v) { memcpy(p, &v, sizeof v); }
+static inline v4i v4i_shl(v4i a, int n) { return (v4i)((__attribute__((vector_size(16))) uint32_t)a << n); }
+/* four uint16 zero-extended: one widening load (wasm i32x4.load16x4_u, NEON vmovl, SSE2 unpack) */
+static inline v4i v4i_load_u16(const uint16_t *p)
+{
+    __attribute__((vector_size(8))) uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return __builtin_convertvector(h, v4i);
+}
+static inline v4 v4i_as_v4(v4i a) { return (v4)a; }   /* the same bits */
+static inline v4i v4_as_v4i(v4 a) { return (v4i)a; }
 
 #else
 #define MSDA_SIMD 0
@@ -90,6 +100,10 @@ static inline v4i v4i_or(v4i a, v4i b) MSDA_LANES_I(a.x[i] | b.x[i])
 static inline v4i v4i_xor(v4i a, v4i b) MSDA_LANES_I(a.x[i] ^ b.x[i])
 static inline v4i v4i_lt(v4i a, v4i b) MSDA_LANES_I(-(a.x[i] < b.x[i]))
 static inline void v4i_store(int32_t *p, v4i v) { for (int i = 0; i < 4; i++) p[i] = v.x[i]; }
+static inline v4i v4i_shl(v4i a, int n) MSDA_LANES_I((int32_t)((uint32_t)a.x[i] << n))
+static inline v4i v4i_load_u16(const uint16_t *p) MSDA_LANES_I(p[i])
+static inline v4 v4i_as_v4(v4i a) { v4 r; memcpy(&r, &a, sizeof r); return r; }
+static inline v4i v4_as_v4i(v4 a) { v4i r; memcpy(&r, &a, sizeof r); return r; }
 
 #undef MSDA_LANES_F
 #undef MSDA_LANES_I

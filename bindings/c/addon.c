@@ -5,6 +5,9 @@
  *   backward(desc, gradOutput, value, samplingLocations, attentionWeights,
  *            gradValue, gradSamplingLocations, gradAttentionWeights)
  *
+ * An input (value, samplingLocations, attentionWeights, gradOutput) may also be a Uint16Array of
+ * half-precision bits, float16 unless bit i of an optional last argument, bfloat16Mask, is set
+ * for argument i: it is widened (msda_widen_half) into memory of the call's own, freed after.  *
  * desc is the BigInt64Array problem description of bindings/c/problem_desc.h. Both return
  * null on success or { status, code, message } with the library's status and message. A wrong
  * argument type or a too-short array throws, so the library never reads or writes past an array. */
@@ -14,6 +17,7 @@
 #include "problem_desc.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 /* The package version (package.json's, from mk/js.mk): bindings/native.js accepts an addon only
  * when it says the version of the JS that loads it. */
@@ -70,21 +74,34 @@ static napi_value run(napi_env env, napi_callback_info info, int backward)
     static const char *backward_names[] = {"desc", "gradOutput", "value", "samplingLocations", "attentionWeights",
                                            "gradValue", "gradSamplingLocations", "gradAttentionWeights"};
     const char **names = backward ? backward_names : forward_names;
-    const size_t want = backward ? 8 : 5;
-    size_t argc = MAX_ARGS;
-    napi_value argv[MAX_ARGS];
+    const size_t want = backward ? 8 : 5, inputs_end = backward ? 5 : 4;
+    size_t argc = MAX_ARGS + 1;
+    napi_value argv[MAX_ARGS + 1];
     napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-    if (argc != want) {
+    if (argc != want && argc != want + 1) {
         char msg[96];
         snprintf(msg, sizeof msg, "%s expects %zu arguments, got %zu", backward ? "backward" : "forward", want, argc);
         return fail(env, 0, msg);
     }
+    uint32_t bfloat16_mask = 0;
+    if (argc == want + 1 && napi_get_value_uint32(env, argv[want], &bfloat16_mask) != napi_ok)
+        return fail(env, 0, "bfloat16Mask must be a number");
     size_t desc_count = 0;
     const int64_t *desc = typed_array(env, argv[0], napi_bigint64_array, names[0], &desc_count);
     if (!desc) return NULL;
     float *buf[MAX_ARGS];
     size_t len[MAX_ARGS];
+    const uint16_t *bits[MAX_ARGS] = {NULL};
     for (size_t i = 1; i < want; i++) {
+        napi_typedarray_type type = napi_float32_array;
+        bool is_typed = false;
+        napi_is_typedarray(env, argv[i], &is_typed);
+        if (is_typed && i < inputs_end) napi_get_typedarray_info(env, argv[i], &type, NULL, NULL, NULL, NULL);
+        if (type == napi_uint16_array) {
+            bits[i] = typed_array(env, argv[i], napi_uint16_array, names[i], &len[i]);
+            buf[i] = NULL;
+            continue;
+        }
         buf[i] = typed_array(env, argv[i], napi_float32_array, names[i], &len[i]);
         if (!buf[i]) return NULL;
     }
@@ -109,10 +126,22 @@ static napi_value run(napi_env env, napi_callback_info info, int backward)
         }
     }
 
+    /* Half inputs widened into memory of the call's own (malloc reuses it from one call to the next). */
+    float *widened[MAX_ARGS] = {NULL};
+    for (size_t i = 1; i < inputs_end; i++) {
+        if (!bits[i]) continue;
+        widened[i] = buf[i] = malloc(len[i] ? len[i] * sizeof(float) : 1);
+        if (!buf[i]) {
+            for (size_t k = 1; k < i; k++) free(widened[k]);
+            return fail(env, 1, "out of memory for a half-precision input's float32 values");
+        }
+        msda_widen_half(bits[i], buf[i], (int64_t)len[i], (int)(bfloat16_mask >> i & 1));
+    }
     if (backward)
         st = msda_backward(&p, buf[1], buf[2], buf[3], buf[4], buf[5], buf[6], buf[7], &err);
     else
         st = msda_forward(&p, buf[1], buf[2], buf[3], buf[4], &err);
+    for (size_t i = 1; i < inputs_end; i++) free(widened[i]);
     if (st != MSDA_OK) return make_result(env, &err);
     napi_value null_value;
     napi_get_null(env, &null_value);

@@ -16,6 +16,7 @@ int msda_wasm_forward(const int64_t *desc, int desc_count, const float *value, c
 int msda_wasm_backward(const int64_t *desc, int desc_count, const float *grad_output, const float *value,
                        const float *sampling_locations, const float *attention_weights, float *grad_value,
                        float *grad_sampling_locations, float *grad_attention_weights);
+void msda_wasm_widen_half(const uint16_t *src, float *dst, size_t n, int bfloat16);
 const char *msda_wasm_error_message(void);
 const char *msda_wasm_status_name(int status);
 size_t msda_wasm_heap_in_use(void);
@@ -41,6 +42,12 @@ int msda_wasm_backward(const int64_t *desc, int desc_count, const float *grad_ou
         st = msda_backward(&p, grad_output, value, sampling_locations, attention_weights, grad_value,
                            grad_sampling_locations, grad_attention_weights, &last_error);
     return (int)st;
+}
+
+/* n elements: a size_t, as JS passes a number (an int64_t would be a BigInt). */
+void msda_wasm_widen_half(const uint16_t *src, float *dst, size_t n, int bfloat16)
+{
+    msda_widen_half(src, dst, (int64_t)n, bfloat16);
 }
 
 const char *msda_wasm_error_message(void) { return last_error.message; }

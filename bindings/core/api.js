@@ -2,10 +2,11 @@
 // problem whose tensors live in the backend across calls).
 // Part of bindings/core/: environment-neutral code (no fetch, fs, workers or addon here).
 
-import { WASM_MAX_BYTES } from '../wasm/loader.js';
+import { checkSizes } from './backend.js';
 import { describe } from './errors.js';
 import { callError } from './errors.js';
-import { DESC, elementsOf, exactElementsOf, exactWasmBytes, OUTPUTS, problemFromOptions, problemFromTensors, TENSORS } from './problem.js';
+import { DESC, elementsOf, OUTPUTS, problemFromOptions, problemFromTensors, TENSORS } from './problem.js';
+import { HalfBits } from './half.js';
 import { streamForward } from './stream.js';
 import { typedArrayBuffer } from './typed.js';
 
@@ -127,46 +128,13 @@ export class Msda {
     /**
      * Sizes past which calls are a RangeError before anything is allocated: tensorBytes for one
      * tensor; callBytes (wasm) for one call's or one prepared problem's tensors together, with
-     * nothing else in the heap (null natively: the machine's memory decides).
+     * nothing else in the heap (null natively: the machine's memory decides). core/backend.js.
      */
-    this.limits = backend.memory
-      ? { tensorBytes: 4 * backend.maxTensorElements, callBytes: backend.maxCallBytes }
-      : { tensorBytes: backend.maxElements === undefined ? null : 4 * backend.maxElements, callBytes: null };
+    this.limits = { ...backend.limits };
     /** Wasm backends: the module's memory and the allocator's in-use bytes (for leak checks). */
     this.wasm = backend.memory
       ? { memory: backend.memory, heapInUse: () => backend.heapInUse() }
       : null;
-  }
-
-  /**
-   * Checked before anything is allocated. Wasm: the bytes the call's heap block needs against
-   * what a wasm32 heap can give one call, then each tensor against PTRDIFF_MAX bytes (the C
-   * library's limit on wasm32). Native: each tensor against the longest Float32Array the
-   * runtime makes.
-   */
-  _checkSize(fn, problem, mode) {
-    const b = this._backend;
-    const tensors = TENSORS[mode].map((name) => ({ name, elements: exactElementsOf(problem.shapes[name]) }));
-    if (b.memory) {
-      const bytes = exactWasmBytes(problem.desc.length, tensors);
-      if (bytes > BigInt(b.maxCallBytes)) {
-        throw new RangeError(`${fn}: this call needs ${bytes} bytes of WebAssembly memory, more than the ${b.maxCallBytes} bytes a wasm32 heap can give one call (4 GiB less ${WASM_MAX_BYTES - b.maxCallBytes} bytes of static data, C stack and allocator headers)`);
-      }
-      for (const { name, elements } of tensors) {
-        if (elements > BigInt(b.maxTensorElements)) {
-          throw new RangeError(`${fn}: ${name} needs ${4n * elements} bytes (${elements} elements), more than the ${4 * b.maxTensorElements} bytes (${b.maxTensorElements} elements) one tensor can span in wasm32`);
-        }
-      }
-      return;
-    }
-    const { maxElements } = b;
-    if (maxElements !== undefined) {
-      for (const { name, elements } of tensors) {
-        if (elements > BigInt(maxElements)) {
-          throw new RangeError(`${fn}: ${name} needs ${4n * elements} bytes (${elements} elements), more than a Float32Array can hold here (${maxElements} elements)`);
-        }
-      }
-    }
   }
 
   // A call asking for more threads than a wasm instance has runs on the ones it has (same bits):
@@ -186,7 +154,11 @@ export class Msda {
     const heap = this._backend.memory?.buffer;
     if (heap === undefined) return;
     for (const [name, data] of Object.entries(inputs)) {
-      if (typedArrayBuffer(data) === heap) inputs[name] = new Float32Array(data);
+      if (data instanceof HalfBits) {
+        if (typedArrayBuffer(data.bits) === heap) inputs[name] = new HalfBits(new Uint16Array(data.bits), data.dtype);
+      } else if (typedArrayBuffer(data) === heap) {
+        inputs[name] = new Float32Array(data);
+      }
     }
   }
 
@@ -229,7 +201,7 @@ export class Msda {
     const problem = problemFromOptions('prepare', problemOptions);
     this._live('prepare');   // again: a getter among the arguments may have disposed this instance
     if (!Object.hasOwn(TENSORS, mode)) throw new RangeError(`prepare: mode is ${describe(mode)}, expected 'forward', 'backward' or 'both'`);
-    this._checkSize('prepare', problem, mode);
+    checkSizes('prepare', this._backend, problem, mode);
     this._noteThreads('prepare', problem);
     const prepared = new Prepared(this._backend, problem, mode);
     // The first call then finds its memory grown and its pages present (the copying calls skip
@@ -242,9 +214,9 @@ export class Msda {
 
   forward(args) {
     this._live('forward');
-    const { problem, inputs } = problemFromTensors('forward', args, false);
+    const { problem, inputs } = problemFromTensors('forward', args, false, undefined, undefined, true);
     this._live('forward');   // again: a getter among the arguments may have disposed this instance
-    this._checkSize('forward', problem, 'forward');
+    checkSizes('forward', this._backend, problem, 'forward');
     this._noteThreads('forward', problem);
     this._detachFromHeap(inputs);
     defaultThreads(this._backend, problem);
@@ -266,9 +238,9 @@ export class Msda {
 
   backward(args) {
     this._live('backward');
-    const { problem, inputs } = problemFromTensors('backward', args, true);
+    const { problem, inputs } = problemFromTensors('backward', args, true, undefined, undefined, true);
     this._live('backward');
-    this._checkSize('backward', problem, 'backward');
+    checkSizes('backward', this._backend, problem, 'backward');
     this._noteThreads('backward', problem);
     this._detachFromHeap(inputs);
     const p = new Prepared(this._backend, problem, 'backward');

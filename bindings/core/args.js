@@ -5,7 +5,7 @@
 // Part of bindings/core/: environment-neutral code (no fetch, fs, workers or addon here).
 
 import { describe } from './errors.js';
-import { widenHalf } from './half.js';
+import { HalfBits, widenHalf } from './half.js';
 import { copyItems, listLength, typedArrayBuffer, typedArrayByteOffset, typedArrayKind, typedArrayLength } from './typed.js';
 
 export const VALUE_LAYOUTS = ['BLNC', 'BNLC'];
@@ -277,9 +277,11 @@ export function readTensor(fn, name, t, expected, labels, note, kinds = ['Float3
 
 // A checked tensor's data as the kernels take it: half-precision bits widened exactly (by
 // integer operations, so every backend gets the same float32 bits), else the data itself.
-export function widenTensor({ data, half }) {
+// keepHalf: the bits as a HalfBits instead, for a backend that widens them in C where they land.
+export function widenTensor({ data, half }, keepHalf = false) {
   if (half === undefined) return data;
-  return widenHalf(new Uint16Array(typedArrayBuffer(data), typedArrayByteOffset(data), typedArrayLength(data)), half);
+  const bits = new Uint16Array(typedArrayBuffer(data), typedArrayByteOffset(data), typedArrayLength(data));
+  return keepHalf ? new HalfBits(bits, half) : widenHalf(bits, half);
 }
 
 // After every argument has been read (no caller code runs from here to the copy): the data's

@@ -51,6 +51,33 @@ export function f32ToBf16Bits(f) {
   return (rest > 0x8000 || (rest === 0x8000 && (keep & 1)) ? keep + 1 : keep) & 0xffff;
 }
 
+/**
+ * A checked half-precision tensor's bits, kept as they are for the backend to widen where they
+ * land (msda_widen_half in C: the wasm heap, the addon's buffers); the same bits as widenHalf.
+ */
+export class HalfBits {
+  constructor(bits, dtype) {
+    /** Uint16Array of the tensor's bits. */
+    this.bits = bits;
+    /** 'float16' or 'bfloat16'. */
+    this.dtype = dtype;
+  }
+
+  get length() {
+    return this.bits.length;
+  }
+}
+
+const scratch = new Float32Array(1), scratchBits = new Uint32Array(scratch.buffer);
+
+/** The number element i of `data`: a Float32Array's, or a HalfBits' widened (for the few elements JS reads). */
+export function elementAt(data, i) {
+  if (!(data instanceof HalfBits)) return data[i];
+  const h = data.bits[i];
+  scratchBits[0] = data.dtype === 'bfloat16' ? bf16ToF32Bits(h) : f16ToF32Bits(h);
+  return scratch[0];
+}
+
 /** A fresh Float32Array holding exactly the values of half-precision bits (dtype 'float16' or 'bfloat16'). */
 export function widenHalf(bits, dtype) {
   const out = new Float32Array(bits.length);

@@ -2,7 +2,6 @@
 // description (a BigInt64Array) the C side reads (bindings/c/problem_desc.h).
 // Part of bindings/core/: environment-neutral code (no fetch, fs, workers or addon here).
 
-import { wasmBytesNeeded } from '../wasm/loader.js';
 import {
   BACKWARD_KEYS, checkLength, FORWARD_KEYS, LOCATION_LAYOUTS, PADDING_MODES, positiveInteger, PROBLEM_KEYS, readArgs,
   readLevelStartIndex, readOptions, readSpatialShapes, readTensor, VALUE_LAYOUTS, widenTensor,
@@ -72,8 +71,9 @@ export function problemFromOptions(fn, given) {
 // Validates forward/backward arguments; returns the problem and the input tensors' data (read
 // once here, so what was checked is what gets copied). The reference (reference.js) validates
 // with this too, passing dataKinds to also take float64 tensors; the WebGPU backend passes `gpu`
-// (readTensor) to also take GPU tensors.
-export function problemFromTensors(fn, given, withGradOutput, dataKinds = undefined, gpu = undefined) {
+// (readTensor) to also take GPU tensors. keepHalf: half-precision inputs come back as HalfBits
+// (core/half.js) for the backend to widen in C (bindings/core/backend.js), not widened here.
+export function problemFromTensors(fn, given, withGradOutput, dataKinds = undefined, gpu = undefined, keepHalf = false) {
   const args = readArgs(fn, given, withGradOutput ? BACKWARD_KEYS : FORWARD_KEYS);
   const options = readOptions(fn, args);
   const shapes = readSpatialShapes(fn, args.spatialShapes);
@@ -107,7 +107,7 @@ export function problemFromTensors(fn, given, withGradOutput, dataKinds = undefi
   const inputs = {};
   for (const t of tensors) {
     checkLength(fn, t, gpu);
-    inputs[t.name] = widenTensor(t);
+    inputs[t.name] = widenTensor(t, keepHalf);
   }
   const problem = makeProblem({ batch: B, numQueries: Q, numHeads: H, channels: C, numPoints: P, shapes, starts,
     valueLength: L }, options);
@@ -116,17 +116,3 @@ export function problemFromTensors(fn, given, withGradOutput, dataKinds = undefi
 
 export const elementsOf = (shape) => shape.reduce((a, b) => a * b, 1);
 export const exactElementsOf = (shape) => shape.reduce((a, b) => a * BigInt(b), 1n);
-
-// wasmBytesNeeded, exact (BigInt) where doubles would round (past 2^53 bytes): each tensor's
-// elements split into whole 2^20-element blocks (already aligned) and a rest that
-// wasmBytesNeeded pads as it pads any tensor.
-export function exactWasmBytes(descCount, layout) {
-  const BLOCK = 2n ** 20n;
-  const none = wasmBytesNeeded(descCount, []);
-  let bytes = BigInt(none);
-  for (const { elements } of layout) {
-    const rest = elements % BLOCK;
-    bytes += 4n * (elements - rest) + BigInt(wasmBytesNeeded(descCount, [{ elements: Number(rest) }]) - none);
-  }
-  return bytes;
-}

@@ -2,6 +2,7 @@
 // Part of bindings/core/: environment-neutral code (no fetch, fs, workers or addon here).
 
 import { callError } from './errors.js';
+import { elementAt, HalfBits } from './half.js';
 import { DESC } from './problem.js';
 import { part } from './typed.js';
 
@@ -51,6 +52,15 @@ export function scatteredWindow(problem) {
  * arrays once each. Per block, not per query: a forward may have 10^8 queries.
  */
 export function blockPlaces(problem, locations, weights, b) {
+  // Half-precision bits are widened one element at a time, only the few read here.
+  if (locations instanceof HalfBits || weights instanceof HalfBits) {
+    return placesOf(problem, (i) => elementAt(locations, i), (i) => elementAt(weights, i), b);
+  }
+  return placesOf(problem, (i) => locations[i], (i) => weights[i], b);
+}
+
+// loc(i), weight(i): element i of the locations and the weights.
+function placesOf(problem, loc, weight, b) {
   const { numQueries: Q, numHeads: H, numLevels: NL, numPoints: P } = problem;
   const planar = problem.samplingLocationsLayout === 'B2QHLP';
   const HNP = H * NL * P, points = Math.min(P, 4);
@@ -66,8 +76,8 @@ export function blockPlaces(problem, locations, weights, b) {
         let ys = 0, n = 0;
         for (let p = 0; p < points; p++) {
           const at = row + (l * P + p) * step;
-          const px = locations[at], py = locations[at + yAt];
-          if (!(px >= 0 && px <= 1 && py >= 0 && py <= 1) || weights[w0 + l * P + p] === 0) continue;
+          const px = loc(at), py = loc(at + yAt);
+          if (!(px >= 0 && px <= 1 && py >= 0 && py <= 1) || weight(w0 + l * P + p) === 0) continue;
           ys += py;
           n++;
         }

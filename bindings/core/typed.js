@@ -3,6 +3,8 @@
 // constructor or Symbol.species.
 // Part of bindings/core/: environment-neutral code (no fetch, fs, workers or addon here).
 
+import { HalfBits } from './half.js';
+
 const TYPED_ARRAY = Object.getPrototypeOf(Int8Array.prototype);
 const intrinsic = (key) => Object.getOwnPropertyDescriptor(TYPED_ARRAY, key).get;
 const TYPED_ARRAY_KIND = intrinsic(Symbol.toStringTag);
@@ -17,12 +19,16 @@ export const typedArrayKind = (x) => TYPED_ARRAY_KIND.call(x);
 export const typedArrayLength = (x) => TYPED_ARRAY_LENGTH.call(x);
 export const typedArrayBuffer = (x) => TYPED_ARRAY_BUFFER.call(x);
 
-/** Elements [start, start + length) of a checked Float32Array, as a view of its buffer (no method
- *  of the caller's array runs: its subarray would consult its constructor). */
+/** Elements [start, start + length) of a checked Float32Array (or HalfBits), as a view of its
+ *  buffer (no method of the caller's array runs: its subarray would consult its constructor). */
 export function part(data, start, length) {
+  if (data instanceof HalfBits) return new HalfBits(part16(data.bits, start, length), data.dtype);
   if (start === 0 && length === typedArrayLength(data)) return data;
   return new Float32Array(typedArrayBuffer(data), TYPED_ARRAY_BYTE_OFFSET.call(data) + 4 * start, length);
 }
+
+const part16 = (bits, start, length) => (start === 0 && length === typedArrayLength(bits) ? bits
+  : new Uint16Array(typedArrayBuffer(bits), TYPED_ARRAY_BYTE_OFFSET.call(bits) + 2 * start, length));
 
 // An Array's length (read once) or a typed array's real length; null for anything else. Callers
 // bound it before copyItems: a sparse Array or a Proxy can claim 2^32 - 1 items, and copying that

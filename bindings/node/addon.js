@@ -12,6 +12,7 @@ import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { HalfBits } from '../core/half.js';
 import { NATIVE_UNAVAILABLE } from '../core/init.js';
 
 // Paths are joined at run time (not `new URL('…', import.meta.url)`) so bundlers do not try to
@@ -131,6 +132,7 @@ class NativeBackend {
     this.memory = null;
     // Elements of the longest typed array this Node makes (V8's limit; 2^32 on Node 20).
     this.maxElements = constants.MAX_LENGTH;
+    this.limits = { tensorBytes: 4 * this.maxElements, callBytes: null };
   }
 
   allocate(desc, layout) {
@@ -160,7 +162,8 @@ class NativeStore {
     for (const name of outputs) if (this.elements.has(name)) this.view(name).fill(0);
   }
 
-  // Inputs are only read by C, so the caller's array is used in place.
+  // Inputs are only read by C, so the caller's array is used in place; half-precision bits go to
+  // C as they are, widened there for the call (bindings/c/addon.c).
   load(name, data) {
     this.arrays.set(name, data);
   }
@@ -169,12 +172,23 @@ class NativeStore {
     return this.view(name);
   }
 
+  describe(desc) {
+    this.desc = desc;
+  }
+
   run(op) {
-    const a = (n) => this.view(n);
+    let bfloat16Mask = 0, i = 0;
+    const a = (n) => {
+      const data = this.view(n);
+      i++;
+      if (!(data instanceof HalfBits)) return data;
+      if (data.dtype === 'bfloat16') bfloat16Mask |= 1 << i;
+      return data.bits;
+    };
     return op === 'forward'
-      ? this.addon.forward(this.desc, a('value'), a('samplingLocations'), a('attentionWeights'), a('output'))
+      ? this.addon.forward(this.desc, a('value'), a('samplingLocations'), a('attentionWeights'), a('output'), bfloat16Mask)
       : this.addon.backward(this.desc, a('gradOutput'), a('value'), a('samplingLocations'), a('attentionWeights'),
-        a('gradValue'), a('gradSamplingLocations'), a('gradAttentionWeights'));
+        a('gradValue'), a('gradSamplingLocations'), a('gradAttentionWeights'), bfloat16Mask);
   }
 
   free() {

@@ -1,6 +1,9 @@
 // Instantiates and wraps the WebAssembly module (the entries, browser.js and node.js, say where
 // its file is and how to read it); everything that touches the wasm heap lives in this file.
 
+import { alignUp, checkHeapBlock, WASM_MAX_BYTES, wasmBytesNeeded } from '../core/backend.js';
+import { HalfBits } from '../core/half.js';
+
 // The 31-byte module wasm-feature-detect uses: it validates only where SIMD128 is supported.
 const SIMD_PROBE = new Uint8Array([
   0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0, 65, 0, 253, 15, 253, 98, 11,
@@ -15,8 +18,6 @@ export function simdSupported() {
   }
 }
 
-// wasm32 addresses 4 GiB at most (MAXIMUM_MEMORY=4GB in mk/wasm.mk).
-export const WASM_MAX_BYTES = 2 ** 32;
 // One tensor spans at most PTRDIFF_MAX (2^31 - 1) bytes in wasm32: the C library refuses more.
 export const WASM_MAX_TENSOR_ELEMENTS = Math.floor((2 ** 31 - 1) / 4);
 // Kept free below 4 GiB for the allocator's own headers (72 bytes in these builds).
@@ -110,6 +111,7 @@ export class WasmBackend {
     this.maxCallBytes = WASM_MAX_BYTES - heapBase - ALLOCATOR_SLACK;
     /** Most elements one tensor can have. */
     this.maxTensorElements = WASM_MAX_TENSOR_ELEMENTS;
+    this.limits = { tensorBytes: 4 * this.maxTensorElements, callBytes: this.maxCallBytes };
   }
 
   /** Bytes the WebAssembly memory currently spans. */
@@ -136,37 +138,20 @@ export class WasmBackend {
 
   /**
    * One heap block holding the int64 problem description and every tensor of `layout`
-   * (an array of { name, elements }). The caller has already checked the total fits in 4 GiB.
+   * (an array of { name, elements }), checked by checkSizes (core/backend.js) first.
    */
   allocate(desc, layout) {
     return new WasmStore(this, desc, layout);
   }
 }
 
-// Tensors start on 64-byte cache lines: a 128-byte row (C = 32) then spans 2 lines, not 3
-// (wasm SIMD backward ~10% faster on the encoder); ALIGN spare bytes let them start on a line
-// wherever malloc puts the block.
-const ALIGN = 64;
-const alignUp = (n) => Math.ceil(n / ALIGN) * ALIGN;
-
-/** Bytes a WasmStore for this layout takes. */
-export function wasmBytesNeeded(descCount, layout) {
-  let bytes = ALIGN + alignUp(descCount * 8);
-  for (const { elements } of layout) bytes += alignUp(elements * 4);
-  return bytes;
-}
-
 class WasmStore {
   constructor(backend, desc, layout) {
     this.backend = backend;
     this.bytes = wasmBytesNeeded(desc.length, layout);
-    if (this.bytes > backend.maxCallBytes) {
-      throw new RangeError(`ms-deform-attn: this problem needs ${this.bytes} bytes of WebAssembly memory, more than the ${backend.maxCallBytes} bytes a wasm32 heap can give one call`);
-    }
+    checkHeapBlock(backend, this.bytes);
     const block = backend.exports.malloc(this.bytes) >>> 0;
-    if (block === 0) {
-      throw new RangeError(`ms-deform-attn: could not allocate ${this.bytes} bytes of WebAssembly memory: ${backend.heapInUse()} bytes are in use (prepared problems not yet disposed) and a wasm32 heap gives at most ${backend.maxCallBytes} bytes in all`);
-    }
+    checkHeapBlock(backend, this.bytes, block);
     if (block + this.bytes > backend.memoryBytes()) {
       // Never a block the memory does not hold (mk/wasm.mk fixes emmalloc's fit test).
       throw new Error(`ms-deform-attn: malloc(${this.bytes}) returned ${block}, past the end of the ${backend.memoryBytes()}-byte memory`);
@@ -203,9 +188,16 @@ class WasmStore {
     for (const name of outputs) if (this.ptr.has(name)) this.view(name).fill(0);
   }
 
-  /** Copies `data` into the tensor, from element `at` on. */
+  /** Copies `data` (a Float32Array, or HalfBits widened in C) into the tensor, from element `at` on. */
   load(name, data, at = 0) {
-    this.view(name).set(data, at);
+    if (!(data instanceof HalfBits)) {
+      this.view(name).set(data, at);
+      return;
+    }
+    // The bits go in the upper half of their elements' bytes, widened in place (msda_widen_half).
+    const n = data.length, dst = this.ptr.get(name) + 4 * at, src = dst + 2 * n;
+    new Uint16Array(this.backend.memory.buffer, src, n).set(data.bits);
+    this.backend.exports.msda_wasm_widen_half(src, dst, n, data.dtype === 'bfloat16' ? 1 : 0);
   }
 
   /** Rewrites the problem description (same length): a window of a streamed forward. */

@@ -132,30 +132,36 @@ function backwardHeap(msda, kase) {
   return { peak, grew, leaked };
 }
 
-// float16 inputs through the JS API ({ data: Uint16Array, dtype: 'float16' }, widened exactly at
-// the API) against float32 inputs holding the same values, interleaved, min of each: what a user
-// with float16 tensors pays for the widening. The kernel work is the same (same values).
+// float16 and bfloat16 inputs through the JS API ({ data: Uint16Array, dtype }) against float32
+// inputs holding the same values, interleaved, min of each: what a user with half tensors pays
+// for the widening. The kernel work is the same (same values); HALF_PATH says where the bits are
+// widened.
 const HALF_CONFIGS = ['decoder', 'encoder'];
 const HALF_BACKENDS = ['native', 'wasm'];
-function halfArgs(kase) {
+const HALF_DTYPES = ['float16', 'bfloat16'];
+const HALF_PATH = {
+  native: 'widened by C (msda_widen_half) into arrays the addon reads',
+  wasm: 'copied into the wasm heap as bits, widened there by C (msda_widen_half)',
+};
+function halfArgs(kase, dtype) {
   const half = { ...kase.backwardArgs }, wide = { ...kase.backwardArgs };
   for (const name of ['value', 'samplingLocations', 'attentionWeights', 'gradOutput']) {
     const t = kase.backwardArgs[name];
-    const bits = narrowToHalf(t.data, 'float16');
-    half[name] = { data: bits, shape: t.shape, dtype: 'float16' };
-    wide[name] = { data: widenHalf(bits, 'float16'), shape: t.shape };
+    const bits = narrowToHalf(t.data, dtype);
+    half[name] = { data: bits, shape: t.shape, dtype };
+    wide[name] = { data: widenHalf(bits, dtype), shape: t.shape };
   }
   const forward = (a) => { const { gradOutput, ...f } = a; return f; };
   return { half: { fwd: forward(half), bwd: half }, wide: { fwd: forward(wide), bwd: wide } };
 }
 
-function timeHalf(msda, config, args, backend) {
+function timeHalf(msda, config, args, backend, dtype) {
   const reps = repeatsFor(config, backend);
   const best = { fwd: Infinity, bwd: Infinity, fwd32: Infinity, bwd32: Infinity };
   const keep = (k, f) => { const t0 = now(); f(); best[k] = Math.min(best[k], now() - t0); };
   for (let i = 0; i < 2; i++) { msda.forward(args.half.fwd); msda.backward(args.half.bwd); }   // warm-up
   for (let r = 0; r < reps; r++) {
-    progress(`bench: ${config} ${backend} float16 inputs ${r + 1}/${reps}`);
+    progress(`bench: ${config} ${backend} ${dtype} inputs ${r + 1}/${reps}`);
     keep('fwd32', () => msda.forward(args.wide.fwd));
     keep('fwd', () => msda.forward(args.half.fwd));
     keep('bwd32', () => msda.backward(args.wide.bwd));
@@ -195,7 +201,7 @@ const results = [];   // { config, backend, fwd, bwd, fwdReuse, bwdReuse, ... }
 const probes = {};    // config -> { wasm: {fwd,bwd}, native: {fwd,bwd} }
 const floors = {};    // the same, of the memory-floor probe
 const heaps = {};
-const halves = [];   // { config, backend, dims, fwd, bwd, fwd32, bwd32 }: float16 inputs against float32
+const halves = [];   // { config, backend, dtype, dims, fwd, bwd, fwd32, bwd32 }: half inputs against float32
 
 for (const config of configs) {
   progress(`bench: ${config}: making inputs`);
@@ -226,8 +232,12 @@ for (const config of configs) {
     if (name === 'wasm') probeRound();
   }
   if (HALF_CONFIGS.includes(config)) {
-    const args = halfArgs(kase);
-    for (const name of HALF_BACKENDS) halves.push({ config, backend: name, dims: kase.dims, ...timeHalf(apis[name], config, args, name) });
+    for (const dtype of HALF_DTYPES) {
+      const args = halfArgs(kase, dtype);
+      for (const name of HALF_BACKENDS) {
+        halves.push({ config, backend: name, dtype, dims: kase.dims, ...timeHalf(apis[name], config, args, name, dtype) });
+      }
+    }
   }
   if (config === 'small') results.push({ config, backend: 'reference', dims: kase.dims, ...timeBackend(null, kase, 'reference') });
   if (!quick && config === 'encoder') probeRound();
@@ -283,8 +293,8 @@ if (json) {
   }
   for (const r of halves) {
     const { B, L, Q, H: h, C: c, NL, P: p } = r.dims;
-    console.log(JSON.stringify({ config: r.config, backend: `${r.backend}-float16`, threads: 1, fwd_ms: round(r.fwd), bwd_ms: round(r.bwd),
-      B, L, Q, H: h, C: c, NL, P: p, dtype: 'float16', float32_fwd_ms: round(r.fwd32), float32_bwd_ms: round(r.bwd32),
+    console.log(JSON.stringify({ config: r.config, backend: `${r.backend}-${r.dtype}`, threads: 1, fwd_ms: round(r.fwd), bwd_ms: round(r.bwd),
+      B, L, Q, H: h, C: c, NL, P: p, dtype: r.dtype, path: HALF_PATH[r.backend], float32_fwd_ms: round(r.fwd32), float32_bwd_ms: round(r.bwd32),
       fwd_x_float32: round(r.fwd / r.fwd32, 3), bwd_x_float32: round(r.bwd / r.bwd32, 3) }));
   }
 } else {
@@ -329,15 +339,16 @@ if (json) {
 
   if (halves.length > 0) {
     console.log('');
-    console.log('half precision (float16 inputs through the JS API, widened exactly at the API, against float32 inputs of the same');
-    console.log('values; the copying API, interleaved, min over repeats, ms; x float32: float16 time / float32 time, > 1 is slower):');
-    const hr = [['config', 'backend', 'fwd float32', 'fwd float16', 'fwd x float32', 'bwd float32', 'bwd float16', 'bwd x float32']];
+    console.log('half precision (float16 and bfloat16 inputs through the JS API against float32 inputs of the same values; the');
+    console.log('copying API, interleaved, min over repeats, ms; x float32: half time / float32 time, > 1 is slower). Path:');
+    for (const name of HALF_BACKENDS) console.log(`  ${name === 'wasm' ? 'wasm SIMD' : name}: ${HALF_PATH[name]}`);
+    const hr = [['config', 'backend', 'dtype', 'fwd float32', 'fwd half', 'fwd x float32', 'bwd float32', 'bwd half', 'bwd x float32']];
     for (const r of halves) {
-      hr.push([r.config, r.backend === 'wasm' ? 'wasm SIMD' : r.backend, f(r.fwd32), f(r.fwd), f(r.fwd / r.fwd32, 2),
+      hr.push([r.config, r.backend === 'wasm' ? 'wasm SIMD' : r.backend, r.dtype, f(r.fwd32), f(r.fwd), f(r.fwd / r.fwd32, 2),
         f(r.bwd32), f(r.bwd), f(r.bwd / r.bwd32, 2)]);
     }
     const w3 = hr[0].map((_, i) => Math.max(...hr.map((row) => row[i].length)));
-    for (const row of hr) console.log(row.map((cell, i) => (i < 2 ? cell.padEnd(w3[i]) : cell.padStart(w3[i]))).join('  '));
+    for (const row of hr) console.log(row.map((cell, i) => (i < 3 ? cell.padEnd(w3[i]) : cell.padStart(w3[i]))).join('  '));
   }
 
   const orderRows = [['config', 'against', 'backend', 'fwd x pixel order', 'bwd x pixel order']];

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { init, initWorker } from '../../bindings/index.js';
 import { referenceBackward } from '../../bindings/reference.js';
-import { narrowToHalf, widenHalf } from '../../bindings/core/half.js';
+import { HalfBits, narrowToHalf, widenHalf } from '../../bindings/core/half.js';
 import { OPTION_COMBOS, randomCase } from './helpers.js';
 
 const FLOATS = ['value', 'samplingLocations', 'attentionWeights', 'gradOutput'];
@@ -39,6 +39,54 @@ test('half-precision tensors give the bits of their float32 values on wasm, wasm
         assert.deepEqual(bitsOf(a[key]), bitsOf(b[key]), `${backend} ${dtype} ${key}`);
       }
       assert.deepEqual(half.value.data, before, "the caller's bits are not touched");
+    }
+    msda.dispose();
+  }
+});
+
+// The C widening (msda_widen_half) where the bits land: every one of the 65,536 patterns of both
+// formats, in the wasm heap of both builds and of a threads instance, gives half.js's bits, also at
+// an offset, as a streamed window loads them (the addon's, in C: tests/c/test_npy.c).
+test('every half-precision pattern is widened in the wasm heap to the bits half.js gives', async () => {
+  const all = Uint16Array.from({ length: 65536 }, (_, i) => i);
+  for (const options of [{ backend: 'wasm' }, { backend: 'wasm-scalar' }, { threads: 2 }]) {
+    const msda = await init(options);
+    for (const dtype of ['float16', 'bfloat16']) {
+      const want = new Uint32Array(widenHalf(all, dtype).buffer);
+      for (const at of [0, 3]) {
+        const store = msda._backend.allocate(new BigInt64Array(15), [{ name: 'value', elements: all.length + at }]);
+        try {
+          store.load('value', new HalfBits(all, dtype), at);
+          const view = store.view('value');
+          assert.deepEqual(new Uint32Array(view.buffer, view.byteOffset + 4 * at, all.length), want,
+            `${JSON.stringify(options)} ${dtype} at ${at}`);
+        } finally {
+          store.free();
+        }
+      }
+    }
+    msda.dispose();
+  }
+});
+
+// Each input says its own format: float16 and bfloat16 inputs side by side in one call.
+test('float16 and bfloat16 inputs mixed in one call give the float32 call\'s bits on every backend', async () => {
+  const c = randomCase(640, OPTION_COMBOS[0]);
+  const dtypes = { value: 'bfloat16', samplingLocations: 'float16', attentionWeights: 'bfloat16', gradOutput: 'float16' };
+  const half = { ...c.args, gradOutput: c.gradOutput }, wide = { ...c.args, gradOutput: c.gradOutput };
+  for (const [name, dtype] of Object.entries(dtypes)) {
+    const bits = narrowToHalf(half[name].data, dtype);
+    half[name] = { data: bits, shape: half[name].shape, dtype };
+    wide[name] = { data: widenHalf(bits, dtype), shape: wide[name].shape };
+  }
+  for (const options of [{ backend: 'wasm' }, { backend: 'wasm-scalar' }, { backend: 'native' }, { threads: 2 }]) {
+    const msda = await init(options);
+    const { gradOutput: g1, ...fHalf } = half;
+    const { gradOutput: g2, ...fWide } = wide;
+    assert.deepEqual(bitsOf(msda.forward(fHalf)), bitsOf(msda.forward(fWide)), `${JSON.stringify(options)} forward`);
+    const a = msda.backward(half), b = msda.backward(wide);
+    for (const key of ['gradValue', 'gradSamplingLocations', 'gradAttentionWeights']) {
+      assert.deepEqual(bitsOf(a[key]), bitsOf(b[key]), `${JSON.stringify(options)} ${key}`);
     }
     msda.dispose();
   }
