@@ -4,9 +4,9 @@
 import type { ForwardArgs } from './index.js';
 
 export type ReferenceTensorInput =
-  | { data: Float32Array | Float64Array; shape: readonly number[]; dtype?: 'float32' }
-  | { data: Float32Array | Float64Array; dims: readonly number[]; dtype?: 'float32' }
-  | { data: Uint16Array; shape: readonly number[]; dtype: 'float16' | 'bfloat16' };
+  | { data: Float32Array | Float64Array; shape: readonly number[]; dtype?: 'float32' | '<f4' }
+  | { data: Float32Array | Float64Array; dims: readonly number[]; dtype?: 'float32' | '<f4' }
+  | { data: Uint16Array; shape: readonly number[]; dtype: 'float16' | 'bfloat16' | '<f2' };
 
 /** A float64 result: an array of its own. */
 export interface ReferenceTensor {
