@@ -1,5 +1,5 @@
 // The WebGPU backend: init({ backend: 'webgpu' }) gives an instance whose forward and backward
-// run the WGSL kernels of kernels.js on a GPUDevice (its own, or the caller's) and return
+// run the WGSL programs of kernels/ on a GPUDevice (its own, or the caller's) and return
 // Promises. Arguments are read and checked by the core (problemFromTensors, the same messages
 // as the other backends); tensors may be CPU ({ data, shape }) or GPU ({ buffer, shape,
 // byteOffset? }) ones. What is computed: SEMANTICS.md; how and what differs: docs/webgpu.md.
@@ -8,7 +8,11 @@ import { DISPOSE } from '../core/api.js';
 import { problemFromTensors } from '../core/problem.js';
 import { typedArrayBuffer, typedArrayByteOffset, typedArrayLength } from '../core/typed.js';
 import { describe } from '../core/errors.js';
-import { CANONICAL_NAN, CELLS, FORWARD, FORWARD_SUM, FORWARD_TAPS, GATHER, ORDER, ORDER_CHUNK, PLACE, PROBE, SAMPLES, SCAN, SCAN_ADD, SCAN_BLOCK, SORT, WORKGROUP } from './kernels.js';
+import { BACKWARD_STRIP, CANONICAL_NAN, FLOAT_SIDE, ORDER_CELLS, ORDER_CHUNK, SCAN_BLOCK, WORKGROUP, encodeProblem } from './kernels/problem.js';
+import { FORWARD, FORWARD_SUM, FORWARD_TAPS } from './kernels/forward.js';
+import { GATHER, PLACE, SAMPLES, SCAN, SCAN_ADD } from './kernels/backward.js';
+import { CELLS, ORDER, SORT } from './kernels/walks.js';
+import { PROBE } from './kernels/probe.js';
 
 /** The `.code` of the Error init rejects with when no WebGPU adapter or device can be had. */
 export const WEBGPU_UNAVAILABLE = 'MSDA_WEBGPU_UNAVAILABLE';
@@ -20,12 +24,9 @@ const MAP_READ = 0x1, COPY_SRC = 0x4, COPY_DST = 0x8, UNIFORM = 0x40, STORAGE = 
 const MAP_MODE_READ = 0x1;
 const OUTPUT_USAGE = STORAGE | COPY_SRC | COPY_DST;
 
-const KERNELS = { forward: FORWARD, forwardTaps: FORWARD_TAPS, forwardSum: FORWARD_SUM, samples: SAMPLES, scan: SCAN, scanAdd: SCAN_ADD, cells: CELLS, order: ORDER, place: PLACE, sort: SORT, gather: GATHER, probe: PROBE };
+const KERNELS = Object.fromEntries([FORWARD, FORWARD_TAPS, FORWARD_SUM, SAMPLES, SCAN, SCAN_ADD, CELLS, ORDER, PLACE, SORT, GATHER, PROBE].map((k) => [k.label, k]));
 
-const FLOAT_SIDE = 1024;   // src/kernel/geometry.h MSDA_FLOAT_SIDE
 const INT32_MAX = 2 ** 31 - 1;
-const BACKWARD_STRIP = 8;  // src/kernel/walks.h MSDA_BACKWARD_STRIP
-const ORDER_CELLS = 8192;  // src/kernel/walks.h MSDA_ORDER_CELLS
 const MAX_GRID = 65535;
 
 function unavailable(message, cause) {
@@ -34,13 +35,11 @@ function unavailable(message, cause) {
   return err;
 }
 
-const f32bits = (x) => new Uint32Array(new Float32Array([x]).buffer)[0];
-
 // ---------------------------------------------------------------------------------------------
-// Problem constants for the kernels (kernels.js, `md`).
+// The problem's constants for the programs (kernels/problem.js, binding `problem`).
 
 // The grid of cells the CPU backward walks queries by (src/kernel/walks.h sample_grid): the
-// order pass (kernels.js CELLS, ORDER) ranks each batch's queries by it on the GPU.
+// order pass (kernels/walks.js CELLS, ORDER) ranks each batch's queries by it on the GPU.
 export function sampleGrid(problem) {
   let rows = 1, cols = 1;
   for (const [h, w] of problem.spatialShapes) {
@@ -52,20 +51,24 @@ export function sampleGrid(problem) {
 }
 
 function metaOf(problem, { gradWeightsOffset = 0, grid = { bands: 0, cols: 0 } } = {}) {
-  const { batch: B, numQueries: Q, numHeads: H, channels: C, numLevels: NL, numPoints: P, valueLength: L } = problem;
+  const { numHeads: H, channels: C } = problem;
   const blnc = problem.valueLayout === 'BLNC';
-  const pixelStride = blnc ? H * C : C;
-  const md = new Uint32Array(16 + 16 * NL);
-  md.set([B, Q, H, C, NL, P, L, blnc ? 1 : 0, problem.samplingLocationsLayout === 'BQHLP2' ? 1 : 0,
-    problem.paddingMode === 'border' ? 1 : 0, problem.alignCorners ? 0 : 1, gradWeightsOffset, grid.bands, grid.cols]);
-  problem.spatialShapes.forEach(([h, w], l) => {
-    const ac = problem.alignCorners;
+  const ac = problem.alignCorners;
+  const px = blnc ? H * C : C;
+  return encodeProblem({
+    batch: problem.batch, queries: problem.numQueries, heads: H, channels: C, num_levels: problem.numLevels,
+    points: problem.numPoints, length: problem.valueLength, blnc: blnc ? 1 : 0,
+    bqhlp2: problem.samplingLocationsLayout === 'BQHLP2' ? 1 : 0, border: problem.paddingMode === 'border' ? 1 : 0,
+    half_shift: ac ? 0 : 1, grad_weights_at: gradWeightsOffset, bands: grid.bands, cols: grid.cols,
+  }, problem.spatialShapes.map(([h, w], l) => {
     const sx = ac ? w - 1 : w, sy = ac ? h - 1 : h;
-    const narrow = h <= FLOAT_SIDE && w <= FLOAT_SIDE && (w + 1) * (h + 1) <= Math.floor(INT32_MAX / pixelStride);
-    md.set([h, w, problem.levelStartIndex[l], narrow ? 1 : 0, f32bits(sx), f32bits(sy), f32bits(w - 1), f32bits(h - 1),
-      f32bits(w), f32bits(h), sx, sy, ac && w === 1 ? 1 : 0, ac && h === 1 ? 1 : 0, pixelStride, w * pixelStride], 16 + 16 * l);
-  });
-  return md;
+    const narrow = h <= FLOAT_SIDE && w <= FLOAT_SIDE && (w + 1) * (h + 1) <= Math.floor(INT32_MAX / px);
+    return {
+      h, w, start: problem.levelStartIndex[l], narrow: narrow ? 1 : 0,
+      scale_x: sx, scale_y: sy, last_x: w - 1, last_y: h - 1, size_x: w, size_y: h, iscale_x: sx, iscale_y: sy,
+      degen_x: ac && w === 1 ? 1 : 0, degen_y: ac && h === 1 ? 1 : 0, px, row: w * px,
+    };
+  }));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -160,6 +163,17 @@ export async function initWebGPU({ gpu, device, defaultGpu } = {}) {
   return new MsdaWebGPU(b);
 }
 
+// A program's bind group entries from its bindings by name: each one given, no other.
+function bindings(prog, resources) {
+  const given = Object.keys(resources);
+  const unknown = given.find((name) => !prog.bindings.includes(name));
+  const missing = prog.bindings.find((name) => !given.includes(name));
+  if (unknown !== undefined || missing !== undefined) {
+    throw new Error(`ms-deform-attn: the WebGPU ${prog.label} pass ${unknown !== undefined ? `has no binding ${unknown}` : `lacks its binding ${missing}`}`);
+  }
+  return prog.bindings.map((name, binding) => ({ binding, resource: resources[name] }));
+}
+
 // ---------------------------------------------------------------------------------------------
 // The backend: a device, its pipelines, and the passes of a forward and a backward.
 
@@ -176,7 +190,7 @@ class WebGPUBackend {
   static createSync(device, info) {
     const b = new WebGPUBackend(device, false, info);
     b.pipelines = {};
-    for (const [k, code] of Object.entries(KERNELS)) {
+    for (const [k, { code }] of Object.entries(KERNELS)) {
       b.pipelines[k] = device.createComputePipeline({ label: `msda ${k}`, layout: 'auto', compute: { module: device.createShaderModule({ code, label: `msda ${k}` }), entryPoint: 'main' } });
     }
     b.numerics = null;
@@ -228,7 +242,7 @@ class WebGPUBackend {
     };
     const t0 = performance.now();
     const names = KERNELS;
-    const pipelines = await this.guard(Promise.all(Object.entries(names).map(([k, code]) => make(code, `msda ${k}`))));
+    const pipelines = await this.guard(Promise.all(Object.entries(names).map(([k, { code }]) => make(code, `msda ${k}`))));
     this.pipelines = Object.fromEntries(Object.keys(names).map((k, i) => [k, pipelines[i]]));
     const err = await d.popErrorScope();
     if (err) throw new Error(`ms-deform-attn: WebGPU kernels failed to compile: ${err.message}`);
@@ -259,7 +273,7 @@ class WebGPUBackend {
     const enc = this.device.createCommandEncoder();
     const pass = enc.beginComputePass();
     pass.setPipeline(this.pipelines.probe);
-    pass.setBindGroup(0, this.device.createBindGroup({ layout: this.pipelines.probe.getBindGroupLayout(0), entries: [{ binding: 0, resource: { buffer: buf } }] }));
+    pass.setBindGroup(0, this.device.createBindGroup({ layout: this.pipelines.probe.getBindGroupLayout(0), entries: bindings(PROBE, { io: { buffer: buf } }) }));
     pass.dispatchWorkgroups(1);
     pass.end();
     const staging = this.buffer(io.byteLength, MAP_READ | COPY_DST, 'msda probe readback');
@@ -294,7 +308,7 @@ class WebGPUBackend {
     return [x, y];
   }
 
-  // One compute pass of `name` over n invocations (n values for the scan), bindings by number.
+  // One compute pass of `name` over n invocations (n values for the scan), bindings by name.
   dispatch(encoder, name, n, entries, temps, perGroup = WORKGROUP, first = 0) {
     if (n === 0) return;
     const groups = Math.ceil(n / perGroup);
@@ -304,8 +318,7 @@ class WebGPUBackend {
     const p = this.pipelines[name];
     const bg = this.device.createBindGroup({
       layout: p.getBindGroupLayout(0),
-      entries: [...Object.entries(entries).map(([binding, r]) => ({ binding: Number(binding), resource: r })),
-        { binding: 15, resource: { buffer: u } }],
+      entries: bindings(KERNELS[name], { ...entries, dispatch: { buffer: u } }),
     });
     // Benchmarks' GPU time: timestamps around every pass while a profile is set (bench-webgpu).
     const prof = this.profile;
@@ -323,12 +336,12 @@ class WebGPUBackend {
     const blocks = Math.ceil(n / SCAN_BLOCK);
     const sums = this.buffer(4 * blocks, STORAGE | COPY_DST, 'msda scan sums');
     temps.push(sums);
-    this.dispatch(encoder, 'scan', n, { 0: { buffer: src }, 1: { buffer: dst }, 2: { buffer: sums } }, temps, SCAN_BLOCK);
+    this.dispatch(encoder, 'scan', n, { src: { buffer: src }, dst: { buffer: dst }, sums: { buffer: sums } }, temps, SCAN_BLOCK);
     if (blocks === 1) return;
     const scanned = this.buffer(4 * blocks, STORAGE | COPY_DST, 'msda scan offsets');
     temps.push(scanned);
     this.scan(encoder, sums, scanned, blocks, temps);
-    this.dispatch(encoder, 'scanAdd', n, { 0: { buffer: scanned }, 1: { buffer: dst } }, temps);
+    this.dispatch(encoder, 'scanAdd', n, { sums: { buffer: scanned }, dst: { buffer: dst } }, temps);
   }
 }
 
@@ -550,17 +563,16 @@ function submitCall(b, fn, problem, inputs, plan, readBack) {
     if (fn === 'forward') {
       const md = metaBuffer(b, metaOf(problem), temps);
       const output = out('output', plan.buffers.output);
+      const sums = { problem: { buffer: md }, value: bind.value, locs: bind.samplingLocations, weights: bind.attentionWeights, out: { buffer: output } };
       // Two passes (each sample's corners once) where their scratch fits one buffer, else one.
       const samples = product(problem.shapes.attentionWeights);
       if (32 * samples <= Math.min(b.limits.maxStorageBufferBindingSize, b.limits.maxBufferSize) && samples < 2 ** 31) {
         const taps = b.buffer(32 * samples, STORAGE, 'msda taps');
         temps.push(taps);
-        b.dispatch(encoder, 'forwardTaps', samples, { 0: { buffer: md }, 2: bind.samplingLocations, 3: bind.attentionWeights, 4: { buffer: taps } }, temps);
-        b.dispatch(encoder, 'forwardSum', plan.invocations.forward,
-          { 0: { buffer: md }, 1: bind.value, 2: bind.samplingLocations, 3: bind.attentionWeights, 4: { buffer: output }, 5: { buffer: taps } }, temps);
+        b.dispatch(encoder, 'forwardTaps', samples, { problem: { buffer: md }, locs: bind.samplingLocations, weights: bind.attentionWeights, taps: { buffer: taps } }, temps);
+        b.dispatch(encoder, 'forwardSum', plan.invocations.forward, { ...sums, taps: { buffer: taps } }, temps);
       } else {
-        b.dispatch(encoder, 'forward', plan.invocations.forward,
-          { 0: { buffer: md }, 1: bind.value, 2: bind.samplingLocations, 3: bind.attentionWeights, 4: { buffer: output } }, temps);
+        b.dispatch(encoder, 'forward', plan.invocations.forward, sums, temps);
       }
       results = { output };
     } else {
@@ -655,22 +667,22 @@ function encodeBackward(b, encoder, problem, plan, bind, out, temps) {
   const BQ = problem.batch * problem.numQueries, ranges = problem.batch * Math.ceil(problem.numQueries / ORDER_CHUNK);
   const order = scratch(4 * BQ, 'query order'), ranks = scratch(4 * BQ, 'query ranks');
   const starts = scratch(plan.buffers['cell starts of the query order (scratch)'], 'cell starts');
-  b.dispatch(encoder, 'cells', BQ, { 0: { buffer: md }, 1: bind.samplingLocations, 2: bind.attentionWeights, 3: { buffer: order } }, temps);
-  b.dispatch(encoder, 'order', ranges, { 0: { buffer: md }, 1: { buffer: order }, 2: { buffer: starts }, 3: { buffer: ranks } }, temps, 1);
+  b.dispatch(encoder, 'cells', BQ, { problem: { buffer: md }, locs: bind.samplingLocations, weights: bind.attentionWeights, order: { buffer: order } }, temps);
+  b.dispatch(encoder, 'order', ranges, { problem: { buffer: md }, order: { buffer: order }, start: { buffer: starts }, ranks: { buffer: ranks } }, temps, 1);
   for (let first = 0; first < pairs; first += pairsPerPart) {
     const n = Math.min(pairsPerPart, pairs - first);
     const partPixels = n * problem.valueLength;
     encoder.clearBuffer(counts);
     b.dispatch(encoder, 'samples', n * perPair, {
-      0: { buffer: md }, 1: bind.value, 2: bind.samplingLocations, 3: bind.attentionWeights, 4: bind.gradOutput,
-      5: { buffer: grads }, 6: { buffer: recs }, 7: { buffer: counts },
+      problem: { buffer: md }, value: bind.value, locs: bind.samplingLocations, weights: bind.attentionWeights, gout: bind.gradOutput,
+      grads: { buffer: grads }, recs: { buffer: recs }, counts: { buffer: counts },
     }, temps, WORKGROUP, first);
     b.scan(encoder, counts, offsets, partPixels + 1, temps);
     encoder.clearBuffer(counts);
-    b.dispatch(encoder, 'place', 4 * n * perPair, { 0: { buffer: recs }, 1: { buffer: offsets }, 2: { buffer: counts }, 3: { buffer: sorted } }, temps);
-    b.dispatch(encoder, 'sort', partPixels, { 0: { buffer: md }, 1: { buffer: offsets }, 2: { buffer: sorted }, 3: { buffer: ranks } }, temps, WORKGROUP, first);
+    b.dispatch(encoder, 'place', 4 * n * perPair, { recs: { buffer: recs }, offsets: { buffer: offsets }, cursors: { buffer: counts }, sorted: { buffer: sorted } }, temps);
+    b.dispatch(encoder, 'sort', partPixels, { problem: { buffer: md }, offsets: { buffer: offsets }, sorted: { buffer: sorted }, ranks: { buffer: ranks } }, temps, WORKGROUP, first);
     b.dispatch(encoder, 'gather', partPixels * problem.channels, {
-      0: { buffer: md }, 1: { buffer: offsets }, 2: { buffer: sorted }, 3: { buffer: recs }, 4: bind.gradOutput, 5: { buffer: gradValue },
+      problem: { buffer: md }, offsets: { buffer: offsets }, sorted: { buffer: sorted }, recs: { buffer: recs }, gout: bind.gradOutput, gvalue: { buffer: gradValue },
     }, temps, WORKGROUP, first);
   }
   const gradSamplingLocations = out('gradSamplingLocations', plan.buffers.gradSamplingLocations);
