@@ -22,6 +22,7 @@ export const WEBGPU_DEVICE_LOST = 'MSDA_WEBGPU_DEVICE_LOST';
 // GPUBufferUsage / GPUMapMode values (the spec's; Node has no such globals unless a caller sets them).
 const MAP_READ = 0x1, COPY_SRC = 0x4, COPY_DST = 0x8, UNIFORM = 0x40, STORAGE = 0x80;
 const MAP_MODE_READ = 0x1;
+const COMPUTE = 0x4;   // GPUShaderStage.COMPUTE
 const OUTPUT_USAGE = STORAGE | COPY_SRC | COPY_DST;
 
 const KERNELS = Object.fromEntries([FORWARD, FORWARD_TAPS, FORWARD_SUM, SAMPLES, SCAN, SCAN_ADD, CELLS, ORDER, PLACE, SORT, GATHER, PROBE].map((k) => [k.label, k]));
@@ -102,7 +103,7 @@ const gpuReader = {
   owns: (data) => data instanceof GpuTensor,
   check(fn, name, t, count) {
     if (t.byteOffset + 4 * count > t.size) {
-      throw new RangeError(`${fn}: ${name} needs ${4 * count} bytes (${count} float32) from byteOffset ${t.byteOffset}, but its GPUBuffer has ${t.size} bytes`);
+      throw new RangeError(`${fn}: ${name} needs ${4 * count} bytes (${count} float32) from byteOffset ${t.byteOffset}, ${t.byteOffset + 4 * count} bytes in all, but its GPUBuffer has ${t.size} bytes`);
     }
     t.bytes = 4 * count;
   },
@@ -512,14 +513,33 @@ function checkPlan(fn, b, plan) {
   }
 }
 
+// A GPU tensor's buffer bound alone first, in its own error scope, so that what WebGPU says of a
+// buffer that is not this device's names the argument: an object that is no GPUBuffer throws
+// here; a buffer of another GPUDevice fails validation (the Promise of that error, or null).
+function checkOwnBuffer(b, fn, name, data) {
+  const d = b.device;
+  b.ownLayout ??= d.createBindGroupLayout({ label: 'msda own buffer', entries: [{ binding: 0, visibility: COMPUTE, buffer: { type: 'read-only-storage' } }] });
+  d.pushErrorScope('validation');
+  try {
+    d.createBindGroup({ layout: b.ownLayout, entries: [{ binding: 0, resource: { buffer: data.buffer, offset: 0, size: 4 } }] });
+  } catch (e) {
+    d.popErrorScope().catch(() => {});
+    throw new TypeError(`${fn}: ${name}.buffer is ${describe(data.buffer)}, expected a GPUBuffer (WebGPU: ${e.message})`);
+  }
+  return d.popErrorScope().then((err) => (err
+    ? new TypeError(`${fn}: ${name}.buffer belongs to another GPUDevice, expected a buffer of this instance's device (instance.device); copy it over or init({ backend: 'webgpu', device }) on its device`)
+    : null), () => null);
+}
+
 // An input as a binding: a GPU tensor in place (or copied when its offset is not aligned for a
 // binding), a CPU one uploaded.
-function bindInput(b, name, data, temps, encoder) {
+function bindInput(b, fn, name, data, temps, encoder, owned) {
   if (data instanceof GpuTensor) {
+    owned.push(checkOwnBuffer(b, fn, name, data));
     const align = b.limits.minStorageBufferOffsetAlignment ?? 256;
     if (data.byteOffset % align === 0) return { buffer: data.buffer, offset: data.byteOffset, size: data.bytes };
     if ((data.usage & COPY_SRC) === 0) {
-      throw new RangeError(`ms-deform-attn: ${name}.byteOffset ${data.byteOffset} is not a multiple of this device's minStorageBufferOffsetAlignment (${align}), and its buffer lacks GPUBufferUsage.COPY_SRC to copy it from`);
+      throw new RangeError(`${fn}: ${name}.byteOffset ${data.byteOffset} is not a multiple of this device's minStorageBufferOffsetAlignment (${align}), and its buffer lacks GPUBufferUsage.COPY_SRC to copy it from`);
     }
     const copy = b.buffer(data.bytes, STORAGE | COPY_DST, `msda ${name}`);
     temps.push(copy);
@@ -551,10 +571,11 @@ function submitCall(b, fn, problem, inputs, plan, readBack) {
   d.pushErrorScope('out-of-memory');
   d.pushErrorScope('validation');
   let results, staging = null, at = null;
+  const owned = [];
   try {
     const encoder = d.createCommandEncoder({ label: `msda ${fn}` });
     const bind = {};
-    for (const [name, data] of Object.entries(inputs)) bind[name] = bindInput(b, name, data, temps, encoder);
+    for (const [name, data] of Object.entries(inputs)) bind[name] = bindInput(b, fn, name, data, temps, encoder, owned);
     const out = (name, bytes) => {
       const buf = b.buffer(bytes, OUTPUT_USAGE, `msda ${name}`);
       made.push(buf);
@@ -589,13 +610,17 @@ function submitCall(b, fn, problem, inputs, plan, readBack) {
   } catch (e) {
     for (const buf of made) buf.destroy();
     staging?.destroy();
+    d.popErrorScope().catch(() => {});
+    d.popErrorScope().catch(() => {});
     throw e;
   } finally {
     for (const t of temps) t.destroy();
   }
   const validation = d.popErrorScope();
   const oom = d.popErrorScope();
-  const scopes = Promise.all([validation, oom]).then(([v, o]) => {
+  const scopes = Promise.all([validation, oom, ...owned]).then(([v, o, ...foreign]) => {
+    const other = foreign.find((e) => e !== null);
+    if (other !== undefined) return other;
     const err = v ?? o;
     return err ? new Error(`${fn}: WebGPU ${o && !v ? 'ran out of memory' : 'refused the call'}: ${err.message}`) : null;
   }, () => null);
