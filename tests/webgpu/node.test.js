@@ -401,6 +401,12 @@ test('a forward whose taps do not fit one buffer runs in one pass, with the same
   try {
     const got = await gpu.forward(c.args);
     assert.equal(sameBits(got.data, want.data), want.data.length, firstDiff(got.data, want.data));
+    // infinite weights in one pass: the samples' taps (32 bytes each) do not fit, the rest does
+    const n = nonFiniteCase(470, OPTION_COMBOS[0]);
+    limits.maxStorageBufferBindingSize = 32 * n.args.attentionWeights.data.length - 4;
+    const wantN = wasm.forward(n.args), gotN = await gpu.forward(n.args);
+    assert.ok(wantN.data.some((x) => x === Infinity), 'the case has infinite terms');
+    assert.equal(sameBits(gotN.data, wantN.data), wantN.data.length, firstDiff(gotN.data, wantN.data));
   } finally {
     limits.maxStorageBufferBindingSize = saved;
   }
