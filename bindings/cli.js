@@ -11,7 +11,7 @@
 // private directory inside --out and renamed into place only once all of them are complete.
 
 import {
-  accessSync, closeSync, constants, existsSync, fstatSync, lstatSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync,
+  accessSync, closeSync, constants, existsSync, fstatSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync,
   realpathSync, renameSync, rmSync, statSync,
 } from 'node:fs';
 import { open } from 'node:fs/promises';
@@ -20,7 +20,8 @@ import { inflateRawSync } from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import { BOUND_RULE, compareWithBounds, coordinates, formatCoordinates, OUTPUT_NAMES as CHECKED_OUTPUTS, referenceWithBounds, UNIT_ROUNDOFF } from './core/crosscheck.js';
 import { narrowToHalf, widenHalf } from './core/half.js';
-import { looksLikeZip, NpzError, parseNpz } from './core/npz.js';
+import { looksLikeZip, NpzError, parseNpz, shown } from './core/npz.js';
+import { fmt, jsonNumber, pair } from './cli/numbers.js';
 import { formatShape, npyHeader, NpyError, parseNpy, parseNpyHeader, npyDataBytes } from './npy.js';
 
 const USAGE = `usage: msda forward    --in DIR --out DIR [options]
@@ -209,8 +210,11 @@ function dtypeHint(path, descr, want, name = path.slice(path.lastIndexOf('/') + 
   if (want === 'float' && (descr === '<V2' || descr === '|V2')) {
     return `${path}: dtype '${descr}': a 2-byte void, which is how np.save writes ml_dtypes' bfloat16, but its bits cannot be told from any other 2-byte record: save bfloat16 as float32, which is exact: tensor.astype(np.float32)`;
   }
+  if (want === 'float' && (descr === '<i2' || descr === '<u2')) {
+    return `${path}: dtype '${descr}': 2-byte integers, perhaps the bits of a float16 or bfloat16 tensor (a bit view), which astype would turn into integers: save float16 as tensor.view(np.float16), bfloat16 as float32 (tensor.view(ml_dtypes.bfloat16).astype(np.float32), which is exact)`;
+  }
   const bigEndian = descr.startsWith('>');
-  const what = want === 'float' ? 'float32 or float16' : 'int64 or int32';
+  const what = want === 'float' ? 'float32, float16 or bfloat16' : 'int64 or int32';
   const fix = want === 'float' ? (bigEndian ? "'<f4'" : 'np.float32') : (bigEndian ? "'<i8'" : 'np.int64');
   return `${path}: dtype '${descr}'${bigEndian ? ' (big-endian)' : ''}: ${name} must be ${bigEndian ? 'little-endian ' : ''}${what}: save tensor.astype(${fix})`;
 }
@@ -386,14 +390,22 @@ function openSource(flag, dir) {
   }
   if (st.isDirectory()) {
     // has: the name is in the directory (lstat), so a dangling symlink is read, and refused, not skipped.
+    // names: the entries as bytes (latin1), in byte order, as the native CLI lists them.
+    const names = () => {
+      try {
+        return readdirSync(dir, { encoding: 'latin1' }).sort();
+      } catch (e) {
+        throw bad(`${flag} ${dir}: cannot list it: ${why(e)}`);
+      }
+    };
     return { has: (name) => !isMissing(joinPath(dir, name)), missing: (name) => isMissing(joinPath(dir, name)),
-      read: (name, want) => readNpyFile(joinPath(dir, name), want), path: (name) => joinPath(dir, name) };
+      read: (name, want) => readNpyFile(joinPath(dir, name), want), path: (name) => joinPath(dir, name), names };
   }
   const bytes = st.isFile() ? readFileAsNative(dir) : null;
   if (bytes === null || !looksLikeZip(bytes)) throw bad(`${flag} ${dir}: not a directory (nor an .npz archive)`);
   let members;
   try {
-    members = parseNpz(bytes, (b) => inflateRawSync(b));
+    members = parseNpz(bytes, (b, maxOutputLength) => inflateRawSync(b, { maxOutputLength }));
   } catch (e) {
     if (e instanceof NpzError) throw bad(`${flag} ${dir}: ${e.message}`);
     throw e;
@@ -402,6 +414,7 @@ function openSource(flag, dir) {
   return {
     has: (name) => members.has(name),
     missing: (name) => !members.has(name),
+    names: () => [...members.keys()],
     path,
     read(name, want) {
       const m = members.get(name);
@@ -727,17 +740,6 @@ export function compareArrays(got, ref, tol = TOLERANCE) {
   return { maxAbs, maxRel, bad, worst, count: ref.length };
 }
 
-const fmt = (x) => (x === 0 ? '0' : x.toExponential(2));
-
-// Numbers as short as tell two apart: 6 significant digits, more where both would print alike.
-function pair(a, b) {
-  for (let digits = 6; digits < 17; digits++) {
-    const x = String(Number(a.toPrecision(digits))), y = String(Number(b.toPrecision(digits)));
-    if (x !== y || digits === 16) return [x, y];
-  }
-  return [String(a), String(b)];
-}
-const jsonNumber = (x) => (Number.isFinite(x) ? x : String(x));
 
 // Which inputs hold values the dtype cannot: then the user's kernel did not read these very
 // inputs, and the comparison would measure the rounding of its inputs, not the kernel.
@@ -749,10 +751,24 @@ function notRepresentable(files, dtype) {
     if (!f) continue;
     const bits = narrowToHalf(f.data, dtype), back = widenHalf(bits, dtype);
     const i = f.data.findIndex((x, k) => !Object.is(x, back[k]) && !(Number.isNaN(x) && Number.isNaN(back[k])));
-    if (i >= 0) notes.push(`${f.path} holds values that ${dtype} cannot (element ${i}: ${f.data[i]})`);
+    if (i >= 0) notes.push(`${f.path} holds values that ${dtype} cannot (element ${i}: ${f.data[i]}); if your kernel read them rounded to ${dtype}, save the rounded inputs`);
   }
   return notes;
 }
+
+// The half-precision dtype that holds every value of data (NaN aside), when it has a value other
+// than 0, or null: a dump of such a kernel, checked against float32's bound for want of --dtype.
+// bfloat16 first: its values within float16's range are float16 values too.
+function halfDtypeHolding(data) {
+  if (!data.some((x) => x !== 0 && !Number.isNaN(x))) return null;
+  return ['bfloat16', 'float16'].find((dtype) => {
+    const back = widenHalf(narrowToHalf(data, dtype), dtype);
+    return data.every((x, k) => Object.is(x, back[k]) || Number.isNaN(x));
+  }) ?? null;
+}
+
+// Everything agrees: "all 4 outputs agree", "output agrees".
+const allAgree = (names) => (names.length === 1 ? `crosscheck: ${names[0]} agrees` : `crosscheck: all ${names.length} outputs agree`);
 
 // --expect: the user's files against the float64 reference with per-element bounds.
 async function crosscheckExpected(o, print, expected) {
@@ -783,6 +799,12 @@ async function crosscheckExpected(o, print, expected) {
   const results = names.map((n) => [n, compareWithBounds(n, expected[n].data, ref[n], args, tol, o.top)]);
   const notes = dtype ? notRepresentable(files, dtype) : [];
   const failures = results.filter(([, r]) => r.disagree).map(([n, r]) => `${n} (${r.disagree} of ${r.count} elements)`);
+  if (dtypeFrom === 'the default') {
+    for (const [n, r] of results) {
+      const half = r.disagree ? halfDtypeHolding(expected[n].data) : null;
+      if (half) notes.push(`every value in ${expected[n].path} is a ${half} value: if your kernel stores ${half}, give --dtype ${half}`);
+    }
+  }
   if (o.backendNamed) notes.push(`--backend ${o.backend} is not used with --expect: ours is the float64 reference`);
   if (o.json) {
     const doc = {
@@ -791,7 +813,8 @@ async function crosscheckExpected(o, print, expected) {
       agree: failures.length === 0, notes,
       outputs: Object.fromEntries(results.map(([n, r]) => [n, {
         file: expected[n].path, dtype: expected[n].dtype, count: r.count, disagree: r.disagree,
-        maxAbsDiff: jsonNumber(r.maxAbsDiff), maxRatioToBound: jsonNumber(r.maxRatio), perLevel: r.perLevel,
+        maxAbsDiff: jsonNumber(r.maxAbsDiff), maxRatioToBound: jsonNumber(r.maxRatio), noBound: r.noBound,
+        perLevel: r.perLevel, perHead: r.perHead,
         worst: r.worst.map((w) => ({
           coordinates: w.coordinates, index: w.index, yours: jsonNumber(w.yours), ours: jsonNumber(w.ours),
           diff: jsonNumber(w.diff), bound: jsonNumber(w.bound),
@@ -803,20 +826,22 @@ async function crosscheckExpected(o, print, expected) {
     print(`crosscheck ${o.in}: yours = the files in ${o.expect}, ours = the float64 reference (docs/SEMANTICS.md)`);
     print(dtype === null ? `  tolerance (--rtol/--atol): ${rule}, per element`
       : `  tolerance for ${dtype} (${dtypeFrom}): ${rule}, per element`);
-    for (const note of notes) {
-      print(note.startsWith('--backend') ? `  note: ${note}` : `  note: ${note}; if your kernel read them rounded to ${dtype}, save the rounded inputs`);
-    }
+    for (const note of notes) print(`  note: ${note}`);
     for (const [n, r] of results) {
-      const maxText = `max |yours - ours| ${fmt(r.maxAbsDiff)}, max |yours - ours| / bound ${fmt(r.maxRatio)}`;
-      const levels = r.perLevel ? ` (per level: ${r.perLevel.map((c, l) => `l=${l}: ${c}`).join(', ')})` : '';
-      print(r.disagree ? `  ${n.padEnd(24)} DISAGREE  ${r.disagree} of ${r.count} elements beyond their bound${levels}; ${maxText}`
+      // a ratio to the bound of an element with none (ours exactly 0) would say nothing
+      const ratio = r.noBound && !(r.maxRatio > 0) ? [] : [`max |yours - ours| / bound ${fmt(r.maxRatio)}`];
+      const unbounded = r.noBound ? [`${r.noBound} with no bound to compare (ours exactly 0)`] : [];
+      const maxText = [`max |yours - ours| ${fmt(r.maxAbsDiff)}`, ...ratio, ...unbounded].join(', ');
+      const counts = [...(r.perLevel ? [`per level: ${r.perLevel.map((c, l) => `l=${l}: ${c}`).join(', ')}`] : []),
+        `per head: ${r.perHead.map((c, h) => `h=${h}: ${c}`).join(', ')}`];
+      print(r.disagree ? `  ${n.padEnd(24)} DISAGREE  ${r.disagree} of ${r.count} elements beyond their bound (${counts.join('; ')}); ${maxText}`
         : `  ${n.padEnd(24)} ok        ${r.count} elements; ${maxText}`);
       for (const w of r.worst) {
         const [y, u] = pair(w.yours, w.ours);
         print(`    ${formatCoordinates(n, w.coordinates)}: yours ${y}, ours ${u}, |diff| ${fmt(w.diff)} > bound ${fmt(w.bound)}`);
       }
     }
-    if (!failures.length) print(`crosscheck: all ${results.length} outputs agree`);
+    if (!failures.length) print(allAgree(names));
   }
   if (failures.length) throw new CliError(1, `crosscheck: ${failures.join(', ')} beyond tolerance`);
 }
@@ -826,6 +851,13 @@ async function crosscheck(o, print) {
   let expected = null;
   if (o.expect !== null) {
     const source = openSource('--expect', o.expect);
+    // A file that is no output's would go unchecked: a typo must not pass.
+    const files = CHECKED_OUTPUTS.map((n) => `${n}.npy`);
+    const strays = source.names().filter((n) => !files.includes(n));
+    if (strays.length) {
+      throw bad(`--expect ${o.expect}: ${shown(strays[0])}${strays.length > 1 ? ` and ${strays.length - 1} more are not output names`
+        : ' is not an output name'} (${files.join(', ')})`);
+    }
     expected = {};
     const problems = [];
     for (const n of ['output', 'grad_value', 'grad_sampling_locations', 'grad_attention_weights']) {
@@ -905,7 +937,7 @@ async function crosscheck(o, print) {
     print(`  ${name.padEnd(24)} max abs diff ${fmt(c.maxAbs).padEnd(9)} max rel diff ${fmt(c.maxRel).padEnd(9)} ${verdict}`);
   }
   if (failures.length) throw new CliError(1, `crosscheck: ${failures.join(', ')} beyond tolerance`);
-  print(`crosscheck: all ${pairs.length} outputs agree`);
+  print(allAgree(pairs.map(([n]) => n)));
 }
 
 // ---- main ------------------------------------------------------------------------------------------

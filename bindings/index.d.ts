@@ -224,7 +224,7 @@ export interface GPUGradients { gradValue: GPUTensor; gradSamplingLocations: GPU
 
 export interface WebGPUInitOptions {
   backend: 'webgpu';
-  /** A navigator.gpu-like object (default navigator.gpu; in Node the optional 'webgpu' package). */
+  /** A navigator.gpu-like object (default navigator.gpu; in Node the 'webgpu' package, an optional peer: npm install webgpu). */
   gpu?: { requestAdapter(options?: object): Promise<unknown> };
   /** A GPUDevice to run on (e.g. await ort.env.webgpu.device, tf.backend().device); never destroyed here. */
   device?: object;

@@ -112,8 +112,8 @@ const platform = {
   startThreadsWorker,
   loadNative: async (addonPath) => (await import('./node/addon.js')).loadNative(addonPath),
   initWebGPU: async (options) => {
-    const [{ initWebGPU }, { nodeGpu }] = await Promise.all([import('./webgpu/backend.js'), import('./webgpu/node-gpu.js')]);
-    return initWebGPU({ ...options, defaultGpu: nodeGpu });
+    const [{ initWebGPU }, { nodeGpu, noAdapterHint }] = await Promise.all([import('./webgpu/backend.js'), import('./webgpu/node-gpu.js')]);
+    return initWebGPU({ ...options, defaultGpu: nodeGpu, noAdapterHint });
   },
 };
 

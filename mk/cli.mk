@@ -1,9 +1,11 @@
 # The native command line build/native/msda (src/cli/: the .npy reader/writer, the .npz reader
-# with its inflate, crosscheck --expect and main.c; not part of the library) and its tests. tests/c/test_npy.c and tests/c/test_cli.c compile
-# src/cli/npy.c in directly, so native.mk's generic C-test rules (plain and sanitized) build them.
+# with its inflate, crosscheck --expect, JavaScript's number printing and main.c; not part of the
+# library) and its tests. All but main.c make the CLI library libmsdacli.a (plain and sanitized),
+# which tests/c/test_npy.c and tests/c/test_cli.c link through native.mk's C-test rules.
 
 CLI_SRC := $(wildcard src/cli/*.c)
 CLI_HDR := $(wildcard src/cli/*.h)
+CLI_LIB_SRC := $(filter-out src/cli/main.c,$(CLI_SRC))
 CLI_LDLIBS := -lm -pthread
 # --version prints package.json's version, fixed at build time.
 MSDA_VERSION := $(shell sed -n 's/^  "version": *"\([^"]*\)".*/\1/p' package.json)
@@ -14,7 +16,26 @@ native: $(NATIVE)/msda
 $(NATIVE)/msda: $(CLI_SRC) $(CLI_HDR) $(LIB_HDR) $(NATIVE)/libmsda.a mk/cli.mk package.json
 	$(CC) $(CFLAGS) $(CLI_DEFS) -Isrc -Isrc/cli $(CLI_SRC) $(NATIVE)/libmsda.a $(CLI_LDLIBS) -o $@
 
-$(NATIVE)/tests/test_npy $(NATIVE)/tests/test_cli $(SAN)/tests/test_npy $(SAN)/tests/test_cli: $(CLI_SRC) $(CLI_HDR)
+$(NATIVE)/cli-obj/%.o: src/cli/%.c $(CLI_HDR) $(LIB_HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Isrc -Isrc/cli -c $< -o $@
+
+$(SAN)/cli-obj/%.o: src/cli/%.c $(CLI_HDR) $(LIB_HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(CWARN) $(SANFLAGS) -Isrc -Isrc/cli -c $< -o $@
+
+$(NATIVE)/libmsdacli.a: $(patsubst src/cli/%.c,$(NATIVE)/cli-obj/%.o,$(CLI_LIB_SRC))
+	rm -f $@
+	ar rcs $@ $^
+
+$(SAN)/libmsdacli.a: $(patsubst src/cli/%.c,$(SAN)/cli-obj/%.o,$(CLI_LIB_SRC))
+	rm -f $@
+	ar rcs $@ $^
+
+$(NATIVE)/tests/test_npy $(NATIVE)/tests/test_cli: $(NATIVE)/libmsdacli.a $(CLI_HDR)
+$(NATIVE)/tests/test_npy $(NATIVE)/tests/test_cli: TEST_LIBS := $(NATIVE)/libmsdacli.a
+$(SAN)/tests/test_npy $(SAN)/tests/test_cli: $(SAN)/libmsdacli.a $(CLI_HDR)
+$(SAN)/tests/test_npy $(SAN)/tests/test_cli: TEST_LIBS := $(SAN)/libmsdacli.a
 
 # test_cli runs the CLI it finds in $MSDA_CLI (default build/native/msda).
 test-c test-c-sanitize: $(NATIVE)/msda

@@ -27,7 +27,7 @@ C_TEST_SUPPORT := $(filter-out tests/c/test_%.c tests/c/isa_hashes.c,$(wildcard 
 
 $(NATIVE)/tests/%: tests/c/%.c $(C_TEST_SUPPORT) $(wildcard tests/c/*.h) $(NATIVE)/libmsda.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Isrc -Itests/c $< $(C_TEST_SUPPORT) $(NATIVE)/libmsda.a -lm -o $@
+	$(CC) $(CFLAGS) -Isrc -Isrc/cli -Itests/c $< $(C_TEST_SUPPORT) $(TEST_LIBS) $(NATIVE)/libmsda.a -lm -o $@
 
 # The same bits on every ISA this CPU has and in both wasm builds (tests/c/isa_bits.sh).
 ISA_DIR := $(BUILD)/isa
@@ -74,7 +74,7 @@ $(SAN)/libmsda.a: $(SAN_OBJ)
 
 $(SAN)/tests/%: tests/c/%.c $(C_TEST_SUPPORT) $(wildcard tests/c/*.h) $(SAN)/libmsda.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CSTD) $(CWARN) $(SANFLAGS) -Isrc -Itests/c $< $(C_TEST_SUPPORT) $(SAN)/libmsda.a -lm -o $@
+	$(CC) $(CSTD) $(CWARN) $(SANFLAGS) -Isrc -Isrc/cli -Itests/c $< $(C_TEST_SUPPORT) $(TEST_LIBS) $(SAN)/libmsda.a -lm -o $@
 
 test-c-sanitize: $(SAN_TESTS)
 	@set -e; for t in $(SAN_TESTS); do echo "== $$t (asan+ubsan)"; ASAN_OPTIONS=detect_leaks=1 $$t; done

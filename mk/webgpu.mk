@@ -1,5 +1,5 @@
-# The WebGPU backend (bindings/webgpu/): its tests and its benchmark. Dawn for Node (the optional
-# 'webgpu' package) needs a Vulkan loader (libvulkan1, scripts/setup.sh) and a driver: SwiftShader,
+# The WebGPU backend (bindings/webgpu/): its tests and its benchmark. Dawn for Node (the
+# 'webgpu' package, an optional peer and a dev dependency) needs a Vulkan loader (libvulkan1, scripts/setup.sh) and a driver: SwiftShader,
 # the one Debian's Chromium ships, unless VK_ICD_FILENAMES already names another (a real GPU's).
 
 WEBGPU_ICD ?= /usr/lib/chromium/vk_swiftshader_icd.json

@@ -60,9 +60,7 @@ export function readArgs(fn, args, allowed, what = 'argument') {
 }
 
 export function positiveInteger(fn, name, x) {
-  if (typeof x !== 'number' || !Number.isInteger(x)) {
-    throw new TypeError(`${fn}: ${name} is ${describe(x)}, expected a positive integer`);
-  }
+  if (typeof x !== 'number') throw new TypeError(`${fn}: ${name} is ${describe(x)}, expected a positive integer`);
   if (x < 1 || !Number.isSafeInteger(x)) throw new RangeError(`${fn}: ${name} is ${x}, expected an integer >= 1`);
   return x;
 }
@@ -175,6 +173,9 @@ export function readSpatialShapes(fn, x) {
     pairs = [];
     for (let i = 0; i < flat.length; i += 2) pairs.push([flat[i], flat[i + 1]]);
   } else {
+    // An array with an element that is not a pair (a flat [4, 4, 2, 2]): name the first such one.
+    const bad = levels === null ? -1 : levels.findIndex((p) => !Array.isArray(p) && (typedArrayKind(p) === undefined || p instanceof DataView));
+    if (bad >= 0) throw new TypeError(`${fn}: spatialShapes[${bad}] is ${describe(levels[bad])}, expected an [H, W] pair (spatialShapes is ${what}, e.g. [[4, 4], [2, 2]])`);
     throw new TypeError(`${fn}: spatialShapes is ${describe(x)}, expected ${what}`);
   }
   if (pairs.length === 0) throw new RangeError(`${fn}: spatialShapes is empty, expected at least one [H, W] level`);

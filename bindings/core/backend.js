@@ -13,12 +13,14 @@
 //      shapes exact integers, every tensor's length against its shape).
 //   2. checkSizes (here): the backend's limits, before anything is allocated: a wasm call's heap
 //      block against limits.callBytes, each tensor against limits.tensorBytes.
-//   3. checkHeapBlock (here, from WasmStore's constructor): the block an allocation asks for (the
-//      streamed forward's window store too), and malloc refusing it.
+//   3. checkHeapBlock (bindings/wasm/loader.js, from WasmStore's constructor): the block an
+//      allocation asks for (the streamed forward's window store too), and malloc refusing it;
+//      wasmBytesNeeded there is the block's layout, exactWasmBytes here the same in BigInt.
 //   4. src/entry.c (msda__plan): the C library's own, for every caller of it: each tensor's bytes
 //      within PTRDIFF_MAX and SIZE_MAX, products without overflow.
 //   5. bindings/webgpu/backend.js checkPlan: a GPU device's buffer and dispatch limits.
 
+import { WASM_MAX_BYTES, wasmBytesNeeded } from '../wasm/loader.js';
 import { exactElementsOf, TENSORS } from './problem.js';
 
 /**
@@ -53,22 +55,6 @@ export const HEAP_BACKEND_MEMBERS = ['heapInUse', 'resultArray'];
  */
 export const STORE_MEMBERS = ['load', 'view', 'take', 'prefault', 'describe', 'run', 'free'];
 export const HEAP_STORE_MEMBERS = ['takeInto'];
-
-// wasm32 addresses 4 GiB at most (MAXIMUM_MEMORY=4GB in mk/wasm.mk).
-export const WASM_MAX_BYTES = 2 ** 32;
-
-// A wasm store's heap block: the problem description, then each tensor, each on a 64-byte cache
-// line: a 128-byte row (C = 32) then spans 2 lines, not 3 (wasm SIMD backward ~10% faster on the
-// encoder); ALIGN spare bytes let them start on a line wherever malloc puts the block.
-export const ALIGN = 64;
-export const alignUp = (n) => Math.ceil(n / ALIGN) * ALIGN;
-
-/** Bytes a wasm store for this layout takes. */
-export function wasmBytesNeeded(descCount, layout) {
-  let bytes = ALIGN + alignUp(descCount * 8);
-  for (const { elements } of layout) bytes += alignUp(elements * 4);
-  return bytes;
-}
 
 // wasmBytesNeeded, exact (BigInt) where doubles would round (past 2^53 bytes): each tensor's
 // elements split into whole 2^20-element blocks (already aligned) and a rest that
@@ -105,19 +91,5 @@ export function checkSizes(fn, backend, problem, mode) {
     : `a Float32Array can hold here (${most} elements)`;
   for (const { name, elements } of tensors) {
     if (elements > BigInt(most)) throw new RangeError(`${fn}: ${name} needs ${4n * elements} bytes (${elements} elements), more than ${where}`);
-  }
-}
-
-/** A wasm store's block of `bytes` (wasmBytesNeeded) against the heap, before malloc and after it (block 0: refused). */
-export function checkHeapBlock(backend, bytes, block = undefined) {
-  const most = backend.limits.callBytes;
-  if (block === undefined) {
-    if (bytes > most) {
-      throw new RangeError(`ms-deform-attn: this problem needs ${bytes} bytes of WebAssembly memory, more than the ${most} bytes a wasm32 heap can give one call`);
-    }
-    return;
-  }
-  if (block === 0) {
-    throw new RangeError(`ms-deform-attn: could not allocate ${bytes} bytes of WebAssembly memory: ${backend.heapInUse()} bytes are in use (prepared problems not yet disposed) and a wasm32 heap gives at most ${most} bytes in all`);
   }
 }

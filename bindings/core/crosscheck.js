@@ -231,6 +231,15 @@ export function boundOf(r, i, { dtype = 'float32', rtol = null, atol = null } = 
   return 4 * u * r.M[i] + 2 * n * U32 * r.M[i] + r.P[i] + n * TINY[dtype];
 }
 
+/**
+ * Whether element i has no bound to compare a difference with: ours is exactly 0 with nothing
+ * contributing (the bound is then the underflow term alone), or the --rtol/--atol bound is 0.
+ */
+export function noBound(r, i, tol) {
+  if (tol.rtol != null || tol.atol != null) return boundOf(r, i, tol) === 0;
+  return r.M[i] === 0 && r.P[i] === 0;
+}
+
 /** Names of the coordinates of element i of output name, in its own layout. */
 export function coordinates(name, i, args) {
   const d = dims(args);
@@ -268,14 +277,16 @@ export const formatCoordinates = (name, co) => `${name}[${Object.entries(co).map
 
 /**
  * Compares yours (Float32Array) with r (from referenceWithBounds) under tol; returns
- * { count, disagree, maxAbsDiff, maxRatio (the largest |diff| / bound), perLevel (counts, or null
- * for output), worst: the disagreeing elements with the largest |diff| (at most top), each
- * { index, coordinates, yours, ours, diff, bound } }.
+ * { count, disagree, maxAbsDiff, maxRatio (the largest |diff| / bound over elements with a bound),
+ * noBound (the elements that differ where noBound), perLevel (counts of disagreeing elements, or
+ * null for output), perHead (likewise, by head), worst: the disagreeing elements with the largest
+ * |diff| (at most top), each { index, coordinates, yours, ours, diff, bound } }.
  */
 export function compareWithBounds(name, yours, r, args, tol, top = 5) {
   const d = dims(args);
   const perLevel = name === 'output' ? null : new Array(d.NL).fill(0);
-  let disagree = 0, maxAbsDiff = 0, maxRatio = 0;
+  const perHead = new Array(d.H).fill(0);
+  let disagree = 0, maxAbsDiff = 0, maxRatio = 0, unbounded = 0;
   const worst = []; // [|diff|, index] of disagreeing elements, at most `top`, largest first
   for (let i = 0; i < r.ref.length; i++) {
     const y = yours[i], o = r.ref[i];
@@ -285,11 +296,13 @@ export function compareWithBounds(name, yours, r, args, tol, top = 5) {
     const bound = boundOf(r, i, tol);
     const absDiff = Number.isNaN(diff) ? Infinity : diff;
     maxAbsDiff = Math.max(maxAbsDiff, absDiff);
-    const ratio = absDiff === 0 ? 0 : bound > 0 ? absDiff / bound : Infinity;
-    maxRatio = Math.max(maxRatio, ratio);
+    if (noBound(r, i, tol)) unbounded++;
+    else maxRatio = Math.max(maxRatio, bound > 0 ? absDiff / bound : Infinity);
     if (!(absDiff <= bound)) {
       disagree++;
-      if (perLevel) perLevel[coordinates(name, i, args).l]++;
+      const co = coordinates(name, i, args);
+      if (perLevel) perLevel[co.l]++;
+      perHead[co.h]++;
       if (top > 0 && (worst.length < top || absDiff > worst[worst.length - 1][0])) {
         worst.push([absDiff, i]);
         worst.sort((p, q2) => q2[0] - p[0] || p[1] - q2[1]);
@@ -298,7 +311,7 @@ export function compareWithBounds(name, yours, r, args, tol, top = 5) {
     }
   }
   return {
-    count: r.ref.length, disagree, maxAbsDiff, maxRatio, perLevel,
+    count: r.ref.length, disagree, maxAbsDiff, maxRatio, noBound: unbounded, perLevel, perHead,
     worst: worst.map(([, i]) => ({
       index: i, coordinates: coordinates(name, i, args), yours: yours[i], ours: r.ref[i],
       diff: Math.abs(yours[i] - r.ref[i]), bound: boundOf(r, i, tol),

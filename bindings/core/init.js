@@ -11,16 +11,25 @@ import { describe } from './errors.js';
 
 const INIT_KEYS = ['simd', 'wasmBinary', 'module', 'backend', 'addonPath', 'threads', 'wasmPaths', 'gpu', 'device'];
 
+// The backends each init option applies to.
+const WASM = ['wasm', 'wasm-scalar', 'auto'];
+const BACKEND_OPTIONS = {
+  simd: WASM, wasmBinary: WASM, module: WASM, wasmPaths: WASM,
+  addonPath: ['native', 'auto'], threads: ['wasm', 'wasm-scalar', 'native', 'auto'],
+  gpu: ['webgpu'], device: ['webgpu'],
+};
+
 /** The `.code` of the Error thrown when the native addon cannot be used here (node/addon.js). */
 export const NATIVE_UNAVAILABLE = 'MSDA_NATIVE_UNAVAILABLE';
 
 /** Checks init's `threads` option: undefined, 'auto' or a positive integer; throws otherwise. */
 export function checkThreadsOption(threads) {
   if (threads === undefined || threads === 'auto') return threads;
-  if (typeof threads !== 'number' || !Number.isInteger(threads)) {
+  // A number that is not a positive integer (0, 2.5, NaN) is a wrong value, as 0 is: RangeError.
+  if (typeof threads !== 'number') {
     throw new TypeError(`init: threads is ${describe(threads)}, expected a positive integer or 'auto'`);
   }
-  if (threads < 1) throw new RangeError(`init: threads is ${threads}, expected an integer >= 1 or 'auto'`);
+  if (!Number.isInteger(threads) || threads < 1) throw new RangeError(`init: threads is ${threads}, expected an integer >= 1 or 'auto'`);
   return threads;
 }
 
@@ -136,12 +145,16 @@ export function createApi(platform) {
       return Promise.reject(new RangeError(`init: backend is ${describe(backend)}, expected 'wasm', 'wasm-scalar', 'native', 'auto' or 'webgpu'`));
     }
     // The GPU only when asked for ('auto' never picks it): the entry's platform loads bindings/webgpu/.
+    // Each backend's own options; another's is refused rather than ignored.
+    for (const key of ['simd', 'wasmBinary', 'module', 'addonPath', 'threads', 'wasmPaths', 'gpu', 'device']) {
+      if (options[key] !== undefined && !BACKEND_OPTIONS[key].includes(backend)) {
+        const of = BACKEND_OPTIONS[key].map((b) => `'${b}'`).join(', ');
+        return Promise.reject(new TypeError(`init: ${key} is an option of backend: ${of}, not '${backend}'`));
+      }
+    }
     if (backend === 'webgpu') {
       if (platform.initWebGPU === undefined) return Promise.reject(new Error("init: backend 'webgpu' is not offered by this entry (use the package's Node or browser entry)"));
       return platform.initWebGPU({ gpu: options.gpu, device: options.device });
-    }
-    if (options.gpu !== undefined || options.device !== undefined) {
-      return Promise.reject(new TypeError(`init: ${options.gpu !== undefined ? 'gpu' : 'device'} is an option of backend: 'webgpu', not '${backend}'`));
     }
     let threads, urls;
     try {

@@ -1,9 +1,6 @@
 // Instantiates and wraps the WebAssembly module (the entries, browser.js and node.js, say where
 // its file is and how to read it); everything that touches the wasm heap lives in this file.
 
-import { alignUp, checkHeapBlock, WASM_MAX_BYTES, wasmBytesNeeded } from '../core/backend.js';
-import { HalfBits } from '../core/half.js';
-
 // The 31-byte module wasm-feature-detect uses: it validates only where SIMD128 is supported.
 const SIMD_PROBE = new Uint8Array([
   0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0, 65, 0, 253, 15, 253, 98, 11,
@@ -15,6 +12,36 @@ export function simdSupported() {
     return WebAssembly.validate(SIMD_PROBE);
   } catch {
     return false;
+  }
+}
+
+// wasm32 addresses 4 GiB at most (MAXIMUM_MEMORY=4GB in mk/wasm.mk).
+export const WASM_MAX_BYTES = 2 ** 32;
+
+// A wasm store's heap block: the problem description, then each tensor, each on a 64-byte cache
+// line: a 128-byte row (C = 32) then spans 2 lines, not 3 (wasm SIMD backward ~10% faster on the
+// encoder); ALIGN spare bytes let them start on a line wherever malloc puts the block.
+export const ALIGN = 64;
+export const alignUp = (n) => Math.ceil(n / ALIGN) * ALIGN;
+
+/** Bytes a wasm store for this layout takes. */
+export function wasmBytesNeeded(descCount, layout) {
+  let bytes = ALIGN + alignUp(descCount * 8);
+  for (const { elements } of layout) bytes += alignUp(elements * 4);
+  return bytes;
+}
+
+/** A wasm store's block of `bytes` (wasmBytesNeeded) against the heap, before malloc and after it (block 0: refused). */
+export function checkHeapBlock(backend, bytes, block = undefined) {
+  const most = backend.limits.callBytes;
+  if (block === undefined) {
+    if (bytes > most) {
+      throw new RangeError(`ms-deform-attn: this problem needs ${bytes} bytes of WebAssembly memory, more than the ${most} bytes a wasm32 heap can give one call`);
+    }
+    return;
+  }
+  if (block === 0) {
+    throw new RangeError(`ms-deform-attn: could not allocate ${bytes} bytes of WebAssembly memory: ${backend.heapInUse()} bytes are in use (prepared problems not yet disposed) and a wasm32 heap gives at most ${most} bytes in all`);
   }
 }
 
@@ -190,7 +217,7 @@ class WasmStore {
 
   /** Copies `data` (a Float32Array, or HalfBits widened in C) into the tensor, from element `at` on. */
   load(name, data, at = 0) {
-    if (!(data instanceof HalfBits)) {
+    if (ArrayBuffer.isView(data)) {   // else HalfBits (core/half.js): { bits, dtype }
       this.view(name).set(data, at);
       return;
     }

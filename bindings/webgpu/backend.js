@@ -119,9 +119,10 @@ async function requestDevice(adapter) {
 
 /**
  * init({ backend: 'webgpu', gpu?, device? }): an instance on the caller's device, or on one of
- * its own from `gpu`, navigator.gpu, or `defaultGpu()` (the entry's: Dawn in Node, node-gpu.js).
+ * its own from `gpu`, navigator.gpu, or `defaultGpu()` (the entry's: Dawn in Node, node-gpu.js);
+ * `noAdapterHint()` says why there is no adapter (the entry's; the browser's hint otherwise).
  */
-export async function initWebGPU({ gpu, device, defaultGpu } = {}) {
+export async function initWebGPU({ gpu, device, defaultGpu, noAdapterHint } = {}) {
   if (device !== undefined) {
     if (device === null || typeof device !== 'object' || typeof device.createComputePipeline !== 'function' || device.queue === undefined) {
       throw new TypeError(`init: device is ${describe(device)}, expected a GPUDevice`);
@@ -145,8 +146,8 @@ export async function initWebGPU({ gpu, device, defaultGpu } = {}) {
     throw unavailable(`requestAdapter() failed: ${e.message}`, e);
   }
   if (!adapter) {
-    const hint = defaultGpu !== undefined
-      ? ' (Dawn found no Vulkan driver: install your GPU\'s Vulkan driver and libvulkan1, or point VK_ICD_FILENAMES at an ICD such as /usr/lib/chromium/vk_swiftshader_icd.json for a CPU emulation)'
+    const hint = noAdapterHint !== undefined
+      ? noAdapterHint()
       : ' (the browser offers no WebGPU adapter here: check chrome://gpu, or its --enable-unsafe-webgpu flag)';
     throw unavailable(`requestAdapter() returned no adapter${hint}`);
   }

@@ -40,7 +40,4 @@ extern const char *const CC_NAMES[CC_COUNT];
 int cc_run(const msda_problem *p, const float *value, const float *locations, const float *weights,
            const float *grad_output, const cc_file files[CC_COUNT], const cc_settings *s, FILE *out, char **failure);
 
-/* JavaScript's Number.prototype.toString of x, into buf (at least 32 bytes). */
-const char *cc_js_number(double x, char *buf);
-
 #endif

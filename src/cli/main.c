@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -380,9 +381,15 @@ static void dtype_hint(text *t, const char *path, const char *name, const char *
                "exact: tensor.astype(np.float32)", path, descr);
         return;
     }
+    if (!want_int && (!strcmp(descr, "<i2") || !strcmp(descr, "<u2"))) {
+        append(t, "%s: dtype '%s': 2-byte integers, perhaps the bits of a float16 or bfloat16 tensor (a bit view), "
+               "which astype would turn into integers: save float16 as tensor.view(np.float16), bfloat16 as float32 "
+               "(tensor.view(ml_dtypes.bfloat16).astype(np.float32), which is exact)", path, descr);
+        return;
+    }
     append(t, "%s: dtype '%s'%s: %s must be %s%s: save tensor.astype(%s)", path, descr,
            big_endian ? " (big-endian)" : "", name, big_endian ? "little-endian " : "",
-           want_int ? "int64 or int32" : "float32 or float16",
+           want_int ? "int64 or int32" : "float32, float16 or bfloat16",
            want_int ? (big_endian ? "'<i8'" : "np.int64") : (big_endian ? "'<f4'" : "np.float32"));
 }
 
@@ -446,6 +453,39 @@ static int source_missing(const source *s, const char *path, const char *name)
 {
     struct stat st;
     return s->is_npz ? npz_find(&s->z, name) == NULL : lstat(path, &st) != 0 && errno == ENOENT;
+}
+
+/* A file (or member) that is none of names would go unchecked: a typo must not pass. 0, or the
+ * exit status of the report naming the first (in byte order; an archive's in its order). */
+static int source_strays(const source *s, const char *flag, const char *const *names, const char *list)
+{
+    char *first = NULL;
+    long more = -1;
+    int code = 0;
+    if (s->is_npz) {
+        for (int i = 0; i < s->z.count; i++)
+            if (!is_one_of(s->z.members[i].name, names) && ++more == 0) first = s->z.members[i].name;
+        if (first && !(first = strdup(first))) code = report(EXIT_OTHER, "out of memory");
+    } else {
+        DIR *d = opendir(s->dir);
+        if (!d) return report(EXIT_BAD_INPUT, "%s %s: cannot list it: %s", flag, s->dir, strerror(errno));
+        for (struct dirent *e; (e = readdir(d)) != NULL && !code;) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || is_one_of(e->d_name, names)) continue;
+            more++;
+            if (first && strcmp(e->d_name, first) >= 0) continue;
+            free(first);
+            if (!(first = strdup(e->d_name))) code = report(EXIT_OTHER, "out of memory");
+        }
+        closedir(d);
+    }
+    if (first && !code) {
+        char show[NPZ_SHOWN];
+        if (more) code = report(EXIT_BAD_INPUT, "%s %s: %s and %ld more are not output names (%s)", flag, s->dir,
+                                npz_shown(first, show), more, list);
+        else code = report(EXIT_BAD_INPUT, "%s %s: %s is not an output name (%s)", flag, s->dir, npz_shown(first, show), list);
+    }
+    free(first);
+    return code;
 }
 
 /* Loads member name (at path) as floats or int64: npy_load_* semantics. */
@@ -893,6 +933,14 @@ static int run_crosscheck(options *o)
     source src;
     int opened = source_open(&src, "--expect", o->expect);
     if (opened) return opened;
+    static const char *const OUTPUT_FILES[] = {"output.npy", "grad_value.npy", "grad_sampling_locations.npy",
+                                               "grad_attention_weights.npy", NULL};
+    opened = source_strays(&src, "--expect", OUTPUT_FILES,
+                           "output.npy, grad_value.npy, grad_sampling_locations.npy, grad_attention_weights.npy");
+    if (opened) {
+        source_close(&src);
+        return opened;
+    }
     char *path[CC_COUNT] = {0};
     npy_array arr[CC_COUNT];
     float *data[CC_COUNT] = {0};

@@ -213,10 +213,11 @@ static int dynamic(inf *s)
         }
     }
     if (lengths[256] == 0) return s->error = -1;
+    /* an incomplete code only as one code of one bit (zlib's rule, so both CLIs accept the same) */
     int err = construct(&lencode, lengths, nlen);
-    if (err < 0 || (err > 0 && nlen - lencode.count[0] != 1)) return s->error = -1;
+    if (err < 0 || (err > 0 && !(nlen - lencode.count[0] == 1 && lencode.count[1] == 1))) return s->error = -1;
     err = construct(&distcode, lengths + nlen, ndist);
-    if (err < 0 || (err > 0 && ndist - distcode.count[0] != 1)) return s->error = -1;
+    if (err < 0 || (err > 0 && !(ndist - distcode.count[0] == 1 && distcode.count[1] == 1))) return s->error = -1;
     return codes(s, &lencode, &distcode);
 }
 
@@ -257,6 +258,8 @@ static const char *shown(const char *name, char *buf)
     return buf;
 }
 
+const char *npz_shown(const char *name, char buf[NPZ_SHOWN]) { return shown(name, buf); }
+
 static uint32_t rd16(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
 static uint32_t rd32(const unsigned char *p) { return rd16(p) | rd16(p + 2) << 16; }
 static uint64_t rd64(const unsigned char *p) { return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32; }
@@ -277,6 +280,31 @@ int npz_parse(const unsigned char *bytes, size_t len, npz *z, char *err, size_t 
     const int rc = parse_directory(bytes, len, z, err, errlen);
     if (rc) npz_free(z); /* nothing is left allocated after a refusal */
     return rc;
+}
+
+/* Orders members by name, then by place in the directory. */
+static int by_name(const void *a, const void *b)
+{
+    const npz_member *x = *(const npz_member *const *)a, *y = *(const npz_member *const *)b;
+    const int c = strcmp(x->name, y->name);
+    return c ? c : (x > y) - (x < y);
+}
+
+/* The first member (in directory order) whose name an earlier one has, or NULL: O(n log n). */
+static const npz_member *first_repeat(const npz *z, int *oom)
+{
+    const npz_member **order = malloc((size_t)(z->count ? z->count : 1) * sizeof *order);
+    *oom = !order;
+    if (!order) return NULL;
+    for (int k = 0; k < z->count; k++) order[k] = &z->members[k];
+    qsort(order, (size_t)z->count, sizeof *order, by_name);
+    const npz_member *first = NULL;
+    for (int k = 1; k < z->count; k++)
+        if (!strcmp(order[k - 1]->name, order[k]->name) && (k < 2 || strcmp(order[k - 2]->name, order[k]->name)) &&
+            (!first || order[k] < first))
+            first = order[k];
+    free(order);
+    return first;
 }
 
 static int parse_directory(const unsigned char *bytes, size_t len, npz *z, char *err, size_t errlen)
@@ -310,10 +338,12 @@ static int parse_directory(const unsigned char *bytes, size_t len, npz *z, char 
     }
     if (cd_offset > eocd || cd_size > eocd - cd_offset)
         return npz_fail(err, errlen, "not a valid .npz: the central directory lies outside the file");
+    /* each entry takes at least 46 bytes */
+    if (entries > cd_size / 46)
+        return npz_fail(err, errlen, "not a valid .npz: the central directory says it holds %llu entries, more than its %llu bytes can",
+                        (unsigned long long)entries, (unsigned long long)cd_size);
     const uint64_t cd_end = cd_offset + cd_size;
-    /* each entry takes at least 46 bytes: the loop below refuses the one past cd_size / 46 */
-    const uint64_t capacity = (entries < cd_size / 46 ? entries : cd_size / 46) + 1;
-    z->members = calloc((size_t)capacity, sizeof *z->members);
+    z->members = calloc((size_t)(entries ? entries : 1), sizeof *z->members);
     if (!z->members) return npz_fail(err, errlen, "out of memory");
     uint64_t p = cd_offset;
     for (uint64_t k = 0; k < entries; k++) {
@@ -333,8 +363,13 @@ static int parse_directory(const unsigned char *bytes, size_t len, npz *z, char 
         if (memchr(bytes + p + 46, 0, name_len))
             return npz_fail(err, errlen, "not a valid .npz: the name of central directory entry %llu holds a NUL byte",
                             (unsigned long long)k);
-        for (uint64_t e = p + 46 + name_len; e + 4 <= p + 46 + name_len + extra_len;) {
+        /* extra fields, each inside the entry's extra area; zip64's holds the 64-bit values of the
+         * 32-bit fields that are 0xffffffff, in order */
+        const uint64_t extra_end = p + 46 + name_len + extra_len;
+        for (uint64_t e = p + 46 + name_len; e + 4 <= extra_end;) {
             const uint32_t id = rd16(bytes + e), size = rd16(bytes + e + 2);
+            if (e + 4 + size > extra_end)
+                return npz_fail(err, errlen, "not a valid .npz: an extra field of %s runs past the end of its entry", shown(name, show));
             if (id == 1) {
                 uint64_t q = e + 4;
                 uint64_t *fields[3] = {&usize, &csize, &offset};
@@ -353,8 +388,6 @@ static int parse_directory(const unsigned char *bytes, size_t len, npz *z, char 
         if (method != 0 && method != 8)
             return npz_fail(err, errlen, "%s: zip compression method %u, expected stored (np.savez) or deflated (np.savez_compressed)",
                             shown(name, show), method);
-        for (int j = 0; j + 1 < z->count; j++)
-            if (!strcmp(z->members[j].name, name)) return npz_fail(err, errlen, "not a valid .npz: %s appears twice", shown(name, show));
         if (offset > cd_offset || cd_offset - offset < 30 || rd32(bytes + offset) != 0x04034b50u)
             return npz_fail(err, errlen, "not a valid .npz: the local header of %s is damaged", shown(name, show));
         const uint64_t start = offset + 30 + rd16(bytes + offset + 26) + rd16(bytes + offset + 28);
@@ -363,6 +396,14 @@ static int parse_directory(const unsigned char *bytes, size_t len, npz *z, char 
         if (method == 0 && csize != usize)
             return npz_fail(err, errlen, "not a valid .npz: %s is stored with %llu bytes but says it holds %llu", shown(name, show),
                             (unsigned long long)csize, (unsigned long long)usize);
+        /* claims checked before anything is allocated for them: a member fits a wasm32 heap, and
+         * deflate gives at most 1032 bytes per byte (258 per 2-bit match) */
+        if (usize > NPZ_MAX_MEMBER)
+            return npz_fail(err, errlen, "%s: holds %llu bytes, more than the %llu a member may (4 GiB, what WebAssembly memory can hold)",
+                            shown(name, show), (unsigned long long)usize, (unsigned long long)NPZ_MAX_MEMBER);
+        if (method == 8 && usize > csize * 1032)
+            return npz_fail(err, errlen, "not a valid .npz: %s says it inflates to %llu bytes, more than its %llu deflated bytes can (1032 each)",
+                            shown(name, show), (unsigned long long)usize, (unsigned long long)csize);
         npz_member *m = &z->members[z->count - 1];
         m->deflated = method == 8;
         m->crc = crc;
@@ -370,6 +411,10 @@ static int parse_directory(const unsigned char *bytes, size_t len, npz *z, char 
         m->usize = usize;
         m->start = start;
     }
+    int oom;
+    const npz_member *repeat = first_repeat(z, &oom);
+    if (oom) return npz_fail(err, errlen, "out of memory");
+    if (repeat) return npz_fail(err, errlen, "not a valid .npz: %s appears twice", shown(repeat->name, show));
     return 0;
 }
 
@@ -386,7 +431,6 @@ int npz_read(const npz *z, const npz_member *m, unsigned char **out, size_t *out
     *out = NULL;
     *outlen = 0;
     if (io_error) *io_error = 0;
-    if (m->usize > (uint64_t)SIZE_MAX - 1) return npz_fail(err, errlen, "inflates to %llu bytes, too many", (unsigned long long)m->usize);
     unsigned char *buf = malloc(m->usize ? (size_t)m->usize : 1);
     if (!buf) {
         if (io_error) *io_error = 1;
@@ -395,15 +439,14 @@ int npz_read(const npz *z, const npz_member *m, unsigned char **out, size_t *out
     if (!m->deflated) {
         memcpy(buf, z->bytes + m->start, (size_t)m->usize);
     } else {
+        /* damaged and longer are one verdict: zlib (the JS CLI's inflate) may see damage past the
+         * declared size before it sees the size exceeded */
         long long n = npz_inflate(z->bytes + m->start, (size_t)m->csize, buf, (size_t)m->usize);
-        if (n == -1 || n == -2) {
+        if (n < 0 || (uint64_t)n != m->usize) {
             free(buf);
-            return n == -1 ? npz_fail(err, errlen, "the deflated data is damaged")
-                           : npz_fail(err, errlen, "inflates to more than the %llu bytes the archive says", (unsigned long long)m->usize);
-        }
-        if ((uint64_t)n != m->usize) {
-            free(buf);
-            return npz_fail(err, errlen, "inflates to %lld bytes, the archive says %llu", n, (unsigned long long)m->usize);
+            return n < 0 ? npz_fail(err, errlen, "the deflated data is damaged or longer than the %llu bytes the archive says",
+                                    (unsigned long long)m->usize)
+                         : npz_fail(err, errlen, "inflates to %lld bytes, the archive says %llu", n, (unsigned long long)m->usize);
         }
     }
     if (npz_crc32(buf, (size_t)m->usize) != m->crc) {

@@ -23,6 +23,9 @@ typedef struct npz {
     npz_member *members;
 } npz;
 
+/* The most bytes a member may hold: 4 GiB less one, what a wasm32 heap (the JS CLI) could. */
+#define NPZ_MAX_MEMBER 0xffffffffu
+
 /* Does the buffer start like a zip archive ("PK\3\4")? */
 int npz_looks_like_zip(const unsigned char *bytes, size_t len);
 
@@ -39,6 +42,11 @@ int npz_read(const npz *z, const npz_member *m, unsigned char **out, size_t *out
              size_t errlen);
 
 void npz_free(npz *z);
+
+/* name as messages show it: bytes outside printable ASCII and backslashes as \\xNN, cut to 200
+ * characters and "..." (bindings/core/npz.js shown). */
+enum { NPZ_SHOWN = 256 };
+const char *npz_shown(const char *name, char buf[NPZ_SHOWN]);
 
 /* Raw deflate (RFC 1951) of in[0..inlen) into out[0..outcap): the bytes written, or -1 for
  * damaged data, -2 for more than outcap bytes. */

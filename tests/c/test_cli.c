@@ -5,13 +5,22 @@
  *  - exit 2 with one "msda:" line naming the file or flag for every bad argument and every bad
  *    input (each malformed-.npy class, missing file, wrong shape or dtype, bad level starts,
  *    unreadable --in, unwritable --out), and that no output file is left behind. */
-#include "../../src/cli/npy.c" /* compiled in: the CLI is not part of libmsda */
-#include "../../src/cli/crosscheck.c"
+#define _POSIX_C_SOURCE 200809L
+#include "npy.h"     /* the CLI library (libmsdacli.a): the CLI is not part of libmsda */
+#include "numbers.h"
 #include "reference.h"
 #include "testutil.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
 #include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 extern char **environ;
@@ -378,7 +387,7 @@ static void test_js_numbers(void)
 {
     char a[48], b[48];
     for (size_t i = 0; i < sizeof JS_NUMBERS / sizeof JS_NUMBERS[0]; i++)
-        tu_check(!strcmp(cc_js_number(JS_NUMBERS[i].x, a), JS_NUMBERS[i].js), "String(%.17g) is %s, got %s", JS_NUMBERS[i].x,
+        tu_check(!strcmp(js_number(JS_NUMBERS[i].x, a), JS_NUMBERS[i].js), "String(%.17g) is %s, got %s", JS_NUMBERS[i].x,
                  JS_NUMBERS[i].js, a);
     for (size_t i = 0; i < sizeof JS_EXP2 / sizeof JS_EXP2[0]; i++)
         tu_check(!strcmp(js_fmt(JS_EXP2[i].x, a), JS_EXP2[i].js), "(%.17g).toExponential(2) is %s, got %s", JS_EXP2[i].x,
@@ -670,14 +679,16 @@ static void test_malformed_files(void)
         {"unsupported version", "attention_weights.npy", "NUMPY\x01", "NUMPY\x04", 0,
          "attention_weights.npy: unsupported .npy format version 4.0"},
         {"big-endian", "sampling_locations.npy", "'<f4'", "'>f4'", 0,
-         "sampling_locations.npy: dtype '>f4' (big-endian): sampling_locations.npy must be little-endian float32 or float16: save tensor.astype('<f4')"},
+         "sampling_locations.npy: dtype '>f4' (big-endian): sampling_locations.npy must be little-endian float32, float16 or bfloat16: save tensor.astype('<f4')"},
         {"big-endian ints", "spatial_shapes.npy", "'<i8'", "'>i8'", 0,
          "spatial_shapes.npy: dtype '>i8' (big-endian): spatial_shapes.npy must be little-endian int64 or int32: save tensor.astype('<i8')"},
         {"Fortran order", "value.npy", "False", "True ", 0, "value.npy: Fortran-order"},
-        {"other dtype", "value.npy", "'<f4'", "'<f8'", 0, "value.npy: dtype '<f8': value.npy must be float32 or float16: save tensor.astype(np.float32)"},
+        {"other dtype", "value.npy", "'<f4'", "'<f8'", 0, "value.npy: dtype '<f8': value.npy must be float32, float16 or bfloat16: save tensor.astype(np.float32)"},
         {"2-byte void (np.save of ml_dtypes.bfloat16)", "value.npy", "'<f4'", "'<V2'", 0,
          "value.npy: dtype '<V2': a 2-byte void, which is how np.save writes ml_dtypes' bfloat16, but its bits cannot be "
          "told from any other 2-byte record: save bfloat16 as float32, which is exact: tensor.astype(np.float32)"},
+        {"2-byte integers (a bit view of half precision)", "value.npy", "'<f4'", "'<i2'", 0,
+         "value.npy: dtype '<i2': 2-byte integers, perhaps the bits of a float16 or bfloat16 tensor (a bit view), which astype would turn into integers: save float16 as tensor.view(np.float16), bfloat16 as float32 (tensor.view(ml_dtypes.bfloat16).astype(np.float32), which is exact)"},
         {"other int dtype", "level_start_index.npy", "'<i8'", "'<u8'", 0,
          "level_start_index.npy: dtype '<u8': level_start_index.npy must be int64 or int32: save tensor.astype(np.int64)"},
         {"header not a dict", "attention_weights.npy", "{'descr'", "['descr'", 0, "attention_weights.npy: header: expected '{'"},
@@ -717,7 +728,7 @@ static void test_malformed_files(void)
     edit_file("sampling_locations.npy", "False", "True ", 0);
     unlink(path_in(good_dir, "grad_output.npy"));
     run_case(&r, "backward");
-    expect_refusal("three bad files", &r, "value.npy: dtype '<f8': value.npy must be float32 or float16: save tensor.astype(np.float32); also: ");
+    expect_refusal("three bad files", &r, "value.npy: dtype '<f8': value.npy must be float32, float16 or bfloat16: save tensor.astype(np.float32); also: ");
     const char *second = strstr(r.err, "sampling_locations.npy: Fortran-order"), *third = strstr(r.err, "grad_output.npy: cannot open");
     tu_check(second && third && second < third && strstr(second, "; also: ") && strstr(second, "; also: ") < third,
              "the other two named after it: %s", r.err);
@@ -735,7 +746,7 @@ static void test_inconsistent_case(void)
     int64_t *ints = calloc((size_t)good.value_elements, sizeof(int64_t));
     save_or_die(path_in(good_dir, "value.npy"), NPY_I8, 4, vs, ints);
     run_case(&r, "forward");
-    expect_refusal("value.npy as <i8", &r, "value.npy: dtype '<i8': value.npy must be float32 or float16: save tensor.astype(np.float32)");
+    expect_refusal("value.npy as <i8", &r, "value.npy: dtype '<i8': value.npy must be float32, float16 or bfloat16: save tensor.astype(np.float32)");
     free(ints);
     fresh_case();
     const int64_t ss[2] = {p->num_levels, 2};

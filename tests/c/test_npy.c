@@ -1,10 +1,18 @@
 /* The .npy reader and writer: round trips in every accepted dtype and version, the exact header
  * NumPy writes, the Python-literal forms NumPy accepts, and one test per malformed class, each
  * checking the refusal and the words of its message. */
-#include "../../src/cli/npy.c" /* compiled in: the CLI is not part of libmsda */
+#define _POSIX_C_SOURCE 200809L
+#include "npy.h" /* the CLI library (libmsdacli.a): the CLI is not part of libmsda */
 #include "testutil.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static char tmpdir[] = "/tmp/msda-test-npy-XXXXXX";
 

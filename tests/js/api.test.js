@@ -187,6 +187,8 @@ const FORWARD_ERRORS = [
   ['alignCorners type', (a) => ({ ...a, alignCorners: 1 }), TypeError, /alignCorners is number 1, expected true or false/],
   ['paddingMode value', (a) => ({ ...a, paddingMode: 'reflection' }), RangeError, /paddingMode is 'reflection', expected one of 'zeros', 'border'/],
   ['threads zero', (a) => ({ ...a, threads: 0 }), RangeError, /threads is 0, expected an integer >= 1/],
+  ['spatialShapes flat', (a) => ({ ...a, spatialShapes: [4, 4, 2, 2] }), TypeError, /spatialShapes\[0\] is number 4, expected an \[H, W\] pair \(spatialShapes is an array of \[H, W\] pairs/],
+  ['threads fraction', (a) => ({ ...a, threads: 2.5 }), RangeError, /threads is 2.5, expected an integer >= 1/],
   ['threads type', (a) => ({ ...a, threads: '4' }), TypeError, /threads is the string "4", expected a positive integer/],
 ];
 

@@ -12,7 +12,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { main } from '../../bindings/cli.js';
@@ -185,6 +185,69 @@ test('a correct float16 kernel fails the float32 bound (the dtype matters), and 
   assert.equal((await js(['crosscheck', '--in', dir, '--expect', `${dir}/yours`, '--dtype', 'float16'])).status, 0);
 });
 
+test('a half-precision dump saved as <f4 and checked without --dtype gets a note naming the dtype its values fit', async () => {
+  for (const dtype of ['float16', 'bfloat16']) {
+    const c = makeCase(8, OPTIONS[0], dtype);
+    const dir = `${root}/hint-${dtype}`;
+    writeCase(dir, c);
+    writeDumps(`${dir}/yours`, c, kernel(c), dtype, '<f4');
+    const r = await js(['crosscheck', '--in', dir, '--expect', `${dir}/yours`]);
+    assert.equal(r.status, 1, r.out);
+    for (const n of ['output', 'grad_value', 'grad_sampling_locations', 'grad_attention_weights']) {
+      assert.ok(r.out.includes(`  note: every value in ${dir}/yours/${n}.npy is a ${dtype} value: if your kernel stores ${dtype}, give --dtype ${dtype}\n`), r.out);
+    }
+    // not with --dtype given, nor for a float32 dump (whose values no half dtype holds)
+    assert.doesNotMatch((await js(['crosscheck', '--in', dir, '--expect', `${dir}/yours`, '--dtype', 'float32'])).out, /every value/);
+    writeDumps(`${dir}/f32`, c, kernel(c, 'half-pixel'), 'float32', '<f4');
+    assert.doesNotMatch((await js(['crosscheck', '--in', dir, '--expect', `${dir}/f32`])).out, /every value/);
+  }
+});
+
+test('per-head counts: a head offset by a wrong stride shows in the heads it breaks', async () => {
+  const c = makeCase(9, OPTIONS[0], 'float32');
+  const dir = `${root}/heads`;
+  writeCase(dir, c);
+  const outs = kernel(c);
+  const [B, Q, H] = c.attentionWeights.shape, C = c.value.shape[3];
+  // head 1's channels read from head 0 (a head stride of 0): head 0 right, head 1 wrong
+  const output = Float32Array.from(outs.output);
+  for (let b = 0; b < B; b++) for (let q = 0; q < Q; q++) for (let ch = 0; ch < C; ch++) {
+    output[((b * Q + q) * H + 1) * C + ch] = output[((b * Q + q) * H) * C + ch];
+  }
+  writeDumps(`${dir}/yours`, c, { output }, 'float32', '<f4');
+  const r = await js(['crosscheck', '--in', dir, '--expect', `${dir}/yours`]);
+  assert.equal(r.status, 1, r.out);
+  const bad = /output +DISAGREE +(\d+) of \d+ elements beyond their bound \(per head: h=0: 0, h=1: (\d+)\);/.exec(r.out);
+  assert.ok(bad && bad[1] === bad[2] && Number(bad[1]) > 0, r.out);
+  const doc = JSON.parse((await js(['crosscheck', '--in', dir, '--expect', `${dir}/yours`, '--json'])).out);
+  assert.deepEqual(doc.outputs.output.perHead, [0, Number(bad[1])]);
+  assert.equal(doc.outputs.output.perLevel, null);
+});
+
+test('an element with no bound (ours exactly 0, nothing contributing) gets no ratio to it; one output agrees in the singular', async () => {
+  const c = makeCase(10, OPTIONS[0], 'float32');
+  const dir = `${root}/nobound`;
+  writeCase(dir, c);
+  const { referenceWithBounds } = await import('../../bindings/core/crosscheck.js');
+  const outs = kernel(c);
+  writeDumps(`${dir}/yours`, c, { grad_value: outs.grad_value }, 'float32', '<f4');
+  const agree = await js(['crosscheck', '--in', dir, '--expect', `${dir}/yours`]);
+  assert.equal(agree.status, 0, agree.out);
+  assert.match(agree.out, /\ncrosscheck: grad_value agrees\n$/);
+  // a pixel no sample reaches: its gradient is exactly 0 with a bound of underflow alone
+  const ref = referenceWithBounds(c, { forward: false }).grad_value;
+  const i = ref.M.findIndex((m, k) => m === 0 && ref.P[k] === 0);
+  assert.ok(i >= 0, 'the case has an unreached pixel');
+  const gv = Float32Array.from(outs.grad_value);
+  gv[i] = 0.01;
+  writeDumps(`${dir}/yours`, c, { grad_value: gv }, 'float32', '<f4');
+  const r = await js(['crosscheck', '--in', dir, '--expect', `${dir}/yours`]);
+  assert.equal(r.status, 1, r.out);
+  const line = r.out.split('\n').find((l) => l.startsWith('  grad_value '));
+  assert.match(line, /DISAGREE  1 of \d+ elements .*; max \|yours - ours\| 1\.00e-2, (max \|yours - ours\| \/ bound \S+e-\d+, )?1 with no bound to compare \(ours exactly 0\)$/);
+  assert.equal(JSON.parse((await js(['crosscheck', '--in', dir, '--expect', `${dir}/yours`, '--json'])).out).outputs.grad_value.noBound, 1);
+});
+
 const BUGS = [
   // [bug, options index, tensors that must disagree]
   ['half-pixel', 0, ['output', 'grad_value', 'grad_sampling_locations', 'grad_attention_weights']],
@@ -239,7 +302,7 @@ test('one wrong element is found and named by its coordinates, yours and ours na
   assert.equal(r.status, 1, r.out);
   assert.match(r.out, /yours = the files in .*\/yours, ours = the float64 reference \(docs\/SEMANTICS\.md\)/);
   assert.match(r.out, /tolerance for bfloat16 \(--dtype\): .*u = 2\^-8, per element/);
-  assert.match(r.out, /grad_sampling_locations +DISAGREE +1 of 120 elements beyond their bound \(per level: l=0: 0, l=1: 0, l=2: 1\)/);
+  assert.match(r.out, /grad_sampling_locations +DISAGREE +1 of 120 elements beyond their bound \(per level: l=0: 0, l=1: 0, l=2: 1; per head: h=0: 1, h=1: 0\)/);
   const line = r.out.split('\n').find((l) => l.includes('grad_sampling_locations[b=0, xy=1, q=3, h=0, l=2, p=1]: yours '));
   assert.ok(line, r.out);
   const [, yours, oursPrinted] = line.match(/yours (\S+), ours (\S+),/);
@@ -292,6 +355,24 @@ test('--top K lists the K disagreeing elements with the largest |yours - ours|, 
   assert.equal((await js(['crosscheck', '--in', dir, '--expect', `${dir}/good`])).status, 0);
   const tight = await js(['crosscheck', '--in', dir, '--expect', `${dir}/good`, '--atol', '1e-9']);
   assert.equal(tight.status, 1, tight.out);
+});
+
+test('--expect DIR: a file that is no output name is refused, naming it and the names it could be', async () => {
+  const c = makeCase(12, OPTIONS[0], 'float32');
+  const dir = `${root}/typo`;
+  writeCase(dir, c);
+  const outs = kernel(c);
+  writeDumps(`${dir}/yours`, c, { output: outs.output, grad_value: outs.grad_value }, 'float32', '<f4');
+  renameSync(`${dir}/yours/grad_value.npy`, `${dir}/yours/grad_values.npy`);
+  const names = '(output.npy, grad_value.npy, grad_sampling_locations.npy, grad_attention_weights.npy)';
+  const r = await js(['crosscheck', '--in', dir, '--expect', `${dir}/yours`]);
+  assert.equal(r.status, 2, r.out);
+  assert.equal(r.out, '');
+  assert.equal(r.err, `msda: --expect ${dir}/yours: grad_values.npy is not an output name ${names}\n`);
+  // the first in byte order, and how many more; a name with a newline stays on the one line
+  writeFileSync(`${dir}/yours/a\nb`, '');
+  const two = await js(['crosscheck', '--in', dir, '--expect', `${dir}/yours`]);
+  assert.equal(two.err, `msda: --expect ${dir}/yours: a\\x0ab and 1 more are not output names ${names}\n`);
 });
 
 test('bad crosscheck arguments: exit 2 with one line naming the flag', async () => {

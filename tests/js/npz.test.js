@@ -188,6 +188,14 @@ test('--expect takes an .npz of your outputs too', async () => {
   assert.equal(r.status, 0, r.out + r.err);
   assert.match(r.out, /yours = the files in .*mine\.npz, ours/);
   assert.match(r.out, /crosscheck: all 3 outputs agree/);
+  // a member under no output's name would go unchecked: refused, named, with the names it could be
+  const typo = names.map((n) => [n === 'grad_value.npy' ? 'grad_values.npy' : n, readFileSync(`${out}/${n}`)]);
+  writeFileSync(`${root}/typo.npz`, zip([...typo, ['notes.txt', Buffer.from('x')]]));
+  const t = await both(['crosscheck', '--in', `${FIXTURES}/case.npz`, '--expect', `${root}/typo.npz`]);
+  assert.equal(t.status, 2, t.out);
+  assert.equal(t.err, `msda: --expect ${root}/typo.npz: grad_values.npy and 1 more are not output names `
+    + '(output.npy, grad_value.npy, grad_sampling_locations.npy, grad_attention_weights.npy)\n');
+  assert.equal(t.out, '');
 });
 
 test('damaged or unusual archives: both CLIs refuse each with the same one line', async () => {
@@ -204,7 +212,7 @@ test('damaged or unusual archives: both CLIs refuse each with the same one line'
     ['value.npy missing', zip(members.slice(1)), ':value.npy: not in the archive'],
     ['a member twice', zip([members[0], ...members]), 'not a valid .npz: value.npy appears twice'],
     ['a member of the wrong dtype', zip([['value.npy', Buffer.from(serializeNpy({ data: new Int32Array(4), shape: [4] }))], ...members.slice(1)]),
-      ":value.npy: dtype '<i4': value.npy must be float32 or float16: save tensor.astype(np.float32)"],
+      ":value.npy: dtype '<i4': value.npy must be float32, float16 or bfloat16: save tensor.astype(np.float32)"],
     ['damaged deflate data', zip(members, { deflate: { level: 6 }, mutate: (b) => { b.fill(0xff, 30 + 9 + 20, 30 + 9 + 20 + 40); } }),
       ':value.npy: the deflated data is damaged'],
     ['a local header out of place', zip(members, { mutate: (b, { cdOffset }) => { b.writeUInt32LE(7, cdOffset + 42); } }),
@@ -225,4 +233,126 @@ test('damaged or unusual archives: both CLIs refuse each with the same one line'
     assert.match(r.err, /^msda: [^\n]*\n$/, `${what}: one line`);
     assert.ok(r.err.includes(words), `${what}: "${r.err.trim()}" lacks "${words}"`);
   }
+});
+
+test('claims the file cannot back are refused alike before anything is allocated: 2^60 bytes, 400 GB from 1 KB, 4 GiB', async () => {
+  const members = caseMembers(randomCase(6, OPTION_COMBOS[0]));
+  const file = `${root}/claim.npz`;
+  const cases = [
+    // stored, declared 2^60 + 1 through zip64 (past 2^53: printed exactly)
+    ['stored 2^60', (b, { cdOffset }) => { b.writeUInt32LE(0xffffffff, cdOffset + 24); }, [1n << 60n | 1n],
+      'not a valid .npz: value.npy is stored with'],
+  ];
+  for (const [what, mutate, sizes, words] of cases) {
+    const extra = Buffer.alloc(4 + 8 * sizes.length);
+    extra.writeUInt16LE(1, 0);
+    extra.writeUInt16LE(8 * sizes.length, 2);
+    sizes.forEach((s, i) => extra.writeBigUInt64LE(s, 4 + 8 * i));
+    writeFileSync(file, centralExtra(zip(members, { mutate }), 0, extra));
+    const r = await both(['forward', '--in', file, '--out', `${root}/claim-out`]);
+    assert.equal(r.status, 2, `${what}: ${r.err}`);
+    assert.ok(r.err.includes(words) && r.err.includes('1152921504606846977'), `${what}: ${r.err}`);
+  }
+  // deflated, 400 GB declared for a 1 KB archive (zip64), and 5 GiB for a 5 MiB stream
+  for (const [usize, words] of [[400n * 10n ** 9n, 'value.npy: holds 400000000000 bytes, more than the 4294967295 a member may'],
+    [3n << 30n, 'not a valid .npz: value.npy says it inflates to 3221225472 bytes, more than its']]) {
+    const small = [['value.npy', Buffer.alloc(600, 1)], ...members.slice(1)];
+    const extra = Buffer.alloc(12);
+    extra.writeUInt16LE(1, 0);
+    extra.writeUInt16LE(8, 2);
+    extra.writeBigUInt64LE(usize, 4);
+    writeFileSync(file, centralExtra(zip(small, { deflate: { level: 9 }, zip64Local: false,
+      mutate: (b, { cdOffset }) => { b.writeUInt32LE(0xffffffff, cdOffset + 24); } }), 0, extra));
+    const r = await both(['forward', '--in', file, '--out', `${root}/claim-out`]);
+    assert.equal(r.status, 2, r.err);
+    assert.ok(r.err.includes(words), r.err);
+  }
+});
+
+/** b with extra appended to central directory entry k's extra area (offsets after it moved). */
+function centralExtra(b, k, extra) {
+  const eocd = b.length - 22;
+  const cdOffset = b.readUInt32LE(eocd + 16), cdSize = b.readUInt32LE(eocd + 12);
+  let p = cdOffset;
+  for (let j = 0; j < k; j++) p += 46 + b.readUInt16LE(p + 28) + b.readUInt16LE(p + 30) + b.readUInt16LE(p + 32);
+  const at = p + 46 + b.readUInt16LE(p + 28) + b.readUInt16LE(p + 30);
+  const out = Buffer.concat([b.subarray(0, at), extra, b.subarray(at)]);
+  out.writeUInt16LE(b.readUInt16LE(p + 30) + extra.length, p + 30);
+  out.writeUInt32LE(cdSize + extra.length, out.length - 22 + 12);
+  return out;
+}
+
+test('an extra field running past its entry: both CLIs refuse it alike, naming it (no read past the archive)', async () => {
+  const members = caseMembers(randomCase(7, OPTION_COMBOS[0]));
+  // a zip64 field claiming 200 bytes where 12 remain, at the end of the central directory's last entry
+  const extra = Buffer.alloc(12);
+  extra.writeUInt16LE(1, 0);
+  extra.writeUInt16LE(200, 2);
+  const file = `${root}/extra.npz`;
+  const b = centralExtra(zip(members, { mutate: (x, { cdOffset }) => { x.writeUInt32LE(0xffffffff, cdOffset + 24); } }), 0, extra);
+  writeFileSync(file, b);
+  const r = await both(['forward', '--in', file, '--out', `${root}/extra-out`]);
+  assert.equal(r.status, 2, r.err);
+  assert.equal(r.err, `msda: --in ${file}: not a valid .npz: an extra field of value.npy runs past the end of its entry\n`);
+});
+
+test('a deflate stream longer than its declared size: one verdict from both CLIs, and the JS CLI stops at the declared size', async () => {
+  const members = caseMembers(randomCase(8, OPTION_COMBOS[0]));
+  // 512 MiB of zeros in about 500 KB: 1 MiB chunks ending in sync flushes, then an empty final block
+  const chunk = deflateRawSync(Buffer.alloc(1 << 20), { finishFlush: constants.Z_SYNC_FLUSH });
+  const bomb = Buffer.concat([...Array(512).fill(chunk), Buffer.from([3, 0])]);
+  const file = `${root}/bomb.npz`;
+  const declared = members[0][1].length;
+  // value.npy's deflated bytes replaced by the bomb (the directory keeps value.npy's size and CRC)
+  const good = zip(members, { deflate: { level: 1 } });
+  const cdOffset = good.readUInt32LE(good.length - 22 + 16);
+  const csize = good.readUInt32LE(cdOffset + 20), start = 30 + 9 + 20;
+  const out = Buffer.concat([good.subarray(0, start), bomb, good.subarray(start + csize)]);
+  const shift = bomb.length - csize;
+  let p = cdOffset + shift;
+  out.writeUInt32LE(bomb.length, p + 20);
+  for (let k = 0; k < members.length; k++) {
+    if (k > 0) out.writeUInt32LE(out.readUInt32LE(p + 42) + shift, p + 42);
+    p += 46 + out.readUInt16LE(p + 28) + out.readUInt16LE(p + 30) + out.readUInt16LE(p + 32);
+  }
+  out.writeUInt32LE(cdOffset + shift, out.length - 22 + 16);
+  writeFileSync(file, out);
+  const r = await both(['forward', '--in', file, '--out', `${root}/bomb-out`]);
+  assert.equal(r.status, 2, r.err);
+  assert.equal(r.err, `msda: ${file}:value.npy: the deflated data is damaged or longer than the ${declared} bytes the archive says\n`);
+  // the JS CLI's memory: the declared size, not the stream's 512 MiB
+  const child = spawnSync(process.execPath, ['--input-type=module', '-e',
+    `import { main } from '${new URL('../../bindings/cli.js', import.meta.url)}';
+     await main(['forward', '--in', ${JSON.stringify(file)}, '--out', ${JSON.stringify(`${root}/bomb-out`)}], { out() {}, err() {} });
+     console.log(process.resourceUsage().maxRSS);`], { encoding: 'utf8' });
+  const rssKiB = Number(child.stdout.trim());
+  assert.ok(rssKiB > 0 && rssKiB < 256 * 1024, `JS CLI peak memory ${rssKiB} KiB for a 512 MiB stream declared as ${declared} bytes: ${child.stderr}`);
+});
+
+test('many entries: the duplicate-name check is not quadratic (150,000 entries, zip64, under a CPU-time limit)', async () => {
+  const members = caseMembers(randomCase(9, OPTION_COMBOS[0]));
+  const filler = Array.from({ length: 150000 }, (_, k) => [`m${k}`, Buffer.alloc(0)]);
+  const file = `${root}/many.npz`;
+  writeFileSync(file, zip([...members, ...filler, ['m7', Buffer.alloc(0)]], { zip64Local: false, zip64End: true }));
+  const want = `msda: --in ${file}: not a valid .npz: m7 appears twice\n`;
+  // CPU time, not wall time: a loaded machine does not count; the quadratic check took about 60 s
+  const n = spawnSync('sh', ['-c', 'ulimit -t 20; exec "$0" "$@"', NATIVE_CLI, 'forward', '--in', file, '--out', `${root}/many-out`], { encoding: 'utf8' });
+  assert.equal(n.stderr, want, `native: signal ${n.signal}`);
+  const r = await both(['forward', '--in', file, '--out', `${root}/many-out`]);
+  assert.equal(r.err, want);
+});
+
+test('one verdict for one archive: both CLIs on the committed mutated archives and the fuzz seeds and regressions', async () => {
+  // tests/fixtures/npz/mutated: one archive per distinct verdict of a differential run
+  // (tests/fuzz/npz_diff.js, which make test-fuzz runs afresh against the two readers)
+  const dirs = [`${FIXTURES}/mutated`, ...['corpus', 'regressions'].map((d) => fileURLToPath(new URL(`../fuzz/${d}/npz`, import.meta.url)))];
+  let n = 0;
+  for (const dir of dirs) {
+    for (const f of readdirSync(dir)) {
+      await both(['forward', '--in', `${dir}/${f}`, '--out', `${root}/mutated-out`]);
+      rmSync(`${root}/mutated-out`, { recursive: true, force: true });
+      n++;
+    }
+  }
+  assert.ok(n >= 64, `${n} archives`);
 });

@@ -5,8 +5,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile, readFile, mkdir, readdir } from 'node:fs/promises';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile, readFile, mkdir, readdir, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,11 +27,11 @@ const README_SHARE = 0.15;
 
 // What the tarball may hold: the code, its types, the wasm modules, the docs and the picture the
 // README shows, the interactive page (msda demo), the license. Nothing from tests, sources or the build tree.
-const ALLOWED = /^(package\.json|README\.md|LICENSE|bindings\/((core|wasm|workers|webgpu|node)\/)?[^/]+\.(js|d\.ts)|dist\/msda-(simd|scalar|simd-threads)\.wasm|dist\/(threads-worker|msda-worker)\.js|prebuilds\/[a-z0-9]+-[a-z0-9]+\/ms-deform-attn\.node|docs\/[A-Za-z]+\.md|docs\/demo\.webp|web\/(index\.html|style\.css|[a-z-]+\.js))$/;
+const ALLOWED = /^(package\.json|README\.md|LICENSE|bindings\/((core|cli|wasm|workers|webgpu|node)\/)?[^/]+\.(js|d\.ts)|dist\/msda-(simd|scalar|simd-threads)\.wasm|dist\/(threads-worker|msda-worker)\.js|prebuilds\/[a-z0-9]+-[a-z0-9]+\/ms-deform-attn\.node|docs\/[A-Za-z]+\.md|docs\/demo\.webp|web\/(index\.html|style\.css|[a-z-]+\.js))$/;
 const REQUIRED = ['package.json', 'README.md', 'LICENSE', 'docs/SEMANTICS.md', 'docs/CONTRACT.md', 'docs/demo.webp',
   'bindings/index.js', 'bindings/wasm/loader.js', 'bindings/index.d.ts', 'bindings/native.js', 'bindings/node/addon.js', 'bindings/node/serve.js', 'bindings/reference.js',
   'bindings/wasm/threads.js', 'bindings/workers/threads-worker.js', 'dist/msda-simd.wasm', 'dist/msda-scalar.wasm',
-  'dist/msda-simd-threads.wasm', 'dist/threads-worker.js', 'dist/msda-worker.js', 'bindings/browser.js', 'bindings/node.js', 'bindings/core/api.js', 'bindings/webgpu/backend.js', 'bindings/webgpu/kernels.js', 'bindings/webgpu/order.js', 'bindings/webgpu/segments.js', 'bindings/webgpu/node-gpu.js', 'bindings/core/args.js', 'bindings/core/init.js',
+  'dist/msda-simd-threads.wasm', 'dist/threads-worker.js', 'dist/msda-worker.js', 'bindings/browser.js', 'bindings/node.js', 'bindings/core/api.js', 'bindings/webgpu/backend.js', 'bindings/webgpu/kernels.js', 'bindings/webgpu/order.js', 'bindings/webgpu/segments.js', 'bindings/webgpu/node-gpu.js', 'bindings/core/args.js', 'bindings/core/init.js', 'bindings/cli/numbers.js',
   'prebuilds/linux-x64/ms-deform-attn.node'];
 
 let dir;      // temporary directory holding the tarball and the user's project
@@ -249,17 +249,19 @@ test('docs/ holds the contract documents the README links', async () => {
   }
 });
 
-// The tarball installed into an empty project, offline, once for the tests below.
+// The tarball installed into a fresh `npm init -y` project, offline, once for the tests below.
 let installedProject;
 function installed() {
-  installedProject ??= (async () => {
-    const project = join(dir, 'project');
-    await mkdir(project, { recursive: true });
-    await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'user-project', private: true, type: 'module' }));
-    await run('npm', ['install', '--offline', '--no-audit', '--no-fund', join(dir, packed.filename)], { cwd: project, env: npmEnv });
-    return project;
-  })();
+  installedProject ??= freshProject('project');
   return installedProject;
+}
+
+async function freshProject(name) {
+  const project = join(dir, name);
+  await mkdir(project, { recursive: true });
+  await run('npm', ['init', '-y'], { cwd: project, env: npmEnv });
+  await run('npm', ['install', '--offline', '--no-audit', '--no-fund', join(dir, packed.filename)], { cwd: project, env: npmEnv });
+  return project;
 }
 
 // Runs an ES module in the user's project; its last stdout line is JSON.
@@ -301,6 +303,45 @@ test('npm pack + install the tarball into an empty project: ESM import and Commo
   assert.equal(cjs.stdout.trim(), 'wasm');
   const installedPkg = JSON.parse(await readFile(join(project, 'node_modules/ms-deform-attn/package.json'), 'utf8'));
   assert.equal(installedPkg.name, 'ms-deform-attn');
+});
+
+// What `npm install ms-deform-attn` puts in a project: the package alone (tfjs-core and webgpu are
+// optional peers, installed only by those who use them), well under a browser app's budget.
+const INSTALLED_BUDGET = 8 * 1024 * 1024;
+
+async function treeBytes(path) {
+  let total = 0;
+  for (const e of await readdir(path, { withFileTypes: true })) {
+    const p = join(path, e.name);
+    total += e.isDirectory() ? await treeBytes(p) : (await stat(p)).size;
+  }
+  return total;
+}
+
+test(`npm install of the tarball installs that package alone, <= ${INSTALLED_BUDGET} bytes in node_modules`, async () => {
+  const modules = join(await installed(), 'node_modules');
+  const names = (await readdir(modules)).filter((n) => !['.bin', '.package-lock.json'].includes(n));
+  assert.deepEqual(names, ['ms-deform-attn'], 'nothing but the package');
+  const bytes = await treeBytes(modules);
+  assert.ok(bytes <= INSTALLED_BUDGET, `node_modules holds ${bytes} bytes, budget ${INSTALLED_BUDGET}`);
+  const pkg = JSON.parse(await readFile(join(root, 'package.json'), 'utf8'));
+  assert.equal(pkg.peerDependenciesMeta?.webgpu?.optional, true, 'webgpu is an optional peer');
+  assert.ok(pkg.devDependencies?.webgpu, 'and a dev dependency, for the WebGPU tests');
+});
+
+// The README's Node quickstart as a user pastes it: into the file its first line names, in a fresh
+// `npm init -y` project; it prints what its comments say.
+test("the README's Node quickstart runs as pasted and prints what it says", async () => {
+  const readme = await readFile(join(root, 'README.md'), 'utf8');
+  const code = readme.slice(readme.indexOf('## Quickstart: Node')).match(/```js\n([\s\S]*?)```/)[1];
+  const file = code.match(/^\/\/ (\S+\.mjs)\b/)?.[1];
+  assert.ok(file, `the snippet's first line names its file (.mjs: a fresh project is CommonJS): ${code.split('\n')[0]}`);
+  const project = await installed();
+  await writeFile(join(project, file), code);
+  const { stdout } = await run(process.execPath, [file], { cwd: project });
+  const promised = [...code.matchAll(/console\.log\(.*\/\/ (.+)$/gm)].map((m) => m[1].trim());
+  assert.ok(promised.length > 0, 'the snippet prints a result and says what');
+  assert.deepEqual(stdout.trim().split('\n'), promised);
 });
 
 // docs/cli.md's worked example, as an npm user runs it: its make-case.mjs and its shell lines, in
@@ -512,4 +553,34 @@ test('typesVersions maps every subpath export to its types, for TypeScript 5 und
     assert.deepEqual(map[key.slice(2)], [types], `typesVersions["*"]["${key.slice(2)}"] should be ["${types}"]`);
   }
   assert.deepEqual(Object.keys(map).sort(), subpaths.map(([k]) => k.slice(2)).sort(), 'nothing else mapped');
+});
+
+// docs/webgpu.md's Node recipe: without the 'webgpu' package init says to install it; after
+// `npm install webgpu` (offline here: of the copy the dev dependency installed) it runs, on
+// SwiftShader's Vulkan driver, with wasm's bits on the quickstart's case.
+const SWIFTSHADER_ICD = '/usr/lib/chromium/vk_swiftshader_icd.json';
+test('Node WebGPU in an installed project: init says `npm install webgpu`, and after it works', {
+  skip: !existsSync(SWIFTSHADER_ICD) && `no Vulkan driver here (${SWIFTSHADER_ICD})`,
+}, async () => {
+  const project = await freshProject('project-webgpu');
+  const script = `
+    import { init } from 'ms-deform-attn';
+    const args = ${SMALL_CASE};
+    try {
+      const gpu = await init({ backend: 'webgpu' });
+      const wasm = await init();
+      console.log(JSON.stringify({ backend: gpu.backend, gpu: Array.from((await gpu.forward(args)).data), wasm: Array.from(wasm.forward(args).data) }));
+      gpu.dispose();
+    } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })); }
+  `;
+  await writeFile(join(project, 'gpu.mjs'), script);
+  const env = { ...process.env, VK_ICD_FILENAMES: SWIFTSHADER_ICD };
+  const before = JSON.parse((await run(process.execPath, ['gpu.mjs'], { cwd: project, env })).stdout.trim().split('\n').pop());
+  assert.equal(before.code, 'MSDA_WEBGPU_UNAVAILABLE', JSON.stringify(before));
+  assert.match(before.message, /the 'webgpu' package \(Dawn for Node\) did not load .*: npm install webgpu/);
+  const doc = await readFile(join(root, 'docs/webgpu.md'), 'utf8');
+  assert.match(doc, /\| Node \| `npm install webgpu`/, 'docs/webgpu.md gives the same command');
+  await run('npm', ['install', '--offline', '--no-audit', '--no-fund', join(root, 'node_modules/webgpu')], { cwd: project, env: npmEnv });
+  const after = JSON.parse((await run(process.execPath, ['gpu.mjs'], { cwd: project, env })).stdout.trim().split('\n').pop());
+  assert.deepEqual(after, { backend: 'webgpu', gpu: after.wasm, wasm: [5] });
 });

@@ -264,7 +264,13 @@ test('native addon: threads 1, 2, 3, 8 give the same bits', async () => {
 test('init: threads option checked; auto is this machine\'s CPUs', async () => {
   await assert.rejects(init({ threads: 0 }), { name: 'RangeError', message: /init: threads is 0, expected an integer >= 1 or 'auto'/ });
   await assert.rejects(init({ threads: '2' }), { name: 'TypeError', message: /init: threads is the string "2", expected a positive integer or 'auto'/ });
-  await assert.rejects(init({ threads: 1.5 }), TypeError);
+  await assert.rejects(init({ threads: 2.5 }), { name: 'RangeError', message: /init: threads is 2\.5, expected an integer >= 1 or 'auto'/ });
+  // Another backend's option is refused, not ignored.
+  await assert.rejects(init({ backend: 'webgpu', threads: 4 }), { name: 'TypeError', message: /init: threads is an option of backend: 'wasm', 'wasm-scalar', 'native', 'auto', not 'webgpu'/ });
+  for (const [key, v] of [['simd', true], ['wasmPaths', '/x/'], ['addonPath', 'a.node'], ['wasmBinary', new Uint8Array(8)]]) {
+    await assert.rejects(init({ backend: 'webgpu', [key]: v }), { name: 'TypeError', message: new RegExp(`init: ${key} is an option of backend: .*, not 'webgpu'`) });
+  }
+  await assert.rejects(init({ backend: 'native', simd: false }), { name: 'TypeError', message: /init: simd is an option of backend: 'wasm', 'wasm-scalar', 'auto', not 'native'/ });
   await assert.rejects(initNative({ threads: -1 }), RangeError);
   assert.equal((await init({ threads: 'auto' })).threads, Math.min(availableParallelism(), 64));
   assert.equal(await resolveThreads(1000), 64, 'at most 64 threads');

@@ -1,4 +1,4 @@
-// The WebGPU backend in Node (Dawn, the optional 'webgpu' package; SwiftShader here): bits
+// The WebGPU backend in Node (Dawn, the 'webgpu' package, an optional peer; SwiftShader here): bits
 // against wasm SIMD on random problems with every option, the non-finite rules, wide levels and
 // the banded walk; determinism; GPU tensors in and out; the same argument errors as the other
 // backends; limits; a lost device; init's errors.
@@ -8,6 +8,14 @@ import { SWIFTSHADER_ICD, firstDiff, nonFiniteCase, sameBits } from './helpers.j
 import { OPTION_COMBOS, assertClose, randomCase, rng } from '../js/helpers.js';
 import { init } from '../../bindings/node.js';
 import { sampleGrid } from '../../bindings/webgpu/backend.js';
+import { noAdapterHint } from '../../bindings/webgpu/node-gpu.js';
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
 
 let gpu, wasm;
 const totals = {};
@@ -458,6 +466,35 @@ test('init: no adapter, bad gpu or device, and backend "auto" never picks the GP
   const auto = await init({ backend: 'auto' });
   assert.notEqual(auto.backend, 'webgpu');
   auto.dispose();
+});
+
+// Dawn without an adapter, in a child Node whose environment says why: the message names what
+// failed (the Vulkan loader's own dlopen error; the driver file VK_ICD_FILENAMES names) and no
+// advice that was already followed.
+async function noAdapterMessage(env) {
+  const { stdout } = await run(process.execPath, ['--input-type=module', '-e', `
+    const { init } = await import(${JSON.stringify(new URL('../../bindings/node.js', import.meta.url).href)});
+    init({ backend: 'webgpu' }).then(() => console.log('an adapter'), (e) => console.log(e.code, e.message));
+  `], { env: { ...process.env, ...env } });
+  return stdout.trim();
+}
+
+test('no adapter in Node: the message says whether the Vulkan loader failed to load or found no driver', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'msda-vulkan-'));
+  try {
+    await writeFile(join(dir, 'libvulkan.so.1'), '');   // found first on LD_LIBRARY_PATH, and not a library
+    const noLoader = await noAdapterMessage({ LD_LIBRARY_PATH: dir, VK_ICD_FILENAMES: SWIFTSHADER_ICD });
+    assert.match(noLoader, /^MSDA_WEBGPU_UNAVAILABLE .*requestAdapter\(\) returned no adapter \(Dawn could not load the Vulkan loader: .*libvulkan\.so\.1: file too short; install it: libvulkan1/);
+    assert.doesNotMatch(noLoader, /VK_ICD_FILENAMES/, 'no advice to set what was set');
+    const noDriver = await noAdapterMessage({ VK_ICD_FILENAMES: join(dir, 'missing_icd.json') });
+    assert.match(noDriver, /^MSDA_WEBGPU_UNAVAILABLE .*the Vulkan loader found no usable driver in VK_ICD_FILENAMES=.*missing_icd\.json/);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+  // Elsewhere than Linux Dawn runs on Metal or D3D12: nothing about Vulkan.
+  assert.doesNotMatch(noAdapterHint({ platform: 'darwin' }), /Vulkan/);
+  assert.match(noAdapterHint({ platform: 'linux', env: {}, dlopen: () => { throw new Error('Module did not self-register'); } }),
+    /Dawn found no Vulkan driver: install your GPU's Vulkan driver, or point VK_ICD_FILENAMES at/);
 });
 
 test('bits counted (printed for the record)', () => {
