@@ -28,7 +28,7 @@ import { fmtShape as fmt, positiveInteger, readArgs, readLevelStartIndex, readOp
 import { typedArrayKind, typedArrayLength } from './core/typed.js';
 import { describe } from './core/errors.js';
 import { MsdaWebGPU } from './webgpu/backend.js';
-import { isTfjsWebGPU, runOnTfjsWebGPU } from './webgpu/tfjs.js';
+import { instanceFor, isTfjsWebGPU, runOnTfjsWebGPU } from './webgpu/tfjs.js';
 
 // The instance the op calls. Nothing is fetched or instantiated at import (a bundle's page has
 // not said where the .wasm files are yet): setMsda() gives one, or ready() makes it from init()
@@ -56,9 +56,20 @@ function adopt(instance, own) {
   owned = own;
 }
 
-/** The ms-deform-attn instance the op calls (in Node made on first use; elsewhere after ready() or setMsda()). */
+// tfjs's backend, or null where none is registered yet (getMsda and ready only look at it).
+function tfjsBackend() {
+  try {
+    return tf.backend();
+  } catch {
+    return null;
+  }
+}
+
+/** The ms-deform-attn instance the op calls (in Node made on first use; elsewhere after ready() or
+ *  setMsda()); on tfjs-backend-webgpu, the WebGPU instance on tfjs's own device that the op runs. */
 export function getMsda() {
-  return current('getMsda');
+  const backend = tfjsBackend();
+  return isTfjsWebGPU(backend) ? instanceFor(backend, msda) : current('getMsda');
 }
 
 /** Makes the op call another instance from init() (e.g. `{ threads: 'auto' }`, or the native addon). */
@@ -81,8 +92,11 @@ export function configure(options) {
   if (owned) adopt(null, false);
 }
 
-/** Makes the op's instance with init(configure's options) unless it has one; resolves to it. */
+/** Makes the op's instance with init(configure's options) unless it has one; resolves to it. On
+ *  tfjs-backend-webgpu the op needs no wasm module: the instance on tfjs's device. */
 export function ready() {
+  const backend = tfjsBackend();
+  if (isTfjsWebGPU(backend)) return Promise.resolve(instanceFor(backend, msda));
   if (msda !== null) return Promise.resolve(msda);
   if (making === null) {
     const attempt = init(initOptions).then((instance) => {

@@ -5,7 +5,6 @@
 // destroyed once that copy is submitted). Synchronous, as tfjs kernels are: the GPU queue keeps
 // the order.
 
-import { describe } from '../core/errors.js';
 import { MsdaWebGPU } from './backend.js';
 
 /** tfjs-backend-webgpu (or a backend like it): one with a GPUDevice and WebGPU programs. */
@@ -28,7 +27,8 @@ export function instanceFor(backend, msda) {
 export function runOnTfjsWebGPU(tf, msda, mode, options, inputs, outputs) {
   const backend = tf.backend();
   if (!isTfjsWebGPU(backend)) {
-    throw new Error(`msDeformAttn: the instance given to setMsda runs on WebGPU, for tfjs-backend-webgpu; tfjs runs on '${tf.getBackend()}' here (${describe(backend)}): setMsda(await init()) for the CPU kernels`);
+    // tfjs's own name for its backend: a class name is minified away in a production build
+    throw new Error(`msDeformAttn: the instance given to setMsda runs on WebGPU, for tfjs-backend-webgpu; tfjs runs on '${tf.getBackend()}' here: setMsda(await init()) for the CPU kernels`);
   }
   const m = instanceFor(backend, msda);
   const refs = [];

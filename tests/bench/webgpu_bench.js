@@ -2,6 +2,8 @@
 // (Node + Dawn; VK_ICD_FILENAMES picks the Vulkan driver: SwiftShader by default, a real GPU's
 // where there is one). Inputs already on the GPU. Per problem (encoder, decoder), interleaved:
 //   ours       dispatchForward / dispatchBackward
+//   ORT torch  onnxruntime-web's WebGPU EP running PyTorch's reference graph as torch.onnx.export
+//              writes it (ms_deform_attn_core_pytorch: its reshapes and transposes timed)
 //   ORT        onnxruntime-web's WebGPU EP running a GridSample graph (the PyTorch reference's
 //              grid_sample formulation: GridSample per level, times the weights, summed over
 //              points and levels), inputs pre-arranged per level (its reshapes not timed)
@@ -194,6 +196,53 @@ function ortModel(dims) {
   return graphModel({ inputs, outputs: [['out', [BH, C, Q]]], nodes, int64s: { axes: [3] } });
 }
 
+// ORT on PyTorch's reference as torch.onnx.export writes ms_deform_attn_core_pytorch (Deformable
+// DETR): the inputs in the op's own layouts; value split per level, flatten / transpose / reshape
+// to (B*H, C, H_l, W_l); grids 2*loc-1, level l gathered, transposed to (B*H, Q, P, 2); GridSample;
+// levels stacked and flattened to (B*H, C, Q, L*P); times the weights (B*H, 1, Q, L*P), summed,
+// reshaped and transposed to (B, Q, H*C). Node for node, so that its reshapes are timed.
+function ortTorchModel(dims) {
+  const { B, Q, L, NL } = dims;
+  const shapes = CONFIGS[dims.name].levels;
+  const BH = B * H;
+  const int64s = { split: shapes.map(([hl, wl]) => hl * wl), outShape: [B, H * C, Q], wShape: [BH, 1, Q, NL * P], stackShape: [BH, C, Q, NL * P], sumAxes: [3], stackAxes: [3] };
+  const nodes = [
+    { op: 'Split', inputs: ['value', 'split'], outputs: shapes.map((_, l) => `vs${l}`), attrs: { axis: 1 } },
+    { op: 'Mul', inputs: ['locations', 'two'], outputs: ['loc2'] },
+    { op: 'Sub', inputs: ['loc2', 'one'], outputs: ['grids'] },
+  ];
+  shapes.forEach(([hl, wl], l) => {
+    int64s[`vflat${l}`] = [B, hl * wl, H * C];
+    int64s[`vshape${l}`] = [BH, C, hl, wl];
+    int64s[`level${l}`] = l;
+    nodes.push(
+      { op: 'Reshape', inputs: [`vs${l}`, `vflat${l}`], outputs: [`vf${l}`] },
+      { op: 'Transpose', inputs: [`vf${l}`], outputs: [`vt${l}`], attrs: { perm: [0, 2, 1] } },
+      { op: 'Reshape', inputs: [`vt${l}`, `vshape${l}`], outputs: [`v${l}`] },
+      { op: 'Gather', inputs: ['grids', `level${l}`], outputs: [`gl${l}`], attrs: { axis: 3 } },
+      { op: 'Transpose', inputs: [`gl${l}`], outputs: [`gt${l}`], attrs: { perm: [0, 2, 1, 3, 4] } },
+      { op: 'Reshape', inputs: [`gt${l}`, 'gshape'], outputs: [`g${l}`] },
+      { op: 'GridSample', inputs: [`v${l}`, `g${l}`], outputs: [`s${l}`], attrs: { mode: 'bilinear', padding_mode: 'zeros', align_corners: 0 } },
+      { op: 'Unsqueeze', inputs: [`s${l}`, 'stackAxes'], outputs: [`u${l}`] },
+    );
+  });
+  int64s.gshape = [BH, Q, P, 2];
+  nodes.push(
+    { op: 'Concat', inputs: shapes.map((_, l) => `u${l}`), outputs: ['stacked'], attrs: { axis: 3 } },
+    { op: 'Reshape', inputs: ['stacked', 'stackShape'], outputs: ['sampled'] },
+    { op: 'Transpose', inputs: ['weights'], outputs: ['wt'], attrs: { perm: [0, 2, 1, 3, 4] } },
+    { op: 'Reshape', inputs: ['wt', 'wShape'], outputs: ['w'] },
+    { op: 'Mul', inputs: ['sampled', 'w'], outputs: ['weighted'] },
+    { op: 'ReduceSum', inputs: ['weighted', 'sumAxes'], outputs: ['summed'], attrs: { keepdims: 0 } },
+    { op: 'Reshape', inputs: ['summed', 'outShape'], outputs: ['heads'] },
+    { op: 'Transpose', inputs: ['heads'], outputs: ['out'], attrs: { perm: [0, 2, 1] } },
+  );
+  return graphModel({
+    inputs: [['value', [B, L, H, C]], ['locations', [B, Q, H, NL, P, 2]], ['weights', [B, Q, H, NL, P]]],
+    outputs: [['out', [B, Q, H * C]]], nodes, int64s, floats: { two: 2, one: 1 },
+  });
+}
+
 function ortFeeds(c) {
   const { B, L, Q, NL } = c.dims;
   const shapes = CONFIGS[c.name].levels;
@@ -240,9 +289,21 @@ for (const name of cases) {
   for (const t of [tv, tl, tw, tdy]) tfBackend.uploadToGPU(t.dataId);
   const session = await ort.InferenceSession.create(ortModel(c.dims), { executionProviders: [{ name: 'webgpu', device }], preferredOutputLocation: 'gpu-buffer' });
   const feeds = ortFeeds(c);
+  const torchSession = await ort.InferenceSession.create(ortTorchModel(c.dims), { executionProviders: [{ name: 'webgpu', device }], preferredOutputLocation: 'gpu-buffer' });
+  const torchFeeds = {
+    value: ort.Tensor.fromGpuBuffer(gpuArgs.value.buffer, { dataType: 'float32', dims: c.args.value.shape }),
+    locations: ort.Tensor.fromGpuBuffer(gpuArgs.samplingLocations.buffer, { dataType: 'float32', dims: c.args.samplingLocations.shape }),
+    weights: ort.Tensor.fromGpuBuffer(gpuArgs.attentionWeights.buffer, { dataType: 'float32', dims: c.args.attentionWeights.shape }),
+  };
+  {   // the graph computes the op: its output beside the CPU reference's
+    const r = await torchSession.run(torchFeeds);
+    const got = await r.out.getData(true), want = (await msda.forward(gpuArgs)).data;
+    console.error(`${name}: ORT PyTorch-export graph against ours: max |diff| ${got.reduce((m, x, i) => Math.max(m, Math.abs(x - want[i])), 0).toExponential(2)}`);
+  }
   const methods = [
     { name: 'ours forward', gpu: true, run: () => destroyAll({ out: msda.dispatchForward(gpuArgs) }) },
     { name: 'ours backward', gpu: true, run: () => destroyAll(msda.dispatchBackward(gpuBackward)) },
+    { name: 'ORT PyTorch-export forward', run: async () => { const r = await torchSession.run(torchFeeds); r.out.dispose(); } },
     { name: 'ORT GridSample forward', run: async () => { const r = await session.run(feeds); r.out.dispose(); } },
     { name: 'tfjs gathers forward', tf: true, run: () => { tf.dispose(tfForward(tv, tl, tw, c.dims)); } },
     { name: 'tfjs gathers backward', tf: true, run: () => { tf.dispose(tfBackward(tv, tl, tw, tdy, c.dims)); } },
@@ -280,6 +341,7 @@ for (const name of cases) {
   tf.dispose([tv, tl, tw, tdy]);
   for (const t of Object.values(feeds)) t.gpuBuffer.destroy();
   await session.release();
+  await torchSession.release();
   for (const t of Object.values(gpuBackward)) t.buffer?.destroy();
   console.log(`${name}: B ${B}, L ${L}, N_q ${Q}, ${H} heads, ${C} channels, ${NL} levels, ${P} points; ${reps} interleaved rounds`);
 }

@@ -17,6 +17,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { chromium } from 'playwright-core';
+import { PATIENCE_MS } from '../patience.js';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -137,7 +138,7 @@ async function openApp(url) {
     if (m.type() === 'info') notices.push(m.text());
   });
   await page.goto(url);
-  await page.waitForFunction(() => window.__app !== undefined, null, { timeout: 60000 });
+  await page.waitForFunction(() => window.__app !== undefined, null, { timeout: PATIENCE_MS });
   const result = await page.evaluate(() => window.__app);
   await page.close();
   return { result, problems, notices };
@@ -217,7 +218,7 @@ async function viteDev(dir) {
   const server = spawn(path.join(BIN, 'vite'), ['--host', '127.0.0.1', '--port', '0'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
   let said = '';
   const url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`vite did not start:\n${said}`)), 30000);
+    const timer = setTimeout(() => reject(new Error(`vite did not start:\n${said}`)), PATIENCE_MS);
     const read = (chunk) => {
       said += chunk;
       const m = /Local:\s+(http:\/\/127\.0\.0\.1:\d+\/)/.exec(said.replace(/\x1b\[[0-9;]*m/g, ''));

@@ -17,6 +17,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* How long a call may take before it counts as a hang: long enough for a healthy one under
+ * qemu and sanitizers on an over-committed machine (tests/patience.js says the same for JS). */
+#define HANG_SECONDS 600
+
 /* pthread_create, interposed so a test can make the pool fail to start a worker, or start one
  * that waits (as one the system has not scheduled yet) until the test lets it run. */
 static int fail_thread_create, hold_new_workers;
@@ -252,7 +256,7 @@ int main(void)
         run_both(&cases[3], 1, &one, &err);
         hold_new_workers = 1;
         signal(SIGALRM, held_timeout);
-        alarm(20);
+        alarm(HANG_SECONDS);
         tu_check(run_both(&cases[3], 2, &two, &err) == MSDA_OK, "held worker: threads 2 failed: %s", err.message);
         hold_new_workers = 0;
         pthread_mutex_lock(&hold_lock);
@@ -352,7 +356,7 @@ int main(void)
     fflush(stdout);
     pid_t pid = no_fork ? -1 : fork();
     if (pid == 0) {
-        alarm(20);
+        alarm(HANG_SECONDS);
         outputs_alloc(&got, &cases[1]);
         int ok = run_both(&cases[1], 3, &got, NULL) == MSDA_OK &&
                  memcmp(got.output, base[1].output, (size_t)cases[1].output_elements * sizeof(float)) == 0 &&
@@ -369,7 +373,7 @@ int main(void)
     fflush(stdout);
     pid = no_fork ? -1 : fork();
     if (pid == 0) {
-        alarm(20);
+        alarm(HANG_SECONDS);
         fail_thread_create = 1;
         msda_error err = {0};
         outputs_alloc(&got, &cases[0]);

@@ -12,6 +12,7 @@ import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { init } from '../../bindings/node.js';
 import { writeTinyCase } from './helpers.js';
+import { PATIENCE_MS } from '../patience.js';
 
 const repo = (p) => fileURLToPath(new URL(`../../${p}`, import.meta.url));
 const ADDON = repo('build/native/msda.node');
@@ -27,7 +28,7 @@ after(() => rmSync(root, { recursive: true, force: true }));
 // failed assertion here, not the end of the test run.
 function child(body, cwd = root) {
   const script = `const { init } = await import(${JSON.stringify(NODE_ENTRY)});\n${body}`;
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd, encoding: 'utf8', timeout: 60000 });
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd, encoding: 'utf8', timeout: PATIENCE_MS });
   return { status: r.status, signal: r.signal, out: r.stdout, err: r.stderr };
 }
 
@@ -74,10 +75,10 @@ test('a truncated prebuilt addon: init({ backend: \'auto\' }) and `msda crossche
     const entry = new URL(`file://${pkg}/bindings/node.js`).href;
     const r = spawnSync(process.execPath, ['--input-type=module', '-e',
       `const { init } = await import(${JSON.stringify(entry)}); const m = await init({ backend: 'auto' }); console.log(m.backend);`],
-    { encoding: 'utf8', timeout: 60000 });
+    { encoding: 'utf8', timeout: PATIENCE_MS });
     assert.equal(r.signal, null, `${n} bytes: init killed by ${r.signal}`);
     assert.equal(r.stdout.trim(), 'wasm', `${n} bytes: ${r.stderr}`);
-    const c = spawnSync(process.execPath, [`${pkg}/bindings/cli.js`, 'crosscheck', '--in', dir], { encoding: 'utf8', timeout: 60000 });
+    const c = spawnSync(process.execPath, [`${pkg}/bindings/cli.js`, 'crosscheck', '--in', dir], { encoding: 'utf8', timeout: PATIENCE_MS });
     assert.equal(c.signal, null, `${n} bytes: crosscheck killed by ${c.signal}`);
     assert.equal(c.status, 0, `${n} bytes: ${c.stderr}`);
     assert.match(c.stdout, /^crosscheck \S+: wasm \(SIMD\) against the float64 reference \(the native addon is not available on /, c.stdout);

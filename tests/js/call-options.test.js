@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { init, initWorker } from '../../bindings/node.js';
+import { PATIENCE_MS } from '../patience.js';
 
 const DIMS = { batch: 1, numQueries: 2, numHeads: 1, channels: 2, numPoints: 1, spatialShapes: [[2, 3]] };
 const ARGS = () => ({
@@ -73,7 +74,7 @@ test('an initWorker that fails before its worker answers leaves no worker behind
   const entry = fileURLToPath(new URL('../../bindings/node.js', import.meta.url));
   const code = `import { initWorker } from ${JSON.stringify(entry)};
 await initWorker({ wasmBinary: new Proxy(new Uint8Array(8), {}) }).catch((e) => console.log(e.name));`;
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', code], { encoding: 'utf8', timeout: 20000 });
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', code], { encoding: 'utf8', timeout: PATIENCE_MS });
   assert.equal(r.error?.code, undefined, 'still running after 20 s: a worker kept Node alive');
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.stdout.trim(), 'TypeError');
@@ -109,7 +110,7 @@ test('initWorker: a getter among the arguments that terminates the worker or abo
   // Before: queued on the stopped worker, the promise never settled.
   const settled = await Promise.race([
     w.forward(a).then(() => 'resolved', (e) => e),
-    new Promise((resolve) => { setTimeout(resolve, 5000, 'pending after 5 s').unref(); }),
+    new Promise((resolve) => { setTimeout(resolve, PATIENCE_MS, 'still pending').unref(); }),
   ]);
   assert.ok(settled instanceof Error, String(settled));
   assert.equal(settled.message, 'ms-deform-attn: forward on a terminated worker (terminate() was called)');

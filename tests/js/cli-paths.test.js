@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { serializeNpy } from '../../bindings/npy.js';
+import { PATIENCE_MS } from '../patience.js';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 const CLIS = {
@@ -56,7 +57,7 @@ function scenario(edit) {
 
 function run(cli, args, prefix = []) {
   const [cmd, ...rest] = [...prefix, ...CLIS[cli], ...args];
-  return spawnSync(cmd, rest, { encoding: 'utf8', timeout: 20000 });
+  return spawnSync(cmd, rest, { encoding: 'utf8', timeout: PATIENCE_MS });
 }
 
 const npyFiles = (dir) => (existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.npy')) : []);
@@ -179,7 +180,7 @@ syncBuiltinESMExports();
 `);
   const { dir, out } = scenario();
   const r = spawnSync(process.execPath, ['--import', shim, ...CLIS.js.slice(1), 'forward', '--in', dir, '--out', out],
-    { encoding: 'utf8', timeout: 20000 });
+    { encoding: 'utf8', timeout: PATIENCE_MS });
   assert.equal(r.error?.code, undefined, r.error?.code === 'ETIMEDOUT' ? 'hung on the FIFO (killed after 20 s)' : String(r.error));
   assert.equal(r.status, 2, r.stderr);
   assert.equal(r.stderr, `msda: ${join(dir, 'value.npy')}: not a regular file\n`);
@@ -227,7 +228,7 @@ test('symlinks planted in --out (at the old predictable temporary names and at t
     // CLIs once wrote `.output.npy.tmp<PID>` through them.
     const cmd = [...CLIS[cli], 'forward', '--in', dir, '--out', out].map((a) => `'${a}'`).join(' ');
     const r = spawnSync('sh', ['-c', `for n in output.npy grad_value.npy; do ln -s '${victim}' '${out}'/.$n.tmp$$; `
-      + `ln -s '${victim}' '${out}'/.$n.tmp-$$; done; exec ${cmd}`], { encoding: 'utf8', timeout: 20000 });
+      + `ln -s '${victim}' '${out}'/.$n.tmp-$$; done; exec ${cmd}`], { encoding: 'utf8', timeout: PATIENCE_MS });
     assert.equal(r.status, 0, `${cli}: ${r.stderr}`);
     assert.equal(readFileSync(victim, 'utf8'), 'precious', `${cli} CLI wrote through a planted temporary-name symlink`);
     assert.equal(readFileSync(victim2, 'utf8'), 'precious too', `${cli} CLI wrote through the destination symlink`);
@@ -371,7 +372,7 @@ int rename(const char *a, const char *b)
       const out = join(root, `rename-${cli}-${signal}`);
       const [cmd, ...rest] = cli === 'js' ? [process.execPath, '--import', jsShim, ...CLIS.js.slice(1)] : CLIS.native;
       const env = { ...process.env, MSDA_TEST_SIGNAL: signal, ...(cli === 'native' ? { LD_PRELOAD: so } : {}) };
-      const r = spawnSync(cmd, [...rest, 'backward', '--in', dir, '--out', out], { encoding: 'utf8', env, timeout: 20000 });
+      const r = spawnSync(cmd, [...rest, 'backward', '--in', dir, '--out', out], { encoding: 'utf8', env, timeout: PATIENCE_MS });
       assert.equal(r.signal, signal, `${cli} ${signal}: ends as killed by it (exit ${r.status}, ${r.stderr})`);
       assert.deepEqual(listing(out), ['grad_attention_weights.npy', 'grad_sampling_locations.npy', 'grad_value.npy'],
         `${cli} ${signal}: all outputs, nothing else`);
@@ -427,7 +428,7 @@ int rename(const char *a, const char *b)
     const out = join(root, `race-${cli}`);
     const [cmd, ...rest] = cli === 'js' ? [process.execPath, '--import', jsShim, ...CLIS.js.slice(1)] : CLIS.native;
     const env = { ...process.env, ...(cli === 'native' ? { LD_PRELOAD: so } : {}) };
-    const r = spawnSync(cmd, [...rest, 'backward', '--in', dir, '--out', out], { encoding: 'utf8', env, timeout: 20000 });
+    const r = spawnSync(cmd, [...rest, 'backward', '--in', dir, '--out', out], { encoding: 'utf8', env, timeout: PATIENCE_MS });
     assert.equal(r.status, 1, `${cli}: exit ${r.status} ${r.stderr}`);
     assert.match(r.stderr, /^msda: [^\n]*\n$/, `${cli}: one line`);
     assert.deepEqual(hidden(out), [], `${cli}: private directory left behind`);

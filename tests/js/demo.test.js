@@ -6,10 +6,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { PATIENCE_MS } from '../patience.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const demo = (name, args = []) => {
-  const r = spawnSync(process.execPath, [path.join(ROOT, 'demo', name), ...args], { cwd: ROOT, encoding: 'utf8', timeout: 60000 });
+  const r = spawnSync(process.execPath, [path.join(ROOT, 'demo', name), ...args], { cwd: ROOT, encoding: 'utf8', timeout: PATIENCE_MS });
   return { code: r.status, out: r.stdout, err: r.stderr };
 };
 

@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { PATIENCE_MS } from '../patience.js';
 
 const entry = fileURLToPath(new URL('../../bindings/node.js', import.meta.url));
 
@@ -58,7 +59,7 @@ console.log(JSON.stringify(results));
 `;
 
 test('huge or changing list lengths: a RangeError naming the argument before the items are copied, no crash, no hang', () => {
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', child], { encoding: 'utf8', timeout: 60000 });
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', child], { encoding: 'utf8', timeout: PATIENCE_MS });
   assert.equal(r.error?.code, undefined, r.error?.code === 'ETIMEDOUT' ? 'hung (killed after 60 s)' : String(r.error));
   assert.equal(r.signal, null, `killed by ${r.signal}: ${r.stderr.slice(0, 400)}`);
   assert.equal(r.status, 0, r.stderr.slice(0, 400));
@@ -107,7 +108,7 @@ console.log(JSON.stringify(results));
 `;
 
 test('ms-deform-attn/tfjs: the same lists are a RangeError naming the option, no hang', () => {
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', tfjsChild], { encoding: 'utf8', timeout: 60000 });
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', tfjsChild], { encoding: 'utf8', timeout: PATIENCE_MS });
   assert.equal(r.error?.code, undefined, r.error?.code === 'ETIMEDOUT' ? 'hung (killed after 60 s)' : String(r.error));
   assert.equal(r.status, 0, r.stderr.slice(-400));
   const results = JSON.parse(r.stdout.trim().split('\n').pop());
@@ -164,7 +165,7 @@ structuredClone(bytes.buffer, { transfer: [bytes.buffer] });
 attempt('detached', () => parseNpy(bytes));
 console.log(JSON.stringify(out));
 `;
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', code], { encoding: 'utf8', timeout: 30000 });
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', code], { encoding: 'utf8', timeout: PATIENCE_MS });
   assert.equal(r.error?.code, undefined, r.error?.code === 'ETIMEDOUT' ? 'hung (killed after 30 s)' : String(r.error));
   assert.equal(r.status, 0, r.stderr);
   const out = JSON.parse(r.stdout);

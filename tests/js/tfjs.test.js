@@ -16,6 +16,7 @@ import { msDeformAttn, msDeformAttnBackward, MSDeformAttn, getMsda, setMsda } fr
 import { init } from '../../bindings/index.js';
 import { parseNpy } from '../../bindings/npy.js';
 import { OPTION_COMBOS, randomCase, assertClose, rng } from './helpers.js';
+import { PATIENCE_MS } from '../patience.js';
 
 tf.enableProdMode(); // no "running in Node.js" banner
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -344,7 +345,7 @@ test('setMsda: the op runs on another instance (the scalar module) with that ins
 });
 
 test('demo/tfjs-train.js trains the layer in Node with a progress bar; the loss goes down', () => {
-  const r = spawnSync(process.execPath, [path.join(ROOT, 'demo/tfjs-train.js'), '--steps', '60'], { cwd: ROOT, encoding: 'utf8', timeout: 120000 });
+  const r = spawnSync(process.execPath, [path.join(ROOT, 'demo/tfjs-train.js'), '--steps', '60'], { cwd: ROOT, encoding: 'utf8', timeout: PATIENCE_MS });
   assert.equal(r.status, 0, r.stderr + r.stdout);
   assert.match(r.stderr, /60\/60/, 'the progress bar reaches the end');
   const m = /loss (\S+) → (\S+) after 60 steps/.exec(r.stdout);

@@ -6,9 +6,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { runDelayedChild } from './helpers.js';
+import { PATIENCE_MS } from '../patience.js';
 
 // tests/js/threads-stopped-worker-child.js with MSDA_TEST_THREAD_DELAYS = spec.
-const runStopped = (spec, calls, timeoutMs = 30000) =>
+const runStopped = (spec, calls, timeoutMs = PATIENCE_MS) =>
   runDelayedChild(new URL('./threads-stopped-worker-child.js', import.meta.url), spec, calls, timeoutMs);
 
 const STOPPED = /^Error: forward: threads is 3: a worker thread failed, expected every worker to finish its part: worker 1 took its part of the call and did not finish it within \d+ ms \(it stopped or hangs\) \(MSDA_ERR_THREADS\)$/;

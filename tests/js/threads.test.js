@@ -12,6 +12,7 @@ import { init, initNative } from '../../bindings/index.js';
 import { resolveThreads } from '../../bindings/wasm/threads.js';
 import { referenceForward } from '../../bindings/reference.js';
 import { assertClose, rng, runDelayedChild } from './helpers.js';
+import { PATIENCE_MS } from '../patience.js';
 
 const GRADS = ['gradValue', 'gradSamplingLocations', 'gradAttentionWeights'];
 
@@ -306,7 +307,7 @@ test('a Node process that used threads exits by itself', () => {
     });
     console.log(msda.threads, msda._backend.pool.workerParts(), out.data[0]);
   `;
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20000 });
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: PATIENCE_MS });
   assert.equal(r.error, undefined, `the child did not exit within 20 s: ${r.error}`);
   assert.equal(r.status, 0, r.stderr);
   const [threads, parts, first] = r.stdout.trim().split(' ').map(Number);
@@ -332,7 +333,7 @@ test('wasm threads protocol: delays injected at every step, one worker or all, m
   const results = [];
   // Two at a time: each child's threads mostly sleep.
   for (let i = 0; i < specs.length; i += 2) {
-    results.push(...await Promise.all(specs.slice(i, i + 2).map((spec) => runDelayed(spec, calls, 30000))));
+    results.push(...await Promise.all(specs.slice(i, i + 2).map((spec) => runDelayed(spec, calls, PATIENCE_MS))));
   }
   specs.forEach((spec, i) => {
     const r = results[i];

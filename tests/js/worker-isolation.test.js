@@ -8,12 +8,13 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { init, initWorker, MsdaWorker } from '../../bindings/node.js';
 import { OPTION_COMBOS, randomCase } from './helpers.js';
+import { PATIENCE_MS } from '../patience.js';
 
 const run = promisify(execFile);
 const NODE_ENTRY = new URL('../../bindings/node.js', import.meta.url).href;
 
 // Settles within `ms`, or fails naming what hung.
-function settles(promise, what, ms = 10000) {
+function settles(promise, what, ms = PATIENCE_MS) {
   let timer;
   const hang = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`${what}: still pending after ${ms} ms`)), ms); });
   return Promise.race([promise, hang]).finally(() => clearTimeout(timer));
@@ -98,7 +99,7 @@ test('initWorker and init({ threads: 2 }) work under node --max-old-space-size, 
     m.dispose();`;
   for (const flags of [['--max-old-space-size=4096'], ['--expose-gc'], ['--no-liftoff'], ['--stack-size=2000'],
     ['--max-old-space-size=4096', '--expose-gc', '--no-liftoff', '--stack-size=2000']]) {
-    const { stdout, stderr } = await run(process.execPath, [...flags, '--input-type=module', '-e', script], { timeout: 60000 });
+    const { stdout, stderr } = await run(process.execPath, [...flags, '--input-type=module', '-e', script], { timeout: PATIENCE_MS });
     assert.doesNotMatch(stderr, /using 1 thread|ERR_WORKER/, `${flags.join(' ')}: ${stderr}`);
     assert.deepEqual(JSON.parse(stdout.trim().split('\n').pop()), { threads: 2, a: 1, b: 1 }, `${flags.join(' ')}`);
   }

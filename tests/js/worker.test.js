@@ -8,6 +8,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { init, initNative, initWorker } from '../../bindings/index.js';
 import { OPTION_COMBOS, randomCase } from './helpers.js';
+import { PATIENCE_MS } from '../patience.js';
 
 const run = promisify(execFile);
 const ASYNC_DISPOSE = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose');
@@ -194,7 +195,7 @@ test('Node exits by itself: after terminate(), and with an idle worker left runn
     pending: `${setup} w.forward(args).then((o) => console.log(o.data[0]));`,
   };
   for (const [name, script] of Object.entries(scripts)) {
-    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { timeout: 20000 });
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { timeout: PATIENCE_MS });
     assert.equal(stdout.trim(), '5', `${name}: computed and exited by itself`);
   }
 });

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { resolveRequest, startServer } from '../../bindings/node/serve.js';
+import { PATIENCE_MS } from '../patience.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const SCREENSHOTS = path.join(ROOT, 'build', 'screenshots');
@@ -39,6 +40,7 @@ export async function openPage(browser, url, viewport = { width: 1280, height: 8
   const { initScript, ...options } = extra;
   const context = await browser.newContext({ viewport, deviceScaleFactor: 1, ...options });
   if (initScript) await context.addInitScript(initScript);
+  context.setDefaultTimeout(PATIENCE_MS);   // goto, clicks and waits: only a hang fails, not a slow machine
   const page = await context.newPage();
   const problems = [];
   page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
@@ -48,7 +50,7 @@ export async function openPage(browser, url, viewport = { width: 1280, height: 8
   page.on('requestfailed', (r) => problems.push(`requestfailed: ${r.url()} ${r.failure()?.errorText}`));
   page.on('response', (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`); });
   await page.goto(url);
-  await page.waitForFunction(() => window.__msda && window.__msda.ready, null, { timeout: 15000 });
+  await page.waitForFunction(() => window.__msda && window.__msda.ready, null, { timeout: PATIENCE_MS });
   return { page, context, problems };
 }
 

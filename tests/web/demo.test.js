@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { chromium } from 'playwright-core';
 import { ROOT, CHROMIUM } from './browser.js';
+import { PATIENCE_MS } from '../patience.js';
 
 const run = promisify(execFile);
 const npmEnv = { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' };
@@ -106,7 +107,7 @@ test('msda demo --port 0 serves the installed page and its assets on 127.0.0.1, 
       page.on('pageerror', (e) => problems.push(e.message));
       page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(m.text()); });
       await page.goto(url);
-      await page.waitForFunction(() => window.__msda && window.__msda.ready, null, { timeout: 20000 });
+      await page.waitForFunction(() => window.__msda && window.__msda.ready, null, { timeout: PATIENCE_MS });
       const s = await page.evaluate(() => ({ isolated: crossOriginIsolated, loss: window.__msda.loss, threads: window.__msda.threads,
         cpus: navigator.hardwareConcurrency }));
       assert.equal(s.isolated, true, 'cross-origin isolated, so the threaded module can run');
@@ -148,7 +149,7 @@ test('npx ms-deform-attn demo works; bad flags exit 2 naming the flag; a busy po
     const url = await wide.url;
     assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/web\/$/, 'the URL to open here');
     assert.equal((await fetch(url)).status, 200);
-    for (let k = 0; k < 100 && !wide.output().err.includes('\n'); k++) await new Promise((r) => setTimeout(r, 20));
+    for (const start = Date.now(); Date.now() - start < PATIENCE_MS && !wide.output().err.includes('\n');) await new Promise((r) => setTimeout(r, 20));
     assert.match(wide.output().err, /^msda: serving to the network on 0\.0\.0\.0 \(every interface\)/);
   } finally {
     wide.child.kill('SIGINT');

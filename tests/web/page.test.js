@@ -10,6 +10,7 @@ import { init } from '../../bindings/index.js';
 import { logitGradients } from '../../web/model.js';
 import { formatLoss, formatGrad, formatValue } from '../../web/format.js';
 import { launch, openPage, screenshotPath } from './browser.js';
+import { PATIENCE_MS } from '../patience.js';
 
 let env, page, problems, context;
 
@@ -432,7 +433,7 @@ test('Play runs descent until paused', async () => {
   await page.click('#reset');
   const start = await snapshot();
   await page.click('#play');
-  await page.waitForFunction(() => window.__msda.steps >= 20, null, { timeout: 30000 });
+  await page.waitForFunction(() => window.__msda.steps >= 20, null, { timeout: PATIENCE_MS });
   await page.click('#play');
   const s = await snapshot();
   assert.equal(await page.getAttribute('#play', 'aria-pressed'), 'false');

@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import { chromium } from 'playwright-core';
 import { init } from '../../bindings/index.js';
 import { CHROMIUM, servePages } from './browser.js';
+import { PATIENCE_MS } from '../patience.js';
 
 // No --disable-gpu: WebGL runs on ANGLE's SwiftShader (Vulkan on the CPU).
 const ARGS = ['--headless', '--no-sandbox', '--use-angle=swiftshader', '--enable-unsafe-swiftshader',
@@ -121,7 +122,7 @@ test('Chromium, tfjs-backend-webgl: inputs in textures give Node\'s bits (output
     if ((m.type() === 'error' || m.type() === 'warning') && !stall.test(m.text())) problems.push(`${m.text()} ${m.location().url}`);
   });
   await page.goto(`${base}/page.html`);
-  await page.waitForFunction(() => window.__tfjs !== undefined, null, { timeout: 60000 });
+  await page.waitForFunction(() => window.__tfjs !== undefined, null, { timeout: PATIENCE_MS });
   const r = await page.evaluate(() => window.__tfjs);
   await page.close();
   assert.equal(r.error, undefined, r.error);

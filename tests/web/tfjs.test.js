@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import { chromium } from 'playwright-core';
 import { init } from '../../bindings/index.js';
 import { CHROMIUM, servePages } from './browser.js';
+import { PATIENCE_MS } from '../patience.js';
 
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
   '--disable-component-update', '--disable-sync', '--no-first-run'];
@@ -110,7 +111,7 @@ test('Chromium: the tfjs op gives Node\'s bits (output and tf.grads), leaves no 
   page.on('response', (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`); });
   page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(`${m.text()} ${m.location().url}`); });
   await page.goto(`${base}/page.html`);
-  await page.waitForFunction(() => window.__tfjs !== undefined, null, { timeout: 60000 });
+  await page.waitForFunction(() => window.__tfjs !== undefined, null, { timeout: PATIENCE_MS });
   const r = await page.evaluate(() => window.__tfjs);
   await page.close();
   assert.equal(r.error, undefined, r.error);

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { init } from '../../bindings/index.js';
 import { CHROMIUM, ROOT } from './browser.js';
+import { PATIENCE_MS } from '../patience.js';
 
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
   '--disable-component-update', '--disable-sync', '--no-first-run'];
@@ -113,7 +114,7 @@ async function open(mode) {
   page.on('response', (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`); });
   page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(`${m.text()} ${m.location().url}`); });
   await page.goto(`${base}/${mode}/page.html`);
-  await page.waitForFunction(() => window.__threads !== undefined, null, { timeout: 60000 });
+  await page.waitForFunction(() => window.__threads !== undefined, null, { timeout: PATIENCE_MS });
   const result = await page.evaluate(() => window.__threads);
   await page.close();
   assert.equal(result.error, undefined, result.error);
@@ -170,7 +171,7 @@ test('the demo page shows its thread count: the CPUs when isolated, 1 (with the 
     });
     page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
     await page.goto(`${base}/${mode}/web/index.html`);
-    await page.waitForFunction(() => window.__msda && window.__msda.ready, null, { timeout: 60000 });
+    await page.waitForFunction(() => window.__msda && window.__msda.ready, null, { timeout: PATIENCE_MS });
     const want = mode === 'plain' ? '1' : String(await page.evaluate(() => Math.min(navigator.hardwareConcurrency || 1, 64)));
     assert.equal(await page.locator('#threads').textContent(), want, `${mode}: the threads field`);
     assert.equal(String(await page.evaluate(() => window.__msda.threads)), want);

@@ -9,6 +9,7 @@ import { init } from '../../bindings/index.js';
 import { compareBits, mergeComparisons, forwardArgs, targetArgs } from '../../web/model.js';
 import { buildPyramid, drawPicture } from '../../web/scene.js';
 import { launch, openPage, screenshotPath, WEBGPU_ARGS } from './browser.js';
+import { PATIENCE_MS } from '../patience.js';
 
 // What the page shows and computed: its texts, and its numbers as bits (base64 of the bytes).
 async function snapshot(page) {
@@ -60,7 +61,7 @@ async function openHood(page) {
 
 async function chooseWebGPU(page) {
   await page.selectOption('#backend', 'webgpu');
-  await page.waitForFunction(() => window.__msda.computedBy === 'webgpu' && window.__msda.sampleComputedBy === 'webgpu', null, { timeout: 30000 });
+  await page.waitForFunction(() => window.__msda.computedBy === 'webgpu' && window.__msda.sampleComputedBy === 'webgpu', null, { timeout: PATIENCE_MS });
   await settle(page);
 }
 
@@ -138,7 +139,7 @@ test('WebGPU shows wasm\'s loss and readings to the last digit, Step and Play wo
   sameNumbers(gpu1, wasm1, 'WebGPU after one Step vs wasm');
 
   await page.click('#play');
-  await page.waitForFunction(() => window.__msda.steps >= 4, null, { timeout: 20000 });
+  await page.waitForFunction(() => window.__msda.steps >= 4, null, { timeout: PATIENCE_MS });
   await page.click('#play');
   await settle(page);
   const played = await page.evaluate(() => ({ steps: window.__msda.steps, label: document.getElementById('play').textContent }));

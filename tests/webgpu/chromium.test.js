@@ -14,6 +14,7 @@ import { CHROMIUM } from '../web/browser.js';
 import { sameBits } from './helpers.js';
 import { assertClose } from '../js/helpers.js';
 import { init } from '../../bindings/node.js';
+import { PATIENCE_MS } from '../patience.js';
 
 const ARGS = ['--headless', '--no-sandbox', '--enable-unsafe-webgpu', '--use-webgpu-adapter=swiftshader',
   '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
@@ -125,7 +126,7 @@ test('Chromium (SwiftShader WebGPU): forward and backward with wasm SIMD\'s bits
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
   await page.goto(`${origin}/page.html`);
-  await page.waitForFunction(() => window.ready === true, null, { timeout: 20000 });
+  await page.waitForFunction(() => window.ready === true, null, { timeout: PATIENCE_MS });
   const makeCase = new Function(`${CASE_SOURCE}; return makeCase;`)();
   for (const options of OPTIONS) {
     const got = await page.evaluate((o) => window.run(o), options);

@@ -34,29 +34,33 @@ export function elementwiseModel(op, dims, { inputs = 2 } = {}) {
   return new Uint8Array(model);
 }
 
-// AttributeProto { name = 1, i = 3, s = 4, type = 20 (INT 2, STRING 3) }
+// AttributeProto { name = 1, i = 3, s = 4, ints = 8, type = 20 (INT 2, STRING 3, INTS 7) }
 function attribute(name, v) {
-  return typeof v === 'string'
-    ? [...str(1, name), ...str(4, v), ...int(20, 3)]
-    : [...str(1, name), ...int(3, v), ...int(20, 2)];
+  if (typeof v === 'string') return [...str(1, name), ...str(4, v), ...int(20, 3)];
+  if (Array.isArray(v)) return [...str(1, name), ...v.flatMap((x) => int(8, x < 0 ? 2n ** 64n + BigInt(x) : x)), ...int(20, 7)];
+  return [...str(1, name), ...int(3, v), ...int(20, 2)];
 }
 
-// TensorProto { dims = 1, data_type = 2 (INT64 7), name = 8, raw_data = 9 } of int64 values
-function int64Tensor(name, values) {
-  const raw = new Uint8Array(new BigInt64Array(values.map(BigInt)).buffer);
-  return [...int(1, values.length), ...int(2, 7), ...str(8, name), ...bytes(9, [...raw])];
+// TensorProto { dims = 1, data_type = 2 (FLOAT 1, INT64 7), name = 8, raw_data = 9 }: a list, or
+// a number as a scalar (no dims).
+function tensor(name, values, type) {
+  const list = Array.isArray(values) ? values : [values];
+  const raw = new Uint8Array(type === 7 ? new BigInt64Array(list.map(BigInt)).buffer : new Float32Array(list).buffer);
+  return [...(Array.isArray(values) ? int(1, values.length) : []), ...int(2, type), ...str(8, name), ...bytes(9, [...raw])];
 }
 
 /**
  * ModelProto bytes of a graph: `inputs` / `outputs` [name, dims] pairs (float32), `nodes`
- * { op, inputs, outputs, attrs }, `int64s` { name: [values] } as initializers.
+ * { op, inputs, outputs, attrs } (attribute values: int, string or int list), `int64s` and
+ * `floats` { name: [values] or a scalar } as initializers.
  */
-export function graphModel({ inputs, outputs, nodes, int64s = {}, opset = 17 }) {
+export function graphModel({ inputs, outputs, nodes, int64s = {}, floats = {}, opset = 17 }) {
   const graph = [
     ...nodes.flatMap((n, i) => bytes(1, [...n.inputs.flatMap((x) => str(1, x)), ...n.outputs.flatMap((x) => str(2, x)),
       ...str(3, `n${i}`), ...str(4, n.op), ...Object.entries(n.attrs ?? {}).flatMap(([k, v]) => bytes(5, attribute(k, v)))])),
     ...str(2, 'g'),
-    ...Object.entries(int64s).flatMap(([name, values]) => bytes(5, int64Tensor(name, values))),
+    ...Object.entries(int64s).flatMap(([name, values]) => bytes(5, tensor(name, values, 7))),
+    ...Object.entries(floats).flatMap(([name, values]) => bytes(5, tensor(name, values, 1))),
     ...inputs.flatMap(([name, dims]) => bytes(11, valueInfo(name, dims))),
     ...outputs.flatMap(([name, dims]) => bytes(12, valueInfo(name, dims))),
   ];

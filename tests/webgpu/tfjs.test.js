@@ -113,7 +113,18 @@ test('a webgpu instance with tfjs on another backend: a clear error, not a Promi
   const c = inputs(3);
   const { B, Q, H, C, P, NL, L } = c.dims;
   assert.throws(() => msdaTfjs.msDeformAttn(tf.tensor(c.value, [B, L, H, C]), tf.tensor(c.locations, [B, Q, H, NL, P, 2]),
-    tf.tensor(c.weights, [B, Q, H, NL, P]), { spatialShapes: c.spatialShapes }), /runs on WebGPU, for tfjs-backend-webgpu; tfjs runs on 'cpu'/);
+    tf.tensor(c.weights, [B, Q, H, NL, P]), { spatialShapes: c.spatialShapes }), { message: "msDeformAttn: the instance given to setMsda runs on WebGPU, for tfjs-backend-webgpu; tfjs runs on 'cpu' here: setMsda(await init()) for the CPU kernels" });
   msdaTfjs.setMsda(wasm);
   await tf.setBackend('webgpu');
+});
+
+test('on tfjs-backend-webgpu, getMsda() and ready() give the instance the op runs, and ready() loads no wasm', async () => {
+  await tf.setBackend('webgpu');
+  msdaTfjs.setMsda(wasm);
+  const used = msdaTfjs.getMsda();
+  assert.equal(used.backend, 'webgpu', 'not the wasm instance given to setMsda: the op does not use it here');
+  assert.equal(used.device, tf.backend().device, "on tfjs's own device");
+  assert.equal(await msdaTfjs.ready(), used);
+  msdaTfjs.setMsda(webgpu);
+  assert.equal(msdaTfjs.getMsda(), webgpu.device === tf.backend().device ? webgpu : used);
 });
