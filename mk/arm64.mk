@@ -32,10 +32,20 @@ $(ARM64)/libmsda.a: $(ARM64_OBJ)
 $(ARM64)/msda: $(CLI_SRC) $(CLI_HDR) $(LIB_HDR) $(ARM64)/libmsda.a mk/cli.mk package.json
 	$(ARM64_CC) $(ARM64_FLAGS) $(CLI_DEFS) -static -Isrc -Isrc/cli $(CLI_SRC) $(ARM64)/libmsda.a $(CLI_LDLIBS) -o $@
 
+# The CLI library (mk/cli.mk) for the tests that link it, as natively.
+$(ARM64)/cli-obj/%.o: src/cli/%.c $(CLI_HDR) $(LIB_HDR)
+	@mkdir -p $(dir $@)
+	$(ARM64_CC) $(ARM64_FLAGS) -Isrc -Isrc/cli -c $< -o $@
+
+$(ARM64)/libmsdacli.a: $(patsubst src/cli/%.c,$(ARM64)/cli-obj/%.o,$(CLI_LIB_SRC))
+	rm -f $@
+	$(ARM64_AR) rcs $@ $^
+
 $(ARM64)/tests/%: tests/c/%.c $(C_TEST_SUPPORT) $(wildcard tests/c/*.h) $(ARM64)/libmsda.a
 	@mkdir -p $(dir $@)
-	$(ARM64_CC) $(ARM64_FLAGS) $(ARM64_LINK) -Isrc -Itests/c $< $(C_TEST_SUPPORT) $(ARM64)/libmsda.a -lm -o $@
-$(ARM64)/tests/test_npy $(ARM64)/tests/test_cli: $(CLI_SRC) $(CLI_HDR)
+	$(ARM64_CC) $(ARM64_FLAGS) $(ARM64_LINK) -Isrc -Isrc/cli -Itests/c $< $(C_TEST_SUPPORT) $(ARM64_TEST_LIBS) $(ARM64)/libmsda.a -lm -o $@
+$(ARM64)/tests/test_npy $(ARM64)/tests/test_cli: $(ARM64)/libmsdacli.a $(CLI_HDR)
+$(ARM64)/tests/test_npy $(ARM64)/tests/test_cli: ARM64_TEST_LIBS := $(ARM64)/libmsdacli.a
 
 $(ARM64)/isa_hashes: $(ISA_SRC) $(wildcard tests/c/*.h) $(ARM64)/libmsda.a
 	$(ARM64_CC) $(ARM64_FLAGS) -static -Isrc -Itests/c $(ISA_SRC) $(ARM64)/libmsda.a -lm -o $@
