@@ -244,6 +244,10 @@ export function readTensor(fn, name, t, expected, labels, note, kinds = ['Float3
   if (t === null || typeof t !== 'object' || Array.isArray(t) || typedArrayKind(t) !== undefined || t instanceof DataView) {
     throw new TypeError(`${fn}: ${name} is ${t === undefined ? 'missing' : describe(t)}, expected ${want}`);
   }
+  // An onnxruntime-web Tensor on the GPU throws from its data getter; say what to pass instead.
+  if (gpu !== undefined && t.location === 'gpu-buffer') {
+    throw new TypeError(`${fn}: ${name} is an onnxruntime-web GPU tensor, expected ${want}: pass { buffer: ${name}.gpuBuffer, shape: ${name}.dims }`);
+  }
   let data = t.data;
   const onGpu = gpu !== undefined && data === undefined;
   if (onGpu) data = gpu.read(fn, name, t);

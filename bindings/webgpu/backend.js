@@ -1,5 +1,5 @@
 // The WebGPU backend: init({ backend: 'webgpu' }) gives an instance whose forward and backward
-// run the WGSL kernels of kernels.js on a GPUDevice (its own, or the caller's) and return
+// run the WGSL programs of kernels/ on a GPUDevice (its own, or the caller's) and return
 // Promises. Arguments are read and checked by the core (problemFromTensors, the same messages
 // as the other backends); tensors may be CPU ({ data, shape }) or GPU ({ buffer, shape,
 // byteOffset? }) ones. What is computed: SEMANTICS.md; how and what differs: docs/webgpu.md.
@@ -8,9 +8,12 @@ import { DISPOSE } from '../core/api.js';
 import { problemFromTensors } from '../core/problem.js';
 import { typedArrayBuffer, typedArrayByteOffset, typedArrayLength } from '../core/typed.js';
 import { describe } from '../core/errors.js';
-import { CANONICAL_NAN, FORWARD, FORWARD_SUM, FORWARD_TAPS, PLACE, PROBE, SAMPLES, SCAN, SCAN_ADD, SCAN_BLOCK, WORKGROUP } from './kernels.js';
-import { GATHER, RANK } from './segments.js';
-import { CELLS, ORDER_CHUNK, ORDER_COUNT, ORDER_PLACE, ORDER_TILE } from './order.js';
+import { BACKWARD_STRIP, CANONICAL_NAN, FLOAT_SIDE, ORDER_CELLS, ORDER_CHUNK, SCAN_BLOCK, WORKGROUP, encodeProblem } from './kernels/problem.js';
+import { FORWARD, FORWARD_SUM, FORWARD_TAPS } from './kernels/forward.js';
+import { PLACE, SAMPLES, SCAN, SCAN_ADD } from './kernels/backward.js';
+import { CELLS, ORDER_COUNT, ORDER_PLACE, ORDER_TILE } from './kernels/walks.js';
+import { GATHER, RANK } from './kernels/segments.js';
+import { PROBE } from './kernels/probe.js';
 
 /** The `.code` of the Error init rejects with when no WebGPU adapter or device can be had. */
 export const WEBGPU_UNAVAILABLE = 'MSDA_WEBGPU_UNAVAILABLE';
@@ -20,14 +23,12 @@ export const WEBGPU_DEVICE_LOST = 'MSDA_WEBGPU_DEVICE_LOST';
 // GPUBufferUsage / GPUMapMode values (the spec's; Node has no such globals unless a caller sets them).
 const MAP_READ = 0x1, COPY_SRC = 0x4, COPY_DST = 0x8, UNIFORM = 0x40, STORAGE = 0x80;
 const MAP_MODE_READ = 0x1;
+const COMPUTE = 0x4;   // GPUShaderStage.COMPUTE
 const OUTPUT_USAGE = STORAGE | COPY_SRC | COPY_DST;
 
-const KERNELS = { forward: FORWARD, forwardTaps: FORWARD_TAPS, forwardSum: FORWARD_SUM, samples: SAMPLES, scan: SCAN, scanAdd: SCAN_ADD, cells: CELLS, orderCount: ORDER_COUNT, orderPlace: ORDER_PLACE, place: PLACE, rank: RANK, gather: GATHER, probe: PROBE };
+const KERNELS = Object.fromEntries([FORWARD, FORWARD_TAPS, FORWARD_SUM, SAMPLES, SCAN, SCAN_ADD, CELLS, ORDER_COUNT, ORDER_PLACE, PLACE, RANK, GATHER, PROBE].map((k) => [k.label, k]));
 
-const FLOAT_SIDE = 1024;   // src/kernel/geometry.h MSDA_FLOAT_SIDE
 const INT32_MAX = 2 ** 31 - 1;
-const BACKWARD_STRIP = 8;  // src/kernel/walks.h MSDA_BACKWARD_STRIP
-const ORDER_CELLS = 8192;  // src/kernel/walks.h MSDA_ORDER_CELLS
 const MAX_GRID = 65535;
 
 function unavailable(message, cause) {
@@ -36,13 +37,11 @@ function unavailable(message, cause) {
   return err;
 }
 
-const f32bits = (x) => new Uint32Array(new Float32Array([x]).buffer)[0];
-
 // ---------------------------------------------------------------------------------------------
-// Problem constants for the kernels (kernels.js, `md`).
+// The problem's constants for the programs (kernels/problem.js, binding `problem`).
 
 // The grid of cells the CPU backward walks queries by (src/kernel/walks.h sample_grid): the
-// order passes (order.js) sort each batch's queries by it on the GPU.
+// order passes (kernels/walks.js) sort each batch's queries by it on the GPU.
 export function sampleGrid(problem) {
   let rows = 1, cols = 1;
   for (const [h, w] of problem.spatialShapes) {
@@ -54,20 +53,24 @@ export function sampleGrid(problem) {
 }
 
 function metaOf(problem, { gradWeightsOffset = 0, grid = { bands: 0, cols: 0 } } = {}) {
-  const { batch: B, numQueries: Q, numHeads: H, channels: C, numLevels: NL, numPoints: P, valueLength: L } = problem;
+  const { numHeads: H, channels: C } = problem;
   const blnc = problem.valueLayout === 'BLNC';
-  const pixelStride = blnc ? H * C : C;
-  const md = new Uint32Array(16 + 16 * NL);
-  md.set([B, Q, H, C, NL, P, L, blnc ? 1 : 0, problem.samplingLocationsLayout === 'BQHLP2' ? 1 : 0,
-    problem.paddingMode === 'border' ? 1 : 0, problem.alignCorners ? 0 : 1, gradWeightsOffset, grid.bands, grid.cols]);
-  problem.spatialShapes.forEach(([h, w], l) => {
-    const ac = problem.alignCorners;
+  const ac = problem.alignCorners;
+  const px = blnc ? H * C : C;
+  return encodeProblem({
+    batch: problem.batch, queries: problem.numQueries, heads: H, channels: C, num_levels: problem.numLevels,
+    points: problem.numPoints, length: problem.valueLength, blnc: blnc ? 1 : 0,
+    bqhlp2: problem.samplingLocationsLayout === 'BQHLP2' ? 1 : 0, border: problem.paddingMode === 'border' ? 1 : 0,
+    half_shift: ac ? 0 : 1, grad_weights_at: gradWeightsOffset, bands: grid.bands, cols: grid.cols,
+  }, problem.spatialShapes.map(([h, w], l) => {
     const sx = ac ? w - 1 : w, sy = ac ? h - 1 : h;
-    const narrow = h <= FLOAT_SIDE && w <= FLOAT_SIDE && (w + 1) * (h + 1) <= Math.floor(INT32_MAX / pixelStride);
-    md.set([h, w, problem.levelStartIndex[l], narrow ? 1 : 0, f32bits(sx), f32bits(sy), f32bits(w - 1), f32bits(h - 1),
-      f32bits(w), f32bits(h), sx, sy, ac && w === 1 ? 1 : 0, ac && h === 1 ? 1 : 0, pixelStride, w * pixelStride], 16 + 16 * l);
-  });
-  return md;
+    const narrow = h <= FLOAT_SIDE && w <= FLOAT_SIDE && (w + 1) * (h + 1) <= Math.floor(INT32_MAX / px);
+    return {
+      h, w, start: problem.levelStartIndex[l], narrow: narrow ? 1 : 0,
+      scale_x: sx, scale_y: sy, last_x: w - 1, last_y: h - 1, size_x: w, size_y: h, iscale_x: sx, iscale_y: sy,
+      degen_x: ac && w === 1 ? 1 : 0, degen_y: ac && h === 1 ? 1 : 0, px, row: w * px,
+    };
+  }));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -101,7 +104,7 @@ const gpuReader = {
   owns: (data) => data instanceof GpuTensor,
   check(fn, name, t, count) {
     if (t.byteOffset + 4 * count > t.size) {
-      throw new RangeError(`${fn}: ${name} needs ${4 * count} bytes (${count} float32) from byteOffset ${t.byteOffset}, but its GPUBuffer has ${t.size} bytes`);
+      throw new RangeError(`${fn}: ${name} needs ${4 * count} bytes (${count} float32) from byteOffset ${t.byteOffset}, ${t.byteOffset + 4 * count} bytes in all, but its GPUBuffer has ${t.size} bytes`);
     }
     t.bytes = 4 * count;
   },
@@ -163,6 +166,17 @@ export async function initWebGPU({ gpu, device, defaultGpu, noAdapterHint } = {}
   return new MsdaWebGPU(b);
 }
 
+// A program's bind group entries from its bindings by name: each one given, no other.
+function bindings(prog, resources) {
+  const given = Object.keys(resources);
+  const unknown = given.find((name) => !prog.bindings.includes(name));
+  const missing = prog.bindings.find((name) => !given.includes(name));
+  if (unknown !== undefined || missing !== undefined) {
+    throw new Error(`ms-deform-attn: the WebGPU ${prog.label} pass ${unknown !== undefined ? `has no binding ${unknown}` : `lacks its binding ${missing}`}`);
+  }
+  return prog.bindings.map((name, binding) => ({ binding, resource: resources[name] }));
+}
+
 // ---------------------------------------------------------------------------------------------
 // The backend: a device, its pipelines, and the passes of a forward and a backward.
 
@@ -179,7 +193,7 @@ class WebGPUBackend {
   static createSync(device, info) {
     const b = new WebGPUBackend(device, false, info);
     b.pipelines = {};
-    for (const [k, code] of Object.entries(KERNELS)) {
+    for (const [k, { code }] of Object.entries(KERNELS)) {
       b.pipelines[k] = device.createComputePipeline({ label: `msda ${k}`, layout: 'auto', compute: { module: device.createShaderModule({ code, label: `msda ${k}` }), entryPoint: 'main' } });
     }
     b.numerics = null;
@@ -231,7 +245,7 @@ class WebGPUBackend {
     };
     const t0 = performance.now();
     const names = KERNELS;
-    const pipelines = await this.guard(Promise.all(Object.entries(names).map(([k, code]) => make(code, `msda ${k}`))));
+    const pipelines = await this.guard(Promise.all(Object.entries(names).map(([k, { code }]) => make(code, `msda ${k}`))));
     this.pipelines = Object.fromEntries(Object.keys(names).map((k, i) => [k, pipelines[i]]));
     const err = await d.popErrorScope();
     if (err) throw new Error(`ms-deform-attn: WebGPU kernels failed to compile: ${err.message}`);
@@ -262,7 +276,7 @@ class WebGPUBackend {
     const enc = this.device.createCommandEncoder();
     const pass = enc.beginComputePass();
     pass.setPipeline(this.pipelines.probe);
-    pass.setBindGroup(0, this.device.createBindGroup({ layout: this.pipelines.probe.getBindGroupLayout(0), entries: [{ binding: 0, resource: { buffer: buf } }] }));
+    pass.setBindGroup(0, this.device.createBindGroup({ layout: this.pipelines.probe.getBindGroupLayout(0), entries: bindings(PROBE, { io: { buffer: buf } }) }));
     pass.dispatchWorkgroups(1);
     pass.end();
     const staging = this.buffer(io.byteLength, MAP_READ | COPY_DST, 'msda probe readback');
@@ -297,8 +311,8 @@ class WebGPUBackend {
     return [x, y];
   }
 
-  // One compute pass of `name` over n invocations (n values for the scan), bindings by number;
-  // first and extra: the uniform's z and w.
+  // One compute pass of `name` over n invocations (n values for the scan), bindings by name;
+  // first and extra: the uniform's first and extra.
   dispatch(encoder, name, n, entries, temps, perGroup = WORKGROUP, first = 0, extra = 0) {
     if (n === 0) return;
     const groups = Math.ceil(n / perGroup);
@@ -308,8 +322,7 @@ class WebGPUBackend {
     const p = this.pipelines[name];
     const bg = this.device.createBindGroup({
       layout: p.getBindGroupLayout(0),
-      entries: [...Object.entries(entries).map(([binding, r]) => ({ binding: Number(binding), resource: r })),
-        { binding: 15, resource: { buffer: u } }],
+      entries: bindings(KERNELS[name], { ...entries, dispatch: { buffer: u } }),
     });
     // Benchmarks' GPU time: timestamps around every pass while a profile is set (bench-webgpu).
     const prof = this.profile;
@@ -327,12 +340,12 @@ class WebGPUBackend {
     const blocks = Math.ceil(n / SCAN_BLOCK);
     const sums = this.buffer(4 * blocks, STORAGE | COPY_DST, 'msda scan sums');
     temps.push(sums);
-    this.dispatch(encoder, 'scan', n, { 0: { buffer: src }, 1: { buffer: dst }, 2: { buffer: sums } }, temps, SCAN_BLOCK);
+    this.dispatch(encoder, 'scan', n, { src: { buffer: src }, dst: { buffer: dst }, sums: { buffer: sums } }, temps, SCAN_BLOCK);
     if (blocks === 1) return;
     const scanned = this.buffer(4 * blocks, STORAGE | COPY_DST, 'msda scan offsets');
     temps.push(scanned);
     this.scan(encoder, sums, scanned, blocks, temps);
-    this.dispatch(encoder, 'scanAdd', n, { 0: { buffer: scanned }, 1: { buffer: dst } }, temps);
+    this.dispatch(encoder, 'scanAdd', n, { sums: { buffer: scanned }, dst: { buffer: dst } }, temps);
   }
 }
 
@@ -510,14 +523,33 @@ function checkPlan(fn, b, plan) {
   }
 }
 
+// A GPU tensor's buffer bound alone first, in its own error scope, so that what WebGPU says of a
+// buffer that is not this device's names the argument: an object that is no GPUBuffer throws
+// here; a buffer of another GPUDevice fails validation (the Promise of that error, or null).
+function checkOwnBuffer(b, fn, name, data) {
+  const d = b.device;
+  b.ownLayout ??= d.createBindGroupLayout({ label: 'msda own buffer', entries: [{ binding: 0, visibility: COMPUTE, buffer: { type: 'read-only-storage' } }] });
+  d.pushErrorScope('validation');
+  try {
+    d.createBindGroup({ layout: b.ownLayout, entries: [{ binding: 0, resource: { buffer: data.buffer, offset: 0, size: 4 } }] });
+  } catch (e) {
+    d.popErrorScope().catch(() => {});
+    throw new TypeError(`${fn}: ${name}.buffer is ${describe(data.buffer)}, expected a GPUBuffer (WebGPU: ${e.message})`);
+  }
+  return d.popErrorScope().then((err) => (err
+    ? new TypeError(`${fn}: ${name}.buffer belongs to another GPUDevice, expected a buffer of this instance's device (instance.device); copy it over or init({ backend: 'webgpu', device }) on its device`)
+    : null), () => null);
+}
+
 // An input as a binding: a GPU tensor in place (or copied when its offset is not aligned for a
 // binding), a CPU one uploaded.
-function bindInput(b, name, data, temps, encoder) {
+function bindInput(b, fn, name, data, temps, encoder, owned) {
   if (data instanceof GpuTensor) {
+    owned.push(checkOwnBuffer(b, fn, name, data));
     const align = b.limits.minStorageBufferOffsetAlignment ?? 256;
     if (data.byteOffset % align === 0) return { buffer: data.buffer, offset: data.byteOffset, size: data.bytes };
     if ((data.usage & COPY_SRC) === 0) {
-      throw new RangeError(`ms-deform-attn: ${name}.byteOffset ${data.byteOffset} is not a multiple of this device's minStorageBufferOffsetAlignment (${align}), and its buffer lacks GPUBufferUsage.COPY_SRC to copy it from`);
+      throw new RangeError(`${fn}: ${name}.byteOffset ${data.byteOffset} is not a multiple of this device's minStorageBufferOffsetAlignment (${align}), and its buffer lacks GPUBufferUsage.COPY_SRC to copy it from`);
     }
     const copy = b.buffer(data.bytes, STORAGE | COPY_DST, `msda ${name}`);
     temps.push(copy);
@@ -549,10 +581,11 @@ function submitCall(b, fn, problem, inputs, plan, readBack) {
   d.pushErrorScope('out-of-memory');
   d.pushErrorScope('validation');
   let results, staging = null, at = null;
+  const owned = [];
   try {
     const encoder = d.createCommandEncoder({ label: `msda ${fn}` });
     const bind = {};
-    for (const [name, data] of Object.entries(inputs)) bind[name] = bindInput(b, name, data, temps, encoder);
+    for (const [name, data] of Object.entries(inputs)) bind[name] = bindInput(b, fn, name, data, temps, encoder, owned);
     const out = (name, bytes) => {
       const buf = b.buffer(bytes, OUTPUT_USAGE, `msda ${name}`);
       made.push(buf);
@@ -561,17 +594,16 @@ function submitCall(b, fn, problem, inputs, plan, readBack) {
     if (fn === 'forward') {
       const md = metaBuffer(b, metaOf(problem), temps);
       const output = out('output', plan.buffers.output);
+      const sums = { problem: { buffer: md }, value: bind.value, locs: bind.samplingLocations, weights: bind.attentionWeights, out: { buffer: output } };
       // Two passes (each sample's corners once) where their scratch fits one buffer, else one.
       const samples = product(problem.shapes.attentionWeights);
       if (32 * samples <= Math.min(b.limits.maxStorageBufferBindingSize, b.limits.maxBufferSize) && samples < 2 ** 31) {
         const taps = b.buffer(32 * samples, STORAGE, 'msda taps');
         temps.push(taps);
-        b.dispatch(encoder, 'forwardTaps', samples, { 0: { buffer: md }, 2: bind.samplingLocations, 3: bind.attentionWeights, 4: { buffer: taps } }, temps);
-        b.dispatch(encoder, 'forwardSum', plan.invocations.forward,
-          { 0: { buffer: md }, 1: bind.value, 2: bind.samplingLocations, 3: bind.attentionWeights, 4: { buffer: output }, 5: { buffer: taps } }, temps);
+        b.dispatch(encoder, 'forwardTaps', samples, { problem: { buffer: md }, locs: bind.samplingLocations, weights: bind.attentionWeights, taps: { buffer: taps } }, temps);
+        b.dispatch(encoder, 'forwardSum', plan.invocations.forward, { ...sums, taps: { buffer: taps } }, temps);
       } else {
-        b.dispatch(encoder, 'forward', plan.invocations.forward,
-          { 0: { buffer: md }, 1: bind.value, 2: bind.samplingLocations, 3: bind.attentionWeights, 4: { buffer: output } }, temps);
+        b.dispatch(encoder, 'forward', plan.invocations.forward, sums, temps);
       }
       results = { output };
     } else {
@@ -588,13 +620,17 @@ function submitCall(b, fn, problem, inputs, plan, readBack) {
   } catch (e) {
     for (const buf of made) buf.destroy();
     staging?.destroy();
+    d.popErrorScope().catch(() => {});
+    d.popErrorScope().catch(() => {});
     throw e;
   } finally {
     for (const t of temps) t.destroy();
   }
   const validation = d.popErrorScope();
   const oom = d.popErrorScope();
-  const scopes = Promise.all([validation, oom]).then(([v, o]) => {
+  const scopes = Promise.all([validation, oom, ...owned]).then(([v, o, ...foreign]) => {
+    const other = foreign.find((e) => e !== null);
+    if (other !== undefined) return other;
     const err = v ?? o;
     return err ? new Error(`${fn}: WebGPU ${o && !v ? 'ran out of memory' : 'refused the call'}: ${err.message}`) : null;
   }, () => null);
@@ -669,33 +705,33 @@ function encodeBackward(b, encoder, problem, plan, bind, out, temps) {
   const cells = scratch(4 * BQ, 'query cells'), walk = scratch(4 * BQ, 'query walk'), ranks = scratch(4 * BQ, 'query ranks');
   const histBytes = plan.buffers['cell histogram of the query order (scratch)'];
   const hist = scratch(histBytes, 'cell histogram'), starts = scratch(histBytes, 'cell starts');
-  b.dispatch(encoder, 'cells', BQ, { 0: { buffer: md }, 1: bind.samplingLocations, 2: bind.attentionWeights, 3: { buffer: cells } }, temps);
+  b.dispatch(encoder, 'cells', BQ, { problem: { buffer: md }, locs: bind.samplingLocations, weights: bind.attentionWeights, cells: { buffer: cells } }, temps);
   const rangeFirst = (r) => Math.floor(r / chunks) * problem.numQueries + (r % chunks) * ORDER_CHUNK;
   for (let r0 = 0; r0 < ranges; r0 += rangesPerGroup) {
     const r1 = Math.min(ranges, r0 + rangesPerGroup), queries = (r1 === ranges ? BQ : rangeFirst(r1)) - rangeFirst(r0);
     encoder.clearBuffer(hist);
-    b.dispatch(encoder, 'orderCount', queries, { 0: { buffer: md }, 1: { buffer: cells }, 2: { buffer: hist } }, temps, ORDER_TILE, r0);
+    b.dispatch(encoder, 'orderCount', queries, { problem: { buffer: md }, cell_of: { buffer: cells }, hist: { buffer: hist } }, temps, ORDER_TILE, r0);
     b.scan(encoder, hist, starts, (r1 - r0) * perRange, temps);
-    b.dispatch(encoder, 'orderPlace', queries, { 0: { buffer: md }, 1: { buffer: cells }, 2: { buffer: starts }, 3: { buffer: walk }, 4: { buffer: ranks } }, temps, ORDER_TILE, r0);
+    b.dispatch(encoder, 'orderPlace', queries, { problem: { buffer: md }, cell_of: { buffer: cells }, starts: { buffer: starts }, walk: { buffer: walk }, ranks: { buffer: ranks } }, temps, ORDER_TILE, r0);
   }
   for (let first = 0; first < pairs; first += pairsPerPart) {
     const n = Math.min(pairsPerPart, pairs - first);
     const partPixels = n * problem.valueLength;
     encoder.clearBuffer(counts);
     b.dispatch(encoder, 'samples', n * perPair, {
-      0: { buffer: md }, 1: bind.value, 2: bind.samplingLocations, 3: bind.attentionWeights, 4: bind.gradOutput,
-      5: { buffer: grads }, 6: { buffer: recs }, 7: { buffer: counts },
+      problem: { buffer: md }, value: bind.value, locs: bind.samplingLocations, weights: bind.attentionWeights, gout: bind.gradOutput,
+      grads: { buffer: grads }, recs: { buffer: recs }, counts: { buffer: counts },
     }, temps, WORKGROUP, first);
     b.scan(encoder, counts, offsets, partPixels + 1, temps);
     encoder.clearBuffer(counts);
     b.dispatch(encoder, 'place', 4 * n * perPair, {
-      0: { buffer: md }, 1: { buffer: recs }, 2: { buffer: offsets }, 3: { buffer: counts }, 4: { buffer: sorted }, 5: { buffer: ranks },
+      problem: { buffer: md }, recs: { buffer: recs }, offsets: { buffer: offsets }, cursors: { buffer: counts }, placed: { buffer: sorted }, ranks: { buffer: ranks },
     }, temps, WORKGROUP, first);
     b.dispatch(encoder, 'rank', 4 * n * perPair, {
-      0: { buffer: md }, 1: { buffer: offsets }, 2: { buffer: sorted }, 3: { buffer: recs }, 4: { buffer: walk }, 5: { buffer: terms },
+      problem: { buffer: md }, offsets: { buffer: offsets }, placed: { buffer: sorted }, recs: { buffer: recs }, walk: { buffer: walk }, terms: { buffer: terms },
     }, temps, WORKGROUP, first, partPixels);
     b.dispatch(encoder, 'gather', partPixels * problem.channels, {
-      0: { buffer: md }, 1: { buffer: offsets }, 2: { buffer: terms }, 4: bind.gradOutput, 5: { buffer: gradValue },
+      problem: { buffer: md }, offsets: { buffer: offsets }, terms: { buffer: terms }, gout: bind.gradOutput, gvalue: { buffer: gradValue },
     }, temps, WORKGROUP, first);
   }
   const gradSamplingLocations = out('gradSamplingLocations', plan.buffers.gradSamplingLocations);

@@ -344,7 +344,8 @@ test('bad input: the messages of the other backends, and GPU tensors checked', a
   const small = d.createBuffer({ size: 16, usage: 0x80 });
   const g = (buffer, extra = {}) => ({ ...c.args, value: { buffer, shape: c.args.value.shape, ...extra } });
   await assert.rejects(gpu.forward(g(noStorage)), { name: 'TypeError', message: /value\.buffer has usage 12, expected one with GPUBufferUsage\.STORAGE/ });
-  await assert.rejects(gpu.forward(g(small)), { name: 'RangeError', message: /value needs 96 bytes \(24 float32\) from byteOffset 0, but its GPUBuffer has 16 bytes/ });
+  await assert.rejects(gpu.forward(g(small)), { name: 'RangeError', message: /value needs 96 bytes \(24 float32\) from byteOffset 0, 96 bytes in all, but its GPUBuffer has 16 bytes/ });
+  await assert.rejects(gpu.forward(g(small, { byteOffset: 8 })), { message: /value needs 96 bytes \(24 float32\) from byteOffset 8, 104 bytes in all, but its GPUBuffer has 16 bytes/ });
   await assert.rejects(gpu.forward(g(small, { byteOffset: 2 })), { name: 'RangeError', message: /value\.byteOffset is number 2, expected a non-negative multiple of 4/ });
   await assert.rejects(gpu.forward(g({ size: 99 })), { name: 'TypeError', message: /value\.buffer is Object, expected a GPUBuffer/ });
   await assert.rejects(gpu.forward(c.args, { outputs: 'host' }), { name: 'RangeError', message: /outputs is the string "host", expected 'cpu' or 'gpu'/ });
@@ -352,6 +353,25 @@ test('bad input: the messages of the other backends, and GPU tensors checked', a
   await assert.rejects(gpu.backward(c.args), { name: 'TypeError', message: /backward: gradOutput is missing/ });
   noStorage.destroy();
   small.destroy();
+  // what the device cannot take, named by argument before WebGPU's own words: an object with a
+  // GPUBuffer's size and usage but none, and a buffer of another GPUDevice (forward and the
+  // backward, aligned and not)
+  const shaped = { size: 4 * c.args.value.data.length, usage: 0x80 | 0x4 | 0x8 };
+  await assert.rejects(gpu.forward(g(shaped)), { name: 'TypeError', message: /^forward: value\.buffer is Object, expected a GPUBuffer/ });
+  const other = await init({ backend: 'webgpu' });
+  try {
+    const foreign = other.device.createBuffer({ size: 256 + shaped.size, usage: shaped.usage });
+    await assert.rejects(gpu.forward(g(foreign)), { name: 'TypeError', message: /^forward: value\.buffer belongs to another GPUDevice, expected a buffer of this instance's device/ });
+    await assert.rejects(gpu.forward(g(foreign, { byteOffset: 4 })), { message: /^forward: value\.buffer belongs to another GPUDevice/ });
+    const grad = { ...c.args, gradOutput: { buffer: foreign, shape: [1, 2, 6] } };   // (B, Q, H * C)
+    await assert.rejects(gpu.backward(grad), { message: /^backward: gradOutput\.buffer belongs to another GPUDevice/ });
+    // the instance still works
+    const want = wasm.forward(c.args);
+    assert.equal(sameBits((await gpu.forward(c.args)).data, want.data), want.data.length);
+    foreign.destroy();
+  } finally {
+    other.dispose();
+  }
 });
 
 test('limits: what one buffer cannot hold is refused with a RangeError naming the bytes, before any GPU work', async () => {
@@ -389,6 +409,12 @@ test('a forward whose taps do not fit one buffer runs in one pass, with the same
   try {
     const got = await gpu.forward(c.args);
     assert.equal(sameBits(got.data, want.data), want.data.length, firstDiff(got.data, want.data));
+    // infinite weights in one pass: the samples' taps (32 bytes each) do not fit, the rest does
+    const n = nonFiniteCase(470, OPTION_COMBOS[0]);
+    limits.maxStorageBufferBindingSize = 32 * n.args.attentionWeights.data.length - 4;
+    const wantN = wasm.forward(n.args), gotN = await gpu.forward(n.args);
+    assert.ok(wantN.data.some((x) => x === Infinity), 'the case has infinite terms');
+    assert.equal(sameBits(gotN.data, wantN.data), wantN.data.length, firstDiff(gotN.data, wantN.data));
   } finally {
     limits.maxStorageBufferBindingSize = saved;
   }

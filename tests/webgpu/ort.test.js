@@ -59,6 +59,12 @@ test('ORT session (gpu-buffer output) -> msda.forward on ORT\'s device -> fromGp
     if ((data.byteLength ?? 0) >= value.byteLength) bigWrites++;
     return write.call(this, buffer, offset, data, ...rest);
   };
+  // ORT's tensor itself as value: a hint, not ORT's "data is not on CPU" from its getter
+  await assert.rejects(msda.forward({
+    value: y, spatialShapes,
+    samplingLocations: { data: locations, shape: [B, Q, H, NL, P, 2] },
+    attentionWeights: { data: weights, shape: [B, Q, H, NL, P] },
+  }), { name: 'TypeError', message: /^forward: value is an onnxruntime-web GPU tensor, .*pass \{ buffer: value\.gpuBuffer, shape: value\.dims \}$/ });
   let out;
   try {
     out = await msda.forward({

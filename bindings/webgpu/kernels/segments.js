@@ -1,4 +1,4 @@
-// The backward's grad_value from the placed records (kernels.js samples, scan, place): each
+// The backward's grad_value from the placed records (backward.js samples, scan, place): each
 // pixel's segment holds its records' walk slots (unique, ascending in the CPU walk's order:
 // query rank, point) in the order place() left them.
 //   rank    one invocation per record: its place in its segment is the count of the segment's
@@ -6,23 +6,26 @@
 //           writes what the gather needs, a * w_k and its grad_output row;
 //   gather  one invocation per (pixel, channel) reads its segment front to back, contiguous
 //           and independent records, and sums a * w_k * grad_output in that order.
-import { WORKGROUP, common } from './kernels.js';
 
-export const RANK = common + /* wgsl */ `
-@group(0) @binding(1) var<storage, read> offsets: array<u32>;
-@group(0) @binding(2) var<storage, read> placed: array<u32>;
-@group(0) @binding(3) var<storage, read> recs: array<vec2<u32>>;
-@group(0) @binding(4) var<storage, read> walk: array<u32>;
-@group(0) @binding(5) var<storage, read_write> terms: array<vec2<u32>>;   // a * w_k bits, grad_output row
+import { WORKGROUP, program } from './problem.js';
 
+export const RANK = program('rank', {
+  bindings: {
+    offsets: 'read array<u32>',
+    placed: 'read array<u32>',
+    recs: 'read array<vec2<u32>>',
+    walk: 'read array<u32>',
+    terms: 'read_write array<vec2<u32>>',   // a * w_k bits, grad_output row
+  }
+}, /* wgsl */ `
 @compute @workgroup_size(${WORKGROUP})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let i = invocation(gid);
-  if (i >= disp.x || i >= offsets[disp.w]) { return; }   // disp.w: the part's pixels
-  let Q = md[1]; let H = md[2]; let NL = md[4]; let P = md[5];
+  if (i >= disp.n || i >= offsets[disp.extra]) { return; }   // disp.extra: the part's pixels
+  let Q = pr.queries; let H = pr.heads; let NL = pr.num_levels; let P = pr.points;
   let ws = placed[i];
   let r = ws / 4u;   // the samples pass's local index, with the query's rank for its index
-  let bh = disp.z + r / (P * NL * Q); let h = bh % H; let b = bh / H;
+  let bh = disp.first + r / (P * NL * Q); let h = bh % H; let b = bh / H;
   let rank = (r / (P * NL)) % Q;
   let q = walk[b * Q + rank];
   let rec = recs[ws + 4u * P * NL * q - 4u * P * NL * rank];
@@ -31,26 +34,28 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   for (var j = base; j < end; j = j + 1u) { below = below + select(0u, 1u, placed[j] < ws); }
   terms[base + below] = vec2<u32>(rec.y, (b * Q + q) * H + h);
 }
-`;
+`);
 
-export const GATHER = common + /* wgsl */ `
-@group(0) @binding(1) var<storage, read> offsets: array<u32>;
-@group(0) @binding(2) var<storage, read> terms: array<vec2<u32>>;
-@group(0) @binding(4) var<storage, read> gout: array<f32>;
-@group(0) @binding(5) var<storage, read_write> gvalue: array<f32>;
-
+export const GATHER = program('gather', {
+  bindings: {
+    offsets: 'read array<u32>',
+    terms: 'read array<vec2<u32>>',
+    gout: 'read array<f32>',
+    gvalue: 'read_write array<f32>',
+  }
+}, /* wgsl */ `
 @compute @workgroup_size(${WORKGROUP})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let idx = invocation(gid);
-  if (idx >= disp.x) { return; }
-  let H = md[2]; let C = md[3]; let L = md[6];
+  if (idx >= disp.n) { return; }
+  let H = pr.heads; let C = pr.channels; let L = pr.length;
   let c = idx % C; let dest = idx / C;
-  let pix = dest % L; let bh = disp.z + dest / L; let h = bh % H; let b = bh / H;
+  let pix = dest % L; let bh = disp.first + dest / L; let h = bh % H; let b = bh / H;
   var acc: f32 = 0.0;
   for (var i = offsets[dest]; i < offsets[dest + 1u]; i = i + 1u) {
     let t = terms[i];
     acc = acc + bitcast<f32>(t.x) * gout[t.y * C + c];
   }
-  gvalue[value_base(b, h) + pix * select(C, H * C, md[7] != 0u) + c] = canon(acc);
+  gvalue[value_base(b, h) + pix * select(C, H * C, pr.blnc != 0u) + c] = canon(acc);
 }
-`;
+`);

@@ -1,0 +1,148 @@
+// The backward's passes (src/kernel/backward.h): samples, one invocation per sample, writes its
+// location and weight gradients (one writer each) and a record per in-bounds corner (destination
+// pixel, a * w_k), counted per destination pixel with integer atomics; scan makes the counts each
+// pixel's segment of records; place puts each record into its pixel's segment (any order) as its
+// slot in the CPU walk's order (walks.js); rank and gather (segments.js) order each segment by
+// those slots and sum it in that order: grad_value with one writer per element and a fixed
+// order, no float atomics.
+
+import { GEOMETRY } from './geometry.js';
+import { SCAN_BLOCK, WORKGROUP, program } from './problem.js';
+
+export const SAMPLES = program('samples', {
+  bindings: {
+    value: 'read array<f32>',
+    locs: 'read array<f32>',
+    weights: 'read array<f32>',
+    gout: 'read array<f32>',
+    grads: 'read_write array<f32>', // grad locations, then grad weights
+    recs: 'read_write array<vec2<u32>>', // per (sample, corner): pixel, a * w_k
+    counts: 'read_write array<atomic<u32>>',
+  },
+  uses: [GEOMETRY]
+}, /* wgsl */ `
+@compute @workgroup_size(${WORKGROUP})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  // This dispatch's samples: those of (batch, head) pairs disp.first, disp.first + 1, ..., each pair's
+  // queries, levels and points in order (local index r; s is the sample's index in the tensors).
+  let r = invocation(gid);
+  if (r >= disp.n) { return; }
+  let Q = pr.queries; let H = pr.heads; let C = pr.channels; let NL = pr.num_levels; let P = pr.points; let L = pr.length;
+  let p = r % P; let l = (r / P) % NL; let q = (r / (P * NL)) % Q; let bhl = r / (P * NL * Q);
+  let bh = disp.first + bhl; let h = bh % H; let b = bh / H;
+  let bqh = (b * Q + q) * H + h;
+  let s = (bqh * NL + l) * P + p;
+  let lx = loc_index(b, q, h, l, p, 0u); let ly = loc_index(b, q, h, l, p, 1u);
+  let pt = point(l, locs[lx], locs[ly]);
+  let a = weights[s];
+  let aw = a * pt.w;
+  let go = bqh * C;
+  let vlev = i32(value_base(b, h) + pr.level[l].start * pr.level[l].px);
+  let CB = C & ~3u;
+  var d = vec4<f32>(0.0);
+  for (var k = 0u; k < 4u; k = k + 1u) {
+    if (((pt.mask >> k) & 1u) == 0u) { continue; }
+    let v0 = u32(vlev + pt.off + corner_delta(l, k));
+    var acc = vec4<f32>(0.0);
+    for (var c = 0u; c < CB; c = c + 4u) {
+      let gc = vec4<f32>(gout[go + c], gout[go + c + 1u], gout[go + c + 2u], gout[go + c + 3u]);
+      let vc = vec4<f32>(value[v0 + c], value[v0 + c + 1u], value[v0 + c + 2u], value[v0 + c + 3u]);
+      acc = acc + gc * vc;
+    }
+    var dk = (acc.x + acc.y) + (acc.z + acc.w);
+    for (var c = CB; c < C; c = c + 1u) { dk = dk + gout[go + c] * value[v0 + c]; }
+    d[k] = dk;
+  }
+  let w = pt.w; let fx = pt.fx; let fy = pt.fy;
+  var ga = ((w.x * d.x + w.y * d.y) + w.z * d.z) + w.w * d.w;
+  var gx = (a * ((1.0 - fy) * (d.y - d.x) + fy * (d.w - d.z))) * pt.gsx;
+  var gy = (a * ((1.0 - fx) * (d.z - d.x) + fx * (d.w - d.y))) * pt.gsy;
+  if (!pt.live) { ga = 0.0; gx = 0.0; gy = 0.0; }
+  grads[lx] = canon(gx);
+  grads[ly] = canon(gy);
+  grads[pr.grad_weights_at + s] = canon(ga);
+  let Wl = pr.level[l].w;
+  let pix0 = bhl * L + pr.level[l].start;
+  for (var k = 0u; k < 4u; k = k + 1u) {
+    var rec = vec2<u32>(0xffffffffu, 0u);
+    if (((pt.mask >> k) & 1u) != 0u) {
+      let dest = pix0 + u32(pt.y0 + i32(k >> 1u)) * Wl + u32(pt.x0 + i32(k & 1u));
+      rec = vec2<u32>(dest, bitcast<u32>(aw[k]));
+      atomicAdd(&counts[dest], 1u);
+    }
+    recs[r * 4u + k] = rec;
+  }
+}
+`);
+
+// Exclusive prefix sums of blocks of SCAN_BLOCK values (disp.per_row counts workgroups here); each block's total to sums.
+export const SCAN = program('scan', {
+  problem: false,
+  bindings: {
+    src: 'read array<u32>',
+    dst: 'read_write array<u32>',
+    sums: 'read_write array<u32>',
+  }
+}, /* wgsl */ `
+var<workgroup> tmp: array<u32, ${SCAN_BLOCK}>;
+
+@compute @workgroup_size(${SCAN_BLOCK})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+  let block = wid.x + wid.y * disp.per_row;
+  let i = block * ${SCAN_BLOCK}u + li;
+  var v = 0u;
+  if (i < disp.n) { v = src[i]; }
+  tmp[li] = v;
+  workgroupBarrier();
+  for (var off = 1u; off < ${SCAN_BLOCK}u; off = off * 2u) {
+    var add = 0u;
+    if (li >= off) { add = tmp[li - off]; }
+    workgroupBarrier();
+    tmp[li] = tmp[li] + add;
+    workgroupBarrier();
+  }
+  if (i < disp.n) { dst[i] = tmp[li] - v; }
+  if (li == ${SCAN_BLOCK - 1}u) { sums[block] = tmp[li]; }
+}
+`);
+
+export const SCAN_ADD = program('scanAdd', {
+  problem: false,
+  bindings: {
+    sums: 'read array<u32>',
+    dst: 'read_write array<u32>',
+  }
+}, /* wgsl */ `
+@compute @workgroup_size(${WORKGROUP})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = gid.x + gid.y * disp.per_row;
+  if (i >= disp.n) { return; }
+  dst[i] = dst[i] + sums[i / ${SCAN_BLOCK}u];
+}
+`);
+
+// Each record into its pixel's segment, at any free place (integer atomics), as its walk slot:
+// its slot with the query's index replaced by the query's rank in the CPU walk (orderPlace), so
+// that walk slots ascend in the order the CPU sums a pixel's terms (rank, point).
+export const PLACE = program('place', {
+  bindings: {
+    recs: 'read array<vec2<u32>>',
+    offsets: 'read array<u32>',
+    cursors: 'read_write array<atomic<u32>>',
+    placed: 'read_write array<u32>',
+    ranks: 'read array<u32>',
+  }
+}, /* wgsl */ `
+@compute @workgroup_size(${WORKGROUP})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let slot = invocation(gid);
+  if (slot >= disp.n) { return; }
+  let dest = recs[slot].x;
+  if (dest == 0xffffffffu) { return; }
+  let Q = pr.queries; let H = pr.heads; let NL = pr.num_levels; let P = pr.points;
+  let r = slot / 4u;   // the samples pass's local index
+  let q = (r / (P * NL)) % Q; let b = (disp.first + r / (P * NL * Q)) / H;
+  let rank = ranks[b * Q + q];
+  placed[offsets[dest] + atomicAdd(&cursors[dest], 1u)] = slot + 4u * P * NL * rank - 4u * P * NL * q;
+}
+`);

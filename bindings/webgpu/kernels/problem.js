@@ -1,0 +1,99 @@
+// What every WebGPU program shares: the constants held to the C headers, the problem's constants
+// as one table (the WGSL struct `pr` and the words backend.js writes both come from it), the
+// tensor layouts, and program(), which numbers a pass's bindings from their names.
+
+export const WORKGROUP = 64;
+export const SCAN_BLOCK = 256;
+
+// Shared with C; tests/webgpu/constants.test.js holds each to its header.
+export const CANONICAL_NAN = 0x7fc00000;   // src/simd.h f_canonical_nan
+export const FLOAT_SIDE = 1024;            // src/kernel/geometry.h MSDA_FLOAT_SIDE
+export const BACKWARD_STRIP = 8;           // src/kernel/walks.h MSDA_BACKWARD_STRIP
+export const ORDER_CHUNK = 32768;          // src/kernel/walks.h MSDA_ORDER_CHUNK
+export const ORDER_CELLS = 8192;           // src/kernel/walks.h MSDA_ORDER_CELLS
+
+// The problem (flags as 0 / 1: WGSL storage holds no bool), then one Level per level.
+const PROBLEM = [
+  ['batch', 'u32'], ['queries', 'u32'], ['heads', 'u32'], ['channels', 'u32'], ['num_levels', 'u32'],
+  ['points', 'u32'], ['length', 'u32'],
+  ['blnc', 'u32'],              // value is (B, L, H, C), not (B, H, L, C)
+  ['bqhlp2', 'u32'],            // sampling_locations is (B, Q, H, NL, P, 2), not (B, 2, Q, H, NL, P)
+  ['border', 'u32'],            // padding_mode 'border'
+  ['half_shift', 'u32'],        // align_corners false: positions shift by 1/2
+  ['grad_weights_at', 'u32'],   // where grad_attention_weights starts in the samples pass's output
+  ['bands', 'u32'], ['cols', 'u32'],   // the backward walk's grid of cells (walks.h sample_grid)
+];
+const LEVEL = [
+  ['h', 'u32'], ['w', 'u32'], ['start', 'u32'],
+  ['narrow', 'u32'],                                     // float positions (geometry.h axis4)
+  ['scale_x', 'f32'], ['scale_y', 'f32'], ['last_x', 'f32'], ['last_y', 'f32'], ['size_x', 'f32'], ['size_y', 'f32'],
+  ['iscale_x', 'u32'], ['iscale_y', 'u32'],              // the scales as integers (geometry.h axis1)
+  ['degen_x', 'u32'], ['degen_y', 'u32'],                // align_corners with a side of 1
+  ['px', 'u32'], ['row', 'u32'],                         // element strides of a pixel and a row
+];
+
+const struct = (name, fields, tail = '') => `struct ${name} {\n${fields.map(([f, t]) => `  ${f}: ${t},`).join('\n')}${tail}\n}\n`;
+
+/** The words of the problem binding: `fields` and each of `levels` by the table's names. */
+export function encodeProblem(fields, levels) {
+  const words = new Uint32Array(PROBLEM.length + LEVEL.length * levels.length);
+  const floats = new Float32Array(words.buffer);
+  const put = (table, values, at) => table.forEach(([name, type], i) => {
+    const v = values[name];
+    if (typeof v !== 'number') throw new Error(`ms-deform-attn: the WebGPU problem lacks ${name}`);
+    (type === 'f32' ? floats : words)[at + i] = v;
+  });
+  put(PROBLEM, fields, 0);
+  levels.forEach((level, l) => put(LEVEL, level, PROBLEM.length + LEVEL.length * l));
+  return words;
+}
+
+const BASICS = /* wgsl */ `
+// invocations, per grid row, first (batch, head) of a part (first range of an order group), extra (rank: the part's pixels)
+struct Dispatch { n: u32, per_row: u32, first: u32, extra: u32 }
+// Bit tests: WGSL lets a compiler assume no NaN or Inf in comparisons.
+fn is_nan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
+fn is_inf(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u; }
+// A private variable, not a constant: WGSL refuses a NaN constant expression.
+var<private> nan_bits: u32 = ${CANONICAL_NAN}u;
+fn canon(x: f32) -> f32 { return select(x, bitcast<f32>(nan_bits), is_nan(x)); }
+fn invocation(gid: vec3<u32>) -> u32 { return gid.x + gid.y * disp.per_row; }
+`;
+
+// The tensor layouts (src/msda.h's strides, as the problem's flags choose).
+const LAYOUTS = /* wgsl */ `
+${struct('Level', LEVEL)}
+${struct('Problem', PROBLEM, '\n  level: array<Level>,')}
+fn loc_index(b: u32, q: u32, h: u32, l: u32, p: u32, xy: u32) -> u32 {
+  let Q = pr.queries; let H = pr.heads; let NL = pr.num_levels; let P = pr.points;
+  if (pr.bqhlp2 != 0u) { return ((((b * Q + q) * H + h) * NL + l) * P + p) * 2u + xy; }
+  return ((b * 2u + xy) * Q + q) * (H * NL * P) + (h * NL + l) * P + p;
+}
+// Element index of channel 0 of pixel 0 of (b, h) in value (and grad_value).
+fn value_base(b: u32, h: u32) -> u32 {
+  let H = pr.heads; let C = pr.channels; let L = pr.length;
+  if (pr.blnc != 0u) { return b * L * H * C + h * C; }
+  return (b * H + h) * L * C;
+}
+fn corner_delta(l: u32, k: u32) -> i32 {
+  let px = i32(pr.level[l].px); let row = i32(pr.level[l].row);
+  return select(0, px, (k & 1u) != 0u) + select(0, row, (k & 2u) != 0u);
+}
+`;
+
+/**
+ * A compute program `main`: its bindings by name, in order ('problem' first where it reads the
+ * problem, 'dispatch' last where it has a grid), each `name: 'access type'` (access read or
+ * read_write); `uses`, WGSL the body calls (geometry.js). backend.js binds by these names.
+ */
+export function program(label, { problem = true, dispatch = true, bindings, uses = [] }, body) {
+  const names = [...(problem ? ['problem'] : []), ...Object.keys(bindings), ...(dispatch ? ['dispatch'] : [])];
+  const decls = names.map((name, i) => {
+    if (name === 'problem') return `@group(0) @binding(${i}) var<storage, read> pr: Problem;`;
+    if (name === 'dispatch') return `@group(0) @binding(${i}) var<uniform> disp: Dispatch;`;
+    const [access, type] = bindings[name].split(/ (.*)/);
+    return `@group(0) @binding(${i}) var<storage, ${access}> ${name}: ${type};`;
+  });
+  const code = [dispatch ? BASICS : '', problem ? LAYOUTS : '', ...uses, decls.join('\n'), body].join('\n');
+  return { label, code, bindings: names };
+}

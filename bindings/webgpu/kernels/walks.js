@@ -1,0 +1,113 @@
+// The CPU backward's walk (src/kernel/walks.h) on the GPU, per batch: queries in index ranges of
+// ORDER_CHUNK, each stably counting-sorted by the cell of its place (index order within a
+// cell), in parallel with no serial chain:
+//   cells       each query's cell (query_cell), one invocation per (batch, query);
+//   orderCount  per tile of ORDER_TILE queries of a range, a histogram of cells (integer
+//               atomics: a count does not depend on their order), laid out (range, cell, tile);
+//   scan        (backend.js) exclusive prefix sums in that order: where each (cell, tile) starts;
+//   orderPlace  each query to its start plus its rank in its tile among the queries of its cell
+//               (those before it in index order): the walk, walk[b * Q + rank] = q, and its
+//               inverse, ranks[b * Q + q] = rank.
+// The ranges are counted a group at a time (disp.first its first range) when one histogram of
+// all of them would not fit one buffer.
+
+import { ORDER_CHUNK, WORKGROUP, program } from './problem.js';
+
+export const ORDER_TILE = 256;
+
+export const CELLS = program('cells', {
+  bindings: {
+    locs: 'read array<f32>',
+    weights: 'read array<f32>',
+    cells: 'read_write array<u32>',
+  }
+}, /* wgsl */ `
+// x in [0, 1] (not NaN, -0 included) by its bits: comparisons may assume no NaN.
+fn in_unit(x: f32) -> bool { let u = bitcast<u32>(x); return u <= 0x3f800000u || u == 0x80000000u; }
+
+@compute @workgroup_size(${WORKGROUP})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let idx = invocation(gid);
+  if (idx >= disp.n) { return; }
+  let Q = pr.queries; let H = pr.heads; let NL = pr.num_levels; let P = pr.points;
+  let b = idx / Q; let q = idx % Q;
+  let bands = i32(pr.bands); let cols = i32(pr.cols);
+  var cell = bands * cols;
+  for (var l = 0u; l < NL; l = l + 1u) {
+    var sx = 0; var sy = 0; var n = 0;
+    for (var pt = 0u; pt < min(P, 4u); pt = pt + 1u) {
+      let x = locs[loc_index(b, q, 0u, l, pt, 0u)]; let y = locs[loc_index(b, q, 0u, l, pt, 1u)];
+      let w = weights[(idx * H * NL + l) * P + pt];
+      if (!(in_unit(x) && in_unit(y)) || (bitcast<u32>(w) & 0x7fffffffu) == 0u) { continue; }
+      sx = sx + i32(x * 65536.0);   // exact: x in [0, 1]
+      sy = sy + i32(y * 65536.0);
+      n = n + 1;
+    }
+    if (n == 0) { continue; }
+    if (n > 1) { sx = sx / n; sy = sy / n; }
+    let cx = min((sx * cols) >> 16u, cols - 1);
+    let cy = min((sy * bands) >> 16u, bands - 1);
+    cell = cy * cols + cx;
+    break;
+  }
+  cells[idx] = u32(cell);
+}
+`);
+
+// The range, tile and cell of query u of the group (invocation index), and its index gq in (b, q).
+const WALKED = /* wgsl */ `
+struct Walked { gq: u32, q: u32, hist: u32, tile_first: u32, cell: u32, group_first: u32 }
+fn walked(u: u32) -> Walked {
+  let Q = pr.queries;
+  let chunks = (Q + ${ORDER_CHUNK - 1}u) / ${ORDER_CHUNK}u;
+  let cells = pr.bands * pr.cols + 1u;
+  let tiles = (min(Q, ${ORDER_CHUNK}u) + ${ORDER_TILE - 1}u) / ${ORDER_TILE}u;
+  let r0 = disp.first;
+  let group_first = (r0 / chunks) * Q + (r0 % chunks) * ${ORDER_CHUNK}u;
+  let gq = group_first + u;
+  let b = gq / Q; let q = gq % Q;
+  let in_range = q % ${ORDER_CHUNK}u;
+  let r = b * chunks + q / ${ORDER_CHUNK}u;
+  let cell = cell_of[gq];
+  var w: Walked;
+  w.gq = gq; w.q = q; w.cell = cell; w.group_first = group_first;
+  w.hist = ((r - r0) * cells + cell) * tiles + in_range / ${ORDER_TILE}u;
+  w.tile_first = gq - in_range % ${ORDER_TILE}u;
+  return w;
+}
+`;
+
+export const ORDER_COUNT = program('orderCount', {
+  bindings: {
+    cell_of: 'read array<u32>',
+    hist: 'read_write array<atomic<u32>>',
+  }
+}, /* wgsl */ `${WALKED}
+@compute @workgroup_size(${ORDER_TILE})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let u = invocation(gid);
+  if (u >= disp.n) { return; }
+  atomicAdd(&hist[walked(u).hist], 1u);
+}
+`);
+
+export const ORDER_PLACE = program('orderPlace', {
+  bindings: {
+    cell_of: 'read array<u32>',
+    starts: 'read array<u32>',
+    walk: 'read_write array<u32>',
+    ranks: 'read_write array<u32>',   // walk's inverse
+  }
+}, /* wgsl */ `${WALKED}
+@compute @workgroup_size(${ORDER_TILE})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let u = invocation(gid);
+  if (u >= disp.n) { return; }
+  let w = walked(u);
+  var rank = 0u;   // independent loads of the tile's earlier cells (at most ORDER_TILE - 1)
+  for (var j = w.tile_first; j < w.gq; j = j + 1u) { rank = rank + select(0u, 1u, cell_of[j] == w.cell); }
+  let at = w.group_first + starts[w.hist] + rank;   // b * Q + the query's rank in batch b
+  walk[at] = w.q;
+  ranks[w.gq] = at - (w.gq - w.q);
+}
+`);
