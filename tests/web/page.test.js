@@ -44,6 +44,7 @@ async function snapshot(p = page) {
       targetFeature: b64(m.targetFeature), output: b64(m.output), loss: m.loss,
       lossText: document.getElementById('loss').textContent,
       lossText3: document.getElementById('loss-3').textContent,
+      lossCaption3: document.getElementById('loss-3-caption')?.textContent,
       gradValue: b64(grads.gradValue.data),
       gradSamplingLocations: b64(grads.gradSamplingLocations.data),
       gradAttentionWeights: b64(grads.gradAttentionWeights.data),
@@ -107,6 +108,8 @@ async function checkAgainstNode(s) {
   assert.equal(s.loss, loss, 'loss');
   assert.equal(s.lossText, formatLoss(loss), 'the loss the controls display');
   assert.equal(s.lossText3, formatLoss(loss), 'the loss step 3 displays');
+  // step 3's table shows one head's channels: the loss beside it says it sums them all
+  assert.equal(s.lossCaption3, 'loss, all heads');
   assert.doesNotMatch(s.lossText, /e/, 'fixed notation');
   sameBits('gradOutput', s.backwardArgs.gradOutput.data, gradOutput);
 
