@@ -35,6 +35,20 @@ function instance(ctx, options) {
 
 const GPU_OPTIONS = { backend: 'webgpu' };
 
+// "Under the hood" and "Use it in your code" say what the page computes on: on WebGPU the
+// value stays in GPU buffers and the calls return Promises.
+let wasmSnippet = null;
+function renderWhere(ctx) {
+  const code = $('use-snippet').querySelector('code');
+  if (wasmSnippet === null) wasmSnippet = code.textContent;
+  const gpu = ctx.gpu !== null;
+  $('hood-where').textContent = gpu ? 'stay in GPU buffers on the WebGPU device' : 'stay in the WebAssembly heap';
+  code.textContent = !gpu ? wasmSnippet : wasmSnippet
+    .replace(/const msda = await init\(\);[^\n]*/, "const msda = await init({ backend: 'webgpu' });   // WGSL on the GPU; calls return Promises")
+    .replace('const output = msda.forward(args); ', 'const output = await msda.forward(args);')
+    .replace('msda.backward({ ...args, gradOutput });', 'await msda.backward({ ...args, gradOutput });');
+}
+
 // (Re)prepares every problem of the page for the current module, backend and options. The wasm
 // problems are always there (on WebGPU every frame is checked against them). Returns false when
 // a newer call took over while this one waited for a module.
@@ -56,6 +70,7 @@ async function prepareAll(ctx) {
   dropWaiting(ctx);
   ctx.msda = msda;
   ctx.gpu = gpu;
+  renderWhere(ctx);
   ctx.timings.forward = []; ctx.timings.backward = [];
   for (const p of [ctx.session, ctx.sample.sampler, ctx.points.sampler, ctx.gpuSession]) if (p) p.dispose();
   ctx.session = new Session(ctx.msda, ctx.data, ctx.ui.opts);

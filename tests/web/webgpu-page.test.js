@@ -117,7 +117,18 @@ test('WebGPU shows wasm\'s loss and readings to the last digit, Step and Play wo
   assert.equal(hood.status, 'available');
   assert.equal(hood.disabled, false, 'offered where navigator.gpu gives an adapter');
   assert.match(hood.note, /WebGPU is available here \(google swiftshader\)/);
+  const where = () => page.evaluate(() => ({ hood: document.getElementById('hood-where').textContent,
+    code: document.querySelector('#use-snippet code').textContent }));
+  const onWasm = await where();
+  assert.equal(onWasm.hood, 'stay in the WebAssembly heap');
+  assert.match(onWasm.code, /const msda = await init\(\);/);
   await chooseWebGPU(page);
+  // Under the hood and the snippet say what the page now runs on
+  const onWebGPU = await where();
+  assert.equal(onWebGPU.hood, 'stay in GPU buffers on the WebGPU device');
+  assert.match(onWebGPU.code, /const msda = await init\(\{ backend: 'webgpu' \}\);/);
+  assert.match(onWebGPU.code, /const output = await msda\.forward\(args\);/);
+  assert.match(onWebGPU.code, /await msda\.backward\(\{ \.\.\.args, gradOutput \}\);/);
   const gpu0 = await snapshot(page);
   assert.ok(onGpu(gpu0), `computed on WebGPU: ${JSON.stringify([gpu0.backend, gpu0.computedBy, gpu0.sampleComputedBy, gpu0.moduleBackend])}`);
   sameNumbers(gpu0, wasm0, 'WebGPU at the start vs wasm');
