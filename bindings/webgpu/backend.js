@@ -133,10 +133,12 @@ export async function initWebGPU({ gpu, device, defaultGpu, noAdapterHint } = {}
     const b = await WebGPUBackend.create(device, false, device.adapterInfo);
     return new MsdaWebGPU(b);
   }
+  const given = gpu !== undefined;
+  let entryGpu = false;   // the entry's own (Dawn in Node): only then is its hint about that GPU stack
   if (gpu === undefined) {
     gpu = typeof navigator !== 'undefined' && navigator.gpu ? navigator.gpu : undefined;
     if (gpu === undefined) {
-      if (defaultGpu !== undefined) gpu = await defaultGpu(unavailable);
+      if (defaultGpu !== undefined) { gpu = await defaultGpu(unavailable); entryGpu = true; }
       else throw unavailable('navigator.gpu is missing (WebGPU needs a browser with it enabled and a secure context: https or http://127.0.0.1)');
     }
   } else if (gpu === null || typeof gpu !== 'object' || typeof gpu.requestAdapter !== 'function') {
@@ -149,9 +151,9 @@ export async function initWebGPU({ gpu, device, defaultGpu, noAdapterHint } = {}
     throw unavailable(`requestAdapter() failed: ${e.message}`, e);
   }
   if (!adapter) {
-    const hint = noAdapterHint !== undefined
-      ? noAdapterHint()
-      : ' (the browser offers no WebGPU adapter here: check chrome://gpu, or its --enable-unsafe-webgpu flag)';
+    const hint = entryGpu && noAdapterHint !== undefined ? noAdapterHint()
+      : given ? ' (from the gpu object given to init)'
+        : ' (the browser offers no WebGPU adapter here: check chrome://gpu, or its --enable-unsafe-webgpu flag)';
     throw unavailable(`requestAdapter() returned no adapter${hint}`);
   }
   let dev;

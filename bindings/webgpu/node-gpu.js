@@ -1,8 +1,13 @@
 // Node's WebGPU: Dawn, from the 'webgpu' package (an optional peer: `npm install webgpu`), loaded
 // only when init({ backend: 'webgpu' }) is given neither `gpu` nor `device`.
 
+// One Dawn instance per process, as a browser has one navigator.gpu: every init shares it (each
+// gets a device of its own). Several instances in one process have crashed Dawn on SwiftShader.
+let dawn = null;
+
 /** A navigator.gpu-like object from Dawn; `unavailable(message, cause)` makes init's Error. */
 export async function nodeGpu(unavailable) {
+  if (dawn !== null) return dawn;
   let mod;
   try {
     mod = await import('webgpu');
@@ -10,7 +15,8 @@ export async function nodeGpu(unavailable) {
     throw unavailable(`Node has no navigator.gpu and the 'webgpu' package (Dawn for Node) did not load (${e.message}): npm install webgpu, or pass init({ backend: 'webgpu', gpu }) or { device }`, e);
   }
   try {
-    return mod.create([]);
+    dawn = mod.create([]);
+    return dawn;
   } catch (e) {
     throw unavailable(`the 'webgpu' package failed to start Dawn: ${e.message}`, e);
   }

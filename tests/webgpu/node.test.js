@@ -460,8 +460,9 @@ test("a backward whose query order's histogram does not fit one buffer counts it
 });
 
 test('a lost device: the pending call and later ones reject with MSDA_WEBGPU_DEVICE_LOST, nothing hangs', async () => {
-  const { create } = await import('webgpu');
-  const instance = create([]);
+  // the entry's own Dawn instance (one per process): a second one has crashed Dawn on SwiftShader
+  const { nodeGpu } = await import('../../bindings/webgpu/node-gpu.js');
+  const instance = await nodeGpu((m) => new Error(m));
   const adapter = await instance.requestAdapter();
   const device = await adapter.requestDevice();
   const msda = await init({ backend: 'webgpu', device });
