@@ -12,12 +12,11 @@ test-webgpu: wasm
 
 TEST_SUITES += test-webgpu
 
-# Then the per-pass GPU times beside the cost model (tests/bench/passprof.js), SwiftShader's sizes
-# unless PASSPROF_CASES says (encoder,decoder on a GPU).
-PASSPROF_CASES ?= encoder/8,decoder/8
+# One interleaved run: ours against onnxruntime-web (PyTorch's exported graph, a GridSample graph) and,
+# with BENCH_WEBGPU_ARGS=--with-tfjs, tfjs; the targets' ratios; our per-pass GPU times beside the
+# cost model (tests/bench/webgpu_bench.js says the options: --cases, --reps, --json).
 bench-webgpu: wasm
-	$(WEBGPU_ENV) node tests/bench/webgpu_bench.js
-	$(WEBGPU_ENV) node tests/bench/passprof.js --cases $(PASSPROF_CASES) --reps $${MSDA_BENCH_REPS:-1}
+	$(WEBGPU_ENV) node tests/bench/webgpu_bench.js $(BENCH_WEBGPU_ARGS)
 
 # The GPU check (tests/bench/gpucheck.sh, docs/benchmark.md): bits against the CPU, numerics and
 # per-pass times beside the cost model, on the GPU VK_ICD_FILENAMES names (it refuses SwiftShader

@@ -2,17 +2,37 @@
 // (Node + Dawn; VK_ICD_FILENAMES picks the Vulkan driver: SwiftShader by default, a real GPU's
 // where there is one). Inputs already on the GPU. Per problem (encoder, decoder), interleaved:
 //   ours       dispatchForward / dispatchBackward
-//   ORT torch  onnxruntime-web's WebGPU EP running PyTorch's reference graph as torch.onnx.export
-//              writes it (ms_deform_attn_core_pytorch: its reshapes and transposes timed)
+//   ORT torch  onnxruntime-web's WebGPU EP running PyTorch's reference, ms_deform_attn_core_pytorch,
+//              as torch.onnx.export wrote it (tests/bench/torch/: its reshapes and transposes timed)
 //   ORT        onnxruntime-web's WebGPU EP running a GridSample graph (the PyTorch reference's
 //              grid_sample formulation: GridSample per level, times the weights, summed over
 //              points and levels), inputs pre-arranged per level (its reshapes not timed)
-//   tfjs       tfjs-backend-webgpu, the op built from gathers (forward, and tf.grads for the backward)
+//   tfjs       tfjs-backend-webgpu, the op built from gathers (forward and backward), on request:
+//              its first call compiles for minutes on SwiftShader
 // Wall time per call (submitted work done), GPU time from timestamp queries where offered (ours:
-// every pass; tfjs: tf.time's kernelMs), the first call (shader compiles) reported apart.
+// every pass; tfjs: tf.time's kernelMs), the first call (shader compiles) reported apart. Then
+// the ratios the targets are set on, and our per-pass GPU times from the same rounds, each pass
+// beside its longest dependent chain and the cost model's laptop and discrete-GPU estimates
+// (passprof.js, gpu_model.js). Progress goes to stderr, results to stdout.
+//
+//   node tests/bench/webgpu_bench.js [--cases encoder/8,decoder/8] [--reps N] [--with-tfjs] [--json out.json]
+//
+// Defaults: on SwiftShader the cases encoder/8 and decoder/8 (levels an eighth of DETR's side)
+// and 8 rounds, on a GPU encoder and decoder and 20 rounds. Env: MSDA_BENCH_REPS (rounds),
+// MSDA_BENCH_FULL=1 (DETR's sizes on SwiftShader too), MSDA_BENCH_TFJS=1 (as --with-tfjs).
+import os from 'node:os';
 import { performance } from 'node:perf_hooks';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { CONFIGS, makeCase, H, C, P } from './cases.js';
-import { graphModel } from '../webgpu/onnx.js';
+import { defineCase } from './gpu_model.js';
+import { bitsAgainstCpu, destroyTensors, gpuTensors, passProfiler, passRows, passTable } from './passprof.js';
+import { elementwiseModel, graphModel } from '../webgpu/onnx.js';
+
+const argv = process.argv.slice(2);
+const opt = (name, dflt) => { const i = argv.indexOf(name); return i >= 0 ? argv[i + 1] : dflt; };
+const withTfjs = argv.includes('--with-tfjs') || process.env.MSDA_BENCH_TFJS === '1';
+const began = performance.now();
+const progress = (s) => process.stderr.write(`bench-webgpu [${((performance.now() - began) / 1e3).toFixed(0)} s]: ${s}\n`);
 
 // Errors as one line (onnxruntime-web's minified source would otherwise fill the screen).
 process.on('uncaughtException', (e) => { console.error(`bench-webgpu: ${e?.message ?? e}`); process.exit(1); });
@@ -46,53 +66,59 @@ for (const k of ['maxStorageBufferBindingSize', 'maxBufferSize', 'maxStorageBuff
 const device = await adapter.requestDevice({ requiredFeatures: timestamps ? ['timestamp-query'] : [], requiredLimits: limits });
 const emulated = info.architecture === 'swiftshader' || /swiftshader/i.test(`${info.device} ${info.description}`);
 const full = process.env.MSDA_BENCH_FULL === '1' || !emulated;
+const load = () => os.loadavg().map((x) => x.toFixed(2)).join(', ');
+console.log(`machine: ${os.cpus().length} × ${os.cpus()[0]?.model}, Node ${process.version}; load average ${load()} (1, 5, 15 min)`);
 console.log(`adapter: ${info.vendor} ${info.architecture} ${info.device} (${info.description}); timestamp-query: ${timestamps ? 'yes' : 'no'}`);
 if (emulated) {
-  console.log('SwiftShader: a CPU emulation of a GPU. These numbers say nothing about a GPU\'s speed; they show the benchmark runs.');
+  console.log('SwiftShader: a CPU emulation of a GPU. These numbers say nothing about a GPU\'s speed; they show the benchmark runs.'
+    + ' Judge the GPU code by its dependent chains and traffic: the cost model\'s columns below.');
 }
 
-// On SwiftShader the problems are scaled down (levels an eighth of the side, the decoder's 300
-// queries as they are) unless MSDA_BENCH_FULL=1; on a GPU, DETR's sizes.
-const eighth = (levels) => levels.map(([h, w]) => [Math.ceil(h / 8), Math.ceil(w / 8)]);
-const cases = full ? ['encoder', 'decoder'] : ['encoder/8', 'decoder/8'];
-if (!full) {
-  CONFIGS['encoder/8'] = { ...CONFIGS.encoder, levels: eighth(CONFIGS.encoder.levels) };
-  CONFIGS['decoder/8'] = { ...CONFIGS.decoder, levels: eighth(CONFIGS.decoder.levels) };
+// encoder/N, decoder/N: DETR's levels at 1/N of the side (gpu_model.js's defineCase).
+const cases = opt('--cases', full ? 'encoder,decoder' : 'encoder/8,decoder/8').split(',');
+for (const name of cases) {
+  defineCase(name);
+  if (!CONFIGS[name]) { console.error(`bench-webgpu: unknown case '${name}', expected one of ${Object.keys(CONFIGS).join(', ')} or encoder/N, decoder/N`); process.exit(1); }
 }
-const reps = Number(process.env.MSDA_BENCH_REPS ?? (emulated ? 1 : 20));
+const reps = Number(opt('--reps', process.env.MSDA_BENCH_REPS ?? (emulated ? 8 : 20)));
+if (!(Number.isInteger(reps) && reps >= 1)) { console.error(`bench-webgpu: --reps must be a whole number >= 1, got ${reps}`); process.exit(1); }
 
 const { init } = await import('../../bindings/node.js');
+progress('compiling our kernels (init)');
 let t0 = performance.now();
 const msda = await init({ backend: 'webgpu', device });
 console.log(`ours: ${(performance.now() - t0).toFixed(0)} ms to compile the kernels (createComputePipelineAsync) and probe; numerics ${JSON.stringify(msda.numerics)}`);
-const tf = await import('@tensorflow/tfjs-core');
-const { WebGPUBackend } = await import('@tensorflow/tfjs-backend-webgpu');
-const tfBackend = new WebGPUBackend(device, info);
-tf.removeBackend('webgpu');
-tf.registerBackend('webgpu', () => tfBackend);
-await tf.setBackend('webgpu');
+const cpu = await init({ backend: 'wasm' });
+const profiler = timestamps ? passProfiler(msda, device) : null;
+let tf = null, tfBackend = null;
+if (withTfjs) {
+  tf = await import('@tensorflow/tfjs-core');
+  const { WebGPUBackend } = await import('@tensorflow/tfjs-backend-webgpu');
+  tfBackend = new WebGPUBackend(device, info);
+  tf.removeBackend('webgpu');
+  tf.registerBackend('webgpu', () => tfBackend);
+  await tf.setBackend('webgpu');
+}
 const ort = await import('onnxruntime-web/webgpu');
 ort.env.wasm.numThreads = 1;
-
-const querySet = timestamps ? device.createQuerySet({ type: 'timestamp', count: 64 }) : null;
-async function oursGpuMs(run) {
-  msda.profile(querySet, 64);
-  const out = run();
-  const n = msda.profile(null);
-  const resolve = device.createBuffer({ size: 8 * 64, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
-  const read = device.createBuffer({ size: 8 * 64, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-  const enc = device.createCommandEncoder();
-  enc.resolveQuerySet(querySet, 0, n, resolve, 0);
-  enc.copyBufferToBuffer(resolve, 0, read, 0, 8 * n);
-  device.queue.submit([enc.finish()]);
-  await read.mapAsync(GPUMapMode.READ);
-  const t = new BigInt64Array(read.getMappedRange());
-  let ns = 0n;
-  for (let i = 0; i + 1 < n; i += 2) ns += t[i + 1] - t[i];
-  read.unmap();
-  read.destroy();
-  resolve.destroy();
-  return { out, ms: Number(ns) / 1e6 };
+ort.env.logLevel = 'error';   // not its note that shape ops run on the CPU
+// Once loaded, V8 goes on compiling onnxruntime-web's wasm in background threads (a minute of CPU
+// on this 2-core machine), which would land in whichever call is timed next: load it with a
+// one-node session, then wait until the process idles (under 10 % of a core for a second).
+{
+  progress('onnxruntime-web: loading, then waiting while V8 compiles its wasm');
+  t0 = performance.now();
+  const warm = await ort.InferenceSession.create(elementwiseModel('Add', [4]), { executionProviders: [{ name: 'webgpu', device }] });
+  await warm.run({ x: new ort.Tensor('float32', new Float32Array(4), [4]) });
+  await warm.release();
+  const loaded = performance.now() - t0;
+  for (let last = process.cpuUsage(), busy = true; busy;) {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const used = process.cpuUsage(last);
+    last = process.cpuUsage();
+    busy = used.user + used.system > 1e5;
+  }
+  console.log(`onnxruntime-web: ${loaded.toFixed(0)} ms to load, then ${(performance.now() - t0 - loaded).toFixed(0)} ms until V8 had compiled its wasm (the process idle)`);
 }
 
 function upload(data, usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST) {
@@ -100,8 +126,6 @@ function upload(data, usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC |
   device.queue.writeBuffer(buffer, 0, data);
   return buffer;
 }
-
-const destroyAll = (r) => { for (const t of Object.values(r.buffer ? { r } : r)) t.buffer.destroy(); };
 
 // tfjs: the op from gathers (value BLNC, locations BQHLP2, zeros padding, align_corners false).
 function tfForward(value, locs, weights, dims) {
@@ -196,51 +220,11 @@ function ortModel(dims) {
   return graphModel({ inputs, outputs: [['out', [BH, C, Q]]], nodes, int64s: { axes: [3] } });
 }
 
-// ORT on PyTorch's reference as torch.onnx.export writes ms_deform_attn_core_pytorch (Deformable
-// DETR): the inputs in the op's own layouts; value split per level, flatten / transpose / reshape
-// to (B*H, C, H_l, W_l); grids 2*loc-1, level l gathered, transposed to (B*H, Q, P, 2); GridSample;
-// levels stacked and flattened to (B*H, C, Q, L*P); times the weights (B*H, 1, Q, L*P), summed,
-// reshaped and transposed to (B, Q, H*C). Node for node, so that its reshapes are timed.
-function ortTorchModel(dims) {
-  const { B, Q, L, NL } = dims;
-  const shapes = CONFIGS[dims.name].levels;
-  const BH = B * H;
-  const int64s = { split: shapes.map(([hl, wl]) => hl * wl), outShape: [B, H * C, Q], wShape: [BH, 1, Q, NL * P], stackShape: [BH, C, Q, NL * P], sumAxes: [3], stackAxes: [3] };
-  const nodes = [
-    { op: 'Split', inputs: ['value', 'split'], outputs: shapes.map((_, l) => `vs${l}`), attrs: { axis: 1 } },
-    { op: 'Mul', inputs: ['locations', 'two'], outputs: ['loc2'] },
-    { op: 'Sub', inputs: ['loc2', 'one'], outputs: ['grids'] },
-  ];
-  shapes.forEach(([hl, wl], l) => {
-    int64s[`vflat${l}`] = [B, hl * wl, H * C];
-    int64s[`vshape${l}`] = [BH, C, hl, wl];
-    int64s[`level${l}`] = l;
-    nodes.push(
-      { op: 'Reshape', inputs: [`vs${l}`, `vflat${l}`], outputs: [`vf${l}`] },
-      { op: 'Transpose', inputs: [`vf${l}`], outputs: [`vt${l}`], attrs: { perm: [0, 2, 1] } },
-      { op: 'Reshape', inputs: [`vt${l}`, `vshape${l}`], outputs: [`v${l}`] },
-      { op: 'Gather', inputs: ['grids', `level${l}`], outputs: [`gl${l}`], attrs: { axis: 3 } },
-      { op: 'Transpose', inputs: [`gl${l}`], outputs: [`gt${l}`], attrs: { perm: [0, 2, 1, 3, 4] } },
-      { op: 'Reshape', inputs: [`gt${l}`, 'gshape'], outputs: [`g${l}`] },
-      { op: 'GridSample', inputs: [`v${l}`, `g${l}`], outputs: [`s${l}`], attrs: { mode: 'bilinear', padding_mode: 'zeros', align_corners: 0 } },
-      { op: 'Unsqueeze', inputs: [`s${l}`, 'stackAxes'], outputs: [`u${l}`] },
-    );
-  });
-  int64s.gshape = [BH, Q, P, 2];
-  nodes.push(
-    { op: 'Concat', inputs: shapes.map((_, l) => `u${l}`), outputs: ['stacked'], attrs: { axis: 3 } },
-    { op: 'Reshape', inputs: ['stacked', 'stackShape'], outputs: ['sampled'] },
-    { op: 'Transpose', inputs: ['weights'], outputs: ['wt'], attrs: { perm: [0, 2, 1, 3, 4] } },
-    { op: 'Reshape', inputs: ['wt', 'wShape'], outputs: ['w'] },
-    { op: 'Mul', inputs: ['sampled', 'w'], outputs: ['weighted'] },
-    { op: 'ReduceSum', inputs: ['weighted', 'sumAxes'], outputs: ['summed'], attrs: { keepdims: 0 } },
-    { op: 'Reshape', inputs: ['summed', 'outShape'], outputs: ['heads'] },
-    { op: 'Transpose', inputs: ['heads'], outputs: ['out'], attrs: { perm: [0, 2, 1] } },
-  );
-  return graphModel({
-    inputs: [['value', [B, L, H, C]], ['locations', [B, Q, H, NL, P, 2]], ['weights', [B, Q, H, NL, P]]],
-    outputs: [['out', [B, Q, H * C]]], nodes, int64s, floats: { two: 2, one: 1 },
-  });
+// PyTorch's reference as torch.onnx.export writes it, exported once per case by
+// tests/bench/torch/export.py (the file says what is in it); null where the case has none.
+function torchExport(name) {
+  const file = new URL(`./torch/ms_deform_attn_core_pytorch.${name.replace('/', '-')}.onnx`, import.meta.url);
+  return existsSync(file) ? new Uint8Array(readFileSync(file)) : null;
 }
 
 function ortFeeds(c) {
@@ -270,89 +254,135 @@ function ortFeeds(c) {
 }
 
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s.length ? s[Math.floor(s.length / 2)] : NaN; };
+const min = (xs) => (xs.length ? Math.min(...xs) : NaN);
 const fmt = (x) => (Number.isFinite(x) ? x.toFixed(x < 10 ? 2 : 1) : '—');
-const rowsOut = [];
+const rowsOut = [], ratios = [], passRowsOut = [], report = [];
 
 for (const name of cases) {
   const c = makeCase(name);
   c.name = name;
   c.dims.name = name;
   const { B, L, Q, NL } = c.dims;
-  const gpuArgs = {
-    value: { buffer: upload(c.args.value.data), shape: c.args.value.shape }, spatialShapes: c.args.spatialShapes,
-    samplingLocations: { buffer: upload(c.args.samplingLocations.data), shape: c.args.samplingLocations.shape },
-    attentionWeights: { buffer: upload(c.args.attentionWeights.data), shape: c.args.attentionWeights.shape },
-  };
-  const gpuBackward = { ...gpuArgs, gradOutput: { buffer: upload(c.backwardArgs.gradOutput.data), shape: c.backwardArgs.gradOutput.shape } };
-  const tv = tf.tensor(c.args.value.data, c.args.value.shape), tl = tf.tensor(c.args.samplingLocations.data, c.args.samplingLocations.shape);
-  const tw = tf.tensor(c.args.attentionWeights.data, c.args.attentionWeights.shape), tdy = tf.tensor(c.backwardArgs.gradOutput.data, [B, Q, H * C]);
-  for (const t of [tv, tl, tw, tdy]) tfBackend.uploadToGPU(t.dataId);
+  console.log(`\n${name}: B ${B}, L ${L}, N_q ${Q}, ${H} heads, ${C} channels, ${NL} levels ${JSON.stringify(CONFIGS[name].levels)}, ${P} points; ${reps} interleaved rounds`);
+  const g = gpuTensors(device, c);
+  for (const [k, d, n] of await bitsAgainstCpu(msda, cpu, c, g)) console.log(`  bits: ${k}: ${d} of ${n} elements differ from the CPU's (wasm SIMD)`);
+  progress(`${name}: ORT sessions`);
   const session = await ort.InferenceSession.create(ortModel(c.dims), { executionProviders: [{ name: 'webgpu', device }], preferredOutputLocation: 'gpu-buffer' });
   const feeds = ortFeeds(c);
-  const torchSession = await ort.InferenceSession.create(ortTorchModel(c.dims), { executionProviders: [{ name: 'webgpu', device }], preferredOutputLocation: 'gpu-buffer' });
+  const exported = torchExport(name);
+  if (!exported) console.log(`  ORT PyTorch-export: no export for ${name} (/usr/bin/python3 tests/bench/torch/export.py ${name} writes it)`);
+  const torchSession = exported && await ort.InferenceSession.create(exported, { executionProviders: [{ name: 'webgpu', device }], preferredOutputLocation: 'gpu-buffer' });
   const torchFeeds = {
-    value: ort.Tensor.fromGpuBuffer(gpuArgs.value.buffer, { dataType: 'float32', dims: c.args.value.shape }),
-    locations: ort.Tensor.fromGpuBuffer(gpuArgs.samplingLocations.buffer, { dataType: 'float32', dims: c.args.samplingLocations.shape }),
-    weights: ort.Tensor.fromGpuBuffer(gpuArgs.attentionWeights.buffer, { dataType: 'float32', dims: c.args.attentionWeights.shape }),
+    value: ort.Tensor.fromGpuBuffer(g.forward.value.buffer, { dataType: 'float32', dims: c.args.value.shape }),
+    locations: ort.Tensor.fromGpuBuffer(g.forward.samplingLocations.buffer, { dataType: 'float32', dims: c.args.samplingLocations.shape }),
+    weights: ort.Tensor.fromGpuBuffer(g.forward.attentionWeights.buffer, { dataType: 'float32', dims: c.args.attentionWeights.shape }),
   };
-  {   // the graph computes the op: its output beside the CPU reference's
-    const r = await torchSession.run(torchFeeds);
-    const got = await r.out.getData(true), want = (await msda.forward(gpuArgs)).data;
-    console.error(`${name}: ORT PyTorch-export graph against ours: max |diff| ${got.reduce((m, x, i) => Math.max(m, Math.abs(x - want[i])), 0).toExponential(2)}`);
+  let tfIn = null;
+  if (withTfjs) {
+    tfIn = [tf.tensor(c.args.value.data, c.args.value.shape), tf.tensor(c.args.samplingLocations.data, c.args.samplingLocations.shape),
+      tf.tensor(c.args.attentionWeights.data, c.args.attentionWeights.shape), tf.tensor(c.backwardArgs.gradOutput.data, [B, Q, H * C])];
+    for (const t of tfIn) tfBackend.uploadToGPU(t.dataId);
   }
   const methods = [
-    { name: 'ours forward', gpu: true, run: () => destroyAll({ out: msda.dispatchForward(gpuArgs) }) },
-    { name: 'ours backward', gpu: true, run: () => destroyAll(msda.dispatchBackward(gpuBackward)) },
-    { name: 'ORT PyTorch-export forward', run: async () => { const r = await torchSession.run(torchFeeds); r.out.dispose(); } },
-    { name: 'ORT GridSample forward', run: async () => { const r = await session.run(feeds); r.out.dispose(); } },
-    { name: 'tfjs gathers forward', tf: true, run: () => { tf.dispose(tfForward(tv, tl, tw, c.dims)); } },
-    { name: 'tfjs gathers backward', tf: true, run: () => { tf.dispose(tfBackward(tv, tl, tw, tdy, c.dims)); } },
+    { name: 'ours forward', kind: 'forward', ours: true, run: () => msda.dispatchForward(g.forward) },
+    { name: 'ours backward', kind: 'backward', ours: true, run: () => msda.dispatchBackward(g.backward) },
+    { name: 'ORT GridSample forward', kind: 'forward', run: async () => { const r = await session.run(feeds); r.out.dispose(); } },
   ];
+  if (torchSession) methods.splice(2, 0, { name: 'ORT PyTorch-export forward', kind: 'forward', run: async () => { const r = await torchSession.run(torchFeeds); r.out.dispose(); } });
+  if (withTfjs) {
+    const [tv, tl, tw, tdy] = tfIn;
+    methods.push(
+      { name: 'tfjs gathers forward', kind: 'forward', tf: true, run: () => { tf.dispose(tfForward(tv, tl, tw, c.dims)); } },
+      { name: 'tfjs gathers backward', kind: 'backward', tf: true, run: () => { tf.dispose(tfBackward(tv, tl, tw, tdy, c.dims)); } },
+    );
+  }
   const timeOnce = async (m) => {
     const start = performance.now();
-    await m.run();
+    const out = await m.run();
+    if (m.ours) destroyTensors(m.kind === 'forward' ? { out } : out);
     if (m.tf) { tfBackend.endComputePassEncoder(); tfBackend.submitQueue(); }
     await device.queue.onSubmittedWorkDone();
     return performance.now() - start;
   };
   for (const m of methods) {
+    progress(`${name}: ${m.name}: first call (shader compiles)${m.tf && emulated ? ': tfjs takes minutes here' : ''}`);
     m.first = await timeOnce(m);
-    process.stderr.write(`${name}: ${m.name} first call ${m.first.toFixed(0)} ms\n`);
     m.wall = [];
     m.gpuMs = [];
+    m.passes = [];
+  }
+  if (torchSession) {   // the graph computes the op: its output beside ours
+    const r = await torchSession.run(torchFeeds);
+    const got = await r.out.getData(true), want = (await msda.forward(g.forward)).data;
+    console.log(`  ORT PyTorch-export graph against ours: max |diff| ${got.reduce((mx, x, i) => Math.max(mx, Math.abs(x - want[i])), 0).toExponential(2)}`);
   }
   for (let r = 0; r < reps; r++) {
+    progress(`${name}: round ${r + 1} of ${reps}`);
     for (const m of methods) {
       m.wall.push(await timeOnce(m));
-      if (m.gpu && timestamps) {
-        const { ms } = await oursGpuMs(() => m.run());
-        m.gpuMs.push(ms);
+      if (m.ours && profiler) {
+        const s = await profiler.run(m.run);
+        destroyTensors(m.kind === 'forward' ? { out: s.out } : s.out);
+        m.passes.push(s);
+        m.gpuMs.push(s.sum);
       } else if (m.tf && timestamps) {
         const t = await tf.time(() => m.run());
         if (typeof t.kernelMs === 'number') m.gpuMs.push(t.kernelMs);
       }
     }
   }
-  const oursF = median(methods[0].wall), oursB = median(methods[1].wall);
+  const by = Object.fromEntries(methods.map((m) => [m.name, m]));
+  const oursF = by['ours forward'], oursB = by['ours backward'];
   for (const m of methods) {
-    const ref = m.name.includes('backward') ? oursB : oursF;
-    rowsOut.push([name, m.name, fmt(m.first), fmt(median(m.wall)), fmt(median(m.gpuMs)), (median(m.wall) / ref).toFixed(2)]);
+    const ref = m.kind === 'backward' ? oursB : oursF;
+    rowsOut.push([name, m.name, fmt(m.first), fmt(median(m.wall)), fmt(median(m.gpuMs)), (median(m.wall) / median(ref.wall)).toFixed(2),
+      fmt(min(m.wall)), (min(m.wall) / min(ref.wall)).toFixed(2)]);
+    report.push({ case: name, method: m.name, first_ms: m.first, wall_ms: m.wall, gpu_ms: m.gpuMs });
+    if (m.ours && m.passes.length) passRowsOut.push(passRows(name, m.kind, m.passes));
   }
-  tf.dispose([tv, tl, tw, tdy]);
+  const ratio = (what, x, y, target, missing) => {
+    const v = x && y ? min(x.wall) / min(y.wall) : NaN;
+    ratios.push({ case: name, what, value: v, target, met: target === undefined || !Number.isFinite(v) ? undefined : v <= target, missing });
+  };
+  const noTfjs = 'not run (--with-tfjs)';
+  ratio('ours forward / ORT PyTorch-export forward', oursF, by['ORT PyTorch-export forward'], 0.35, 'no export');
+  ratio('ours forward / ORT GridSample forward (inputs pre-arranged)', oursF, by['ORT GridSample forward']);
+  ratio('ours forward / tfjs gathers forward', oursF, by['tfjs gathers forward'], undefined, noTfjs);
+  ratio('ours backward / ours forward', oursB, oursF, 3);
+  ratio('ours backward / tfjs gathers backward', oursB, by['tfjs gathers backward'], undefined, noTfjs);
+  if (profiler) {
+    const v = median(oursB.gpuMs) / median(oursF.gpuMs);
+    ratios.push({ case: name, what: 'ours backward / ours forward, GPU time (sum of passes, median)', value: v });
+  }
+  if (withTfjs) tf.dispose(tfIn);
   for (const t of Object.values(feeds)) t.gpuBuffer.destroy();
   await session.release();
-  await torchSession.release();
-  for (const t of Object.values(gpuBackward)) t.buffer?.destroy();
-  console.log(`${name}: B ${B}, L ${L}, N_q ${Q}, ${H} heads, ${C} channels, ${NL} levels, ${P} points; ${reps} interleaved rounds`);
+  await torchSession?.release();
+  g.destroy();
 }
 
-const header = ['problem', 'method', 'first call ms (compile)', 'wall ms (median)', 'GPU ms (median)', 'wall / ours'];
-const widths = header.map((h, i) => Math.max(h.length, ...rowsOut.map((r) => r[i].length)));
-const line = (r) => `| ${r.map((x, i) => x.padEnd(widths[i])).join(' | ')} |`;
-console.log(line(header));
-console.log(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
-for (const r of rowsOut) console.log(line(r));
+const table = (header, rows) => {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (r) => `| ${r.map((x, i) => x.padEnd(widths[i])).join(' | ')} |`;
+  return [line(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.map(line)].join('\n');
+};
+console.log('');
+console.log(table(['problem', 'method', 'first call ms (compile)', 'wall ms (median)', 'GPU ms (median)', 'wall / ours', 'wall ms (min)', 'min / ours'], rowsOut));
 console.log('wall: from the call to its submitted work done (queue.onSubmittedWorkDone); GPU: timestamp queries '
   + '(ours: every pass; tfjs: tf.time kernelMs; ORT: not exposed). The ORT graph gets its inputs pre-arranged per level (its layout changes untimed) and leaves (B*H, C, N_q).');
+console.log(`\nRatios, min wall of ${reps} interleaved rounds (targets: SwiftShader, DETR at 1/8 of the side):`);
+console.log(table(['problem', 'ratio', 'value', 'target', ''], ratios.map((r) => [r.case, r.what,
+  Number.isFinite(r.value) ? r.value.toFixed(2) : r.missing ?? '—',
+  r.target === undefined ? '' : `≤ ${r.target}`, r.met === undefined ? '' : r.met ? 'met' : 'not met'])));
+if (passRowsOut.length) {
+  console.log(`\nOur passes, GPU time from timestamp queries in the rounds above (median), beside each pass's longest dependent chain`
+    + ' and the cost model\'s estimate (tests/bench/gpu_model.js; iGPU: 100 GB/s, 1 µs a dependent access; dGPU: 1 TB/s, 0.5 µs):');
+  for (const line of passTable(passRowsOut)) console.log(line);
+}
+if (opt('--json')) writeFileSync(opt('--json'), JSON.stringify({ adapter: info, emulated, reps, numerics: msda.numerics, methods: report, ratios, passes: passRowsOut }, null, 1));
+console.log(`\nload average at the end: ${load()}`);
+progress('done');
+profiler?.dispose();
 msda.dispose();
+cpu.dispose();
 device.destroy();
