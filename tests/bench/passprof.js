@@ -127,6 +127,8 @@ export function gpuTensors(device, c) {
 /** Destroys the GPU tensors of a dispatch* result (one tensor or an object of them). */
 export const destroyTensors = (r) => { for (const t of Object.values(r.buffer ? { r } : r)) t?.buffer?.destroy(); };
 
+let dawnInstance;   // kept: Dawn frees its instance, and the device with it, when this is collected
+
 async function main(argv) {
   const opt = (name, dflt) => { const i = argv.indexOf(name); return i >= 0 ? argv[i + 1] : dflt; };
   const caseNames = opt('--cases', 'encoder/8,decoder/8').split(',');
@@ -135,8 +137,8 @@ async function main(argv) {
   const pkg = process.env.MSDA_WEBGPU_PKG ? path.resolve(process.env.MSDA_WEBGPU_PKG, 'index.js') : 'webgpu';
   const dawn = await import(pkg.startsWith('/') ? pathToFileURL(pkg).href : pkg);
   Object.assign(globalThis, dawn.globals);
-  const gpu = dawn.create((process.env.MSDA_DAWN_FLAGS ?? '').split(' ').filter(Boolean));
-  const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
+  dawnInstance = dawn.create((process.env.MSDA_DAWN_FLAGS ?? '').split(' ').filter(Boolean));
+  const adapter = await dawnInstance.requestAdapter({ powerPreference: 'high-performance' });
   if (!adapter) { console.error('passprof: no WebGPU adapter (set VK_ICD_FILENAMES?)'); process.exit(1); }
   const info = adapter.info;
   if (!adapter.features.has('timestamp-query')) { console.error('passprof: no timestamp-query on this adapter: per-pass times need it'); process.exit(1); }
