@@ -84,10 +84,10 @@ const reps = Number(opt('--reps', process.env.MSDA_BENCH_REPS ?? (emulated ? 8 :
 if (!(Number.isInteger(reps) && reps >= 1)) { console.error(`bench-webgpu: --reps must be a whole number >= 1, got ${reps}`); process.exit(1); }
 
 const { init } = await import('../../bindings/node.js');
-progress('compiling our kernels (init)');
+progress('init (ours)');
 let t0 = performance.now();
 const msda = await init({ backend: 'webgpu', device });
-console.log(`ours: ${(performance.now() - t0).toFixed(0)} ms to compile the kernels (createComputePipelineAsync) and probe; numerics ${JSON.stringify(msda.numerics)}`);
+console.log(`ours: ${(performance.now() - t0).toFixed(0)} ms to init (the probe's pipeline compiled and run; the others compile at the first call that needs them, in its first-call time); numerics ${JSON.stringify(msda.numerics)}`);
 const cpu = await init({ backend: 'wasm' });
 const profiler = timestamps ? passProfiler(msda, device) : null;
 let tf = null, tfBackend = null;
@@ -265,7 +265,6 @@ for (const name of cases) {
   const { B, L, Q, NL } = c.dims;
   console.log(`\n${name}: B ${B}, L ${L}, N_q ${Q}, ${H} heads, ${C} channels, ${NL} levels ${JSON.stringify(CONFIGS[name].levels)}, ${P} points; ${reps} interleaved rounds`);
   const g = gpuTensors(device, c);
-  for (const [k, d, n] of await bitsAgainstCpu(msda, cpu, c, g)) console.log(`  bits: ${k}: ${d} of ${n} elements differ from the CPU's (wasm SIMD)`);
   progress(`${name}: ORT sessions`);
   const session = await ort.InferenceSession.create(ortModel(c.dims), { executionProviders: [{ name: 'webgpu', device }], preferredOutputLocation: 'gpu-buffer' });
   const feeds = ortFeeds(c);
@@ -311,6 +310,7 @@ for (const name of cases) {
     m.gpuMs = [];
     m.passes = [];
   }
+  for (const [k, d, n] of await bitsAgainstCpu(msda, cpu, c, g)) console.log(`  bits: ${k}: ${d} of ${n} elements differ from the CPU's (wasm SIMD)`);
   if (torchSession) {   // the graph computes the op: its output beside ours
     const r = await torchSession.run(torchFeeds);
     const got = await r.out.getData(true), want = (await msda.forward(g.forward)).data;
