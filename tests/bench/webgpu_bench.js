@@ -102,11 +102,11 @@ if (withTfjs) {
 const ort = await import('onnxruntime-web/webgpu');
 ort.env.wasm.numThreads = 1;
 ort.env.logLevel = 'error';   // not its note that shape ops run on the CPU
-// Once loaded, V8 goes on compiling onnxruntime-web's wasm in background threads (a minute of CPU
-// on this 2-core machine), which would land in whichever call is timed next: load it with a
-// one-node session, then wait until the process idles (under 10 % of a core for a second).
+// V8 compiles onnxruntime-web's wasm in background threads after its first session (a minute of
+// CPU on this 2-core machine), which would land in whichever call is timed next: load and run a
+// one-node session first, then wait until the process idles (under 10 % of a core for a second).
 {
-  progress('onnxruntime-web: loading, then waiting while V8 compiles its wasm');
+  progress('onnxruntime-web: loading (V8 compiles its wasm: minutes on SwiftShader here)');
   t0 = performance.now();
   const warm = await ort.InferenceSession.create(elementwiseModel('Add', [4]), { executionProviders: [{ name: 'webgpu', device }] });
   await warm.run({ x: new ort.Tensor('float32', new Float32Array(4), [4]) });
@@ -118,11 +118,11 @@ ort.env.logLevel = 'error';   // not its note that shape ops run on the CPU
     last = process.cpuUsage();
     busy = used.user + used.system > 1e5;
   }
-  console.log(`onnxruntime-web: ${loaded.toFixed(0)} ms to load, then ${(performance.now() - t0 - loaded).toFixed(0)} ms until V8 had compiled its wasm (the process idle)`);
+  console.log(`onnxruntime-web: ${loaded.toFixed(0)} ms to load and run a one-node session (V8 compiling its wasm), then ${(performance.now() - t0 - loaded).toFixed(0)} ms until the process idled`);
 }
 
-function upload(data, usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST) {
-  const buffer = device.createBuffer({ size: data.byteLength, usage });
+function upload(data) {
+  const buffer = device.createBuffer({ size: data.byteLength, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
   device.queue.writeBuffer(buffer, 0, data);
   return buffer;
 }
