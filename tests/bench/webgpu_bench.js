@@ -8,7 +8,7 @@
 //              grid_sample formulation: GridSample per level, times the weights, summed over
 //              points and levels), inputs pre-arranged per level (its reshapes not timed)
 //   tfjs       tfjs-backend-webgpu, the op built from gathers (forward and backward), on request:
-//              its first call compiles for minutes on SwiftShader
+//              minutes a call on SwiftShader
 // Wall time per call (submitted work done), GPU time from timestamp queries where offered (ours:
 // every pass; tfjs: tf.time's kernelMs), the first call (shader compiles) reported apart. Then
 // the ratios the targets are set on, and our per-pass GPU times from the same rounds, each pass
@@ -304,7 +304,7 @@ for (const name of cases) {
     return performance.now() - start;
   };
   for (const m of methods) {
-    progress(`${name}: ${m.name}: first call (shader compiles)${m.tf && emulated ? ': tfjs takes minutes here' : ''}`);
+    progress(`${name}: ${m.name}: first call (shader compiles)${m.tf && emulated ? ': minutes on SwiftShader' : ''}`);
     m.first = await timeOnce(m);
     m.wall = [];
     m.gpuMs = [];
