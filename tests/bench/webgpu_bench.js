@@ -106,7 +106,7 @@ ort.env.logLevel = 'error';   // not its note that shape ops run on the CPU
 // CPU on this 2-core machine), which would land in whichever call is timed next: load and run a
 // one-node session first, then wait until the process idles (under 10 % of a core for a second).
 {
-  progress('onnxruntime-web: loading (V8 compiles its wasm: minutes on SwiftShader here)');
+  progress('onnxruntime-web: loading (V8 compiles its wasm: a minute or two here)');
   t0 = performance.now();
   const warm = await ort.InferenceSession.create(elementwiseModel('Add', [4]), { executionProviders: [{ name: 'webgpu', device }] });
   await warm.run({ x: new ort.Tensor('float32', new Float32Array(4), [4]) });
