@@ -9,7 +9,7 @@ import { problemFromTensors } from '../core/problem.js';
 import { typedArrayBuffer, typedArrayByteOffset, typedArrayLength } from '../core/typed.js';
 import { describe } from '../core/errors.js';
 import { BACKWARD_STRIP, CANONICAL_NAN, FLOAT_SIDE, ORDER_CELLS, ORDER_CHUNK, SCAN_BLOCK, WORKGROUP, encodeProblem } from './kernels/problem.js';
-import { FORWARD, forwardShape } from './kernels/forward.js';
+import { FORWARD, forwardWorkgroups } from './kernels/forward.js';
 import { PLACE, SAMPLES, SCAN, SCAN_ADD } from './kernels/backward.js';
 import { CELLS, ORDER_COUNT, ORDER_PLACE, ORDER_TILE } from './kernels/walks.js';
 import { GATHER, RANK } from './kernels/segments.js';
@@ -514,12 +514,10 @@ export class MsdaWebGPU {
 
 function planForward(problem) {
   const s = problem.shapes;
-  // workgroups of G (batch, query, head) groups, R of them for a group's channels (forward.js)
-  const { G, R } = forwardShape(problem.channels);
   const groups = problem.batch * problem.numQueries * problem.numHeads;
   return {
     fn: 'forward', programs: [FORWARD],
-    buffers: { output: 4 * product(s.output) }, invocations: { forward: WORKGROUP * R * Math.ceil(groups / G) },
+    buffers: { output: 4 * product(s.output) }, invocations: { forward: WORKGROUP * forwardWorkgroups(groups, problem.channels) },
   };
 }
 

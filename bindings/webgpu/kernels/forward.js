@@ -1,6 +1,6 @@
 // The forward (src/kernel/forward.h) in one pass, with no scratch in global memory. A workgroup
-// takes G (batch, query, head) groups, `span` invocations each summing four channels (G * span
-// <= WORKGROUP; channels past 4 * WORKGROUP take more workgroups, R rounds a group). A chunk at
+// takes units of G (batch, query, head) groups, `span` invocations each summing four channels
+// (G * span <= WORKGROUP; channels past 4 * WORKGROUP take R units a group), TURNS in turn. A chunk at
 // a time of each group's groups of four points, the workgroup first forms every sample's taps
 // once into workgroup memory (its inside corners as a mask, corner 00's offset, a * w_k); then
 // each invocation sums them for its four channels as the CPU does: level, group of four points,
@@ -14,10 +14,16 @@ import { WORKGROUP, program } from './problem.js';
 // Tap slots of workgroup memory (32 bytes each), for a chunk of every group's samples.
 const SLOTS = 256;
 
-/** For C channels: G groups a workgroup, R workgroups a group (as main() below forms them). */
-export function forwardShape(C) {
+// Units (G groups, or a group's channels past 4 * WORKGROUP) a workgroup takes in turn: fewer,
+// longer workgroups (SwiftShader starts a coroutine per 4 invocations of a shader with barriers:
+// 0.70x the time at 4 here), still thousands of them on DETR's encoder for a GPU.
+const TURNS = 4;
+
+/** The forward's workgroups for `groups` (batch, query, head) groups of C channels (as main() below takes them). */
+export function forwardWorkgroups(groups, C) {
   const quads = Math.ceil(C / 4);
-  return { G: Math.floor(WORKGROUP / Math.min(quads, WORKGROUP)), R: Math.ceil(quads / WORKGROUP) };
+  const G = Math.floor(WORKGROUP / Math.min(quads, WORKGROUP)), R = Math.ceil(quads / WORKGROUP);
+  return Math.ceil(R * Math.ceil(groups / G) / TURNS);
 }
 
 const vec = (v, t) => (v.vec4 ? `array<vec4<${t}>>` : `array<${t}>`);
@@ -101,47 +107,50 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let quads = (C + 3u) / 4u; let span = min(quads, ${WORKGROUP}u); let G = ${WORKGROUP}u / span;
   let R = (quads + ${WORKGROUP - 1}u) / ${WORKGROUP}u; let chunk = ${SLOTS}u / (4u * G);
   let groups = (P + 3u) / 4u; let NG = NL * groups;   // groups of four points of one (b, q, h)
-  let g0 = (wg / R) * G;
-  // this invocation's group and four channels
-  let g = li / span; let bqh = g0 + g;
-  let c0 = ((wg % R) * ${WORKGROUP}u + li % span) * 4u;
-  let live = g < G && bqh < BQH && c0 < C;
-  let h = bqh % H; let q = (bqh / H) % Q; let b = bqh / (H * Q);
-  let vbh = value_base(b, h);
-  let wbase = bqh * NL * P;
-  var acc = vec4<f32>(0.0);
-  var inf = 0u;
-  for (var first = 0u; first < NG; first = first + chunk) {
-    let n = min(chunk, NG - first);   // groups of four points in this chunk
-    workgroupBarrier();   // the last chunk's sums are done with its taps
-    for (var s = li; s < G * n * 4u; s = s + ${WORKGROUP}u) {
-      let tg = g0 + s / (n * 4u); let pg = first + (s / 4u) % n;
-      var t = Tap(vec4<f32>(0.0), 0u, 0, 0u);
-      if (tg < BQH) {
-        let th = tg % H; let tq = (tg / H) % Q; let tb = tg / (H * Q);
-        t = tap_point(tb, tq, th, pg / groups, (pg % groups) * 4u + s % 4u, tg * NL * P);
+  let units = R * ((BQH + G - 1u) / G);
+  for (var unit = wg * ${TURNS}u; unit < min(units, wg * ${TURNS}u + ${TURNS}u); unit = unit + 1u) {
+    let g0 = (unit / R) * G;
+    // this invocation's group and four channels
+    let g = li / span; let bqh = g0 + g;
+    let c0 = ((unit % R) * ${WORKGROUP}u + li % span) * 4u;
+    let live = g < G && bqh < BQH && c0 < C;
+    let h = bqh % H; let q = (bqh / H) % Q; let b = bqh / (H * Q);
+    let vbh = value_base(b, h);
+    var acc = vec4<f32>(0.0);
+    var inf = 0u;
+    for (var first = 0u; first < NG; first = first + chunk) {
+      let n = min(chunk, NG - first);   // groups of four points in this chunk
+      workgroupBarrier();   // the last chunk's sums are done with its taps
+      for (var s = li; s < G * n * 4u; s = s + ${WORKGROUP}u) {
+        let tg = g0 + s / (n * 4u); let pg = first + (s / 4u) % n;
+        var t = Tap(vec4<f32>(0.0), 0u, 0, 0u);
+        if (tg < BQH) {
+          let th = tg % H; let tq = (tg / H) % Q; let tb = tg / (H * Q);
+          t = tap_point(tb, tq, th, pg / groups, (pg % groups) * 4u + s % 4u, tg * NL * P);
+        }
+        taps[s] = t;
       }
-      taps[s] = t;
+      workgroupBarrier();
+      if (live) {
+        for (var pg = first; pg < first + n; pg = pg + 1u) {
+          let l = pg / groups;
+          let at = (g * n + pg - first) * 4u;
+          let t0 = taps[at]; let t1 = taps[at + 1u]; let t2 = taps[at + 2u]; let t3 = taps[at + 3u];
+          inf = inf | t0.inf | t1.inf | t2.inf | t3.inf;
+          let vlev = i32(vbh + pr.level[l].start * pr.level[l].px + c0);
+          let px = i32(pr.level[l].px); let row = i32(pr.level[l].row);
+          // corner by corner, point by point; written out (a vector indexed at run time is slow)
+${[0, 1, 2, 3].map((k) => `          {
+            let base = vlev${['', ' + px', ' + row', ' + row + px'][k]};
+${[0, 1, 2, 3].map((i) => `            if (((t${i}.mask >> ${k}u) & 1u) != 0u) { acc = acc + t${i}.aw.${'xyzw'[k]} * load4(u32(base + t${i}.off), c0, C); }`).join('\n')}
+          }`).join('\n')}
+        }
+      }
     }
-    workgroupBarrier();
     if (live) {
-      for (var pg = first; pg < first + n; pg = pg + 1u) {
-        let l = pg / groups;
-        let at = (g * n + pg - first) * 4u;
-        let t0 = taps[at]; let t1 = taps[at + 1u]; let t2 = taps[at + 2u]; let t3 = taps[at + 3u];
-        inf = inf | t0.inf | t1.inf | t2.inf | t3.inf;
-        let vlev = i32(vbh + pr.level[l].start * pr.level[l].px + c0);
-        let px = i32(pr.level[l].px); let row = i32(pr.level[l].row);
-        // corner by corner, point by point; written out (a vector indexed at run time is slow)
-${[0, 1, 2, 3].map((k) => `        {
-          let base = vlev${['', ' + px', ' + row', ' + row + px'][k]};
-${[0, 1, 2, 3].map((i) => `          if (((t${i}.mask >> ${k}u) & 1u) != 0u) { acc = acc + t${i}.aw.${'xyzw'[k]} * load4(u32(base + t${i}.off), c0, C); }`).join('\n')}
-        }`).join('\n')}
-      }
+      if (inf != 0u) { acc = add_infinite(acc, b, q, h, vbh, bqh * NL * P, c0); }
+      store4(bqh * C + c0, c0, C, vec4<f32>(canon(acc.x), canon(acc.y), canon(acc.z), canon(acc.w)));
     }
   }
-  if (!live) { return; }
-  if (inf != 0u) { acc = add_infinite(acc, b, q, h, vbh, wbase, c0); }
-  store4(bqh * C + c0, c0, C, vec4<f32>(canon(acc.x), canon(acc.y), canon(acc.z), canon(acc.w)));
 }
 `);
