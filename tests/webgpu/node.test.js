@@ -480,9 +480,13 @@ test('pipelines are compiled when a call first needs them, once per variant: ini
     const narrow = problem(880, { shapes: [[5, 4], [2, 3]], Q: 12, C: 5, P: 3 });
     const wide = problem(881, { shapes: [[2, 1500], [3, 3]], Q: 12, C: 2, P: 2, H: 1 });
     const vec4 = problem(883, { shapes: [[5, 4], [2, 3]], Q: 12, C: 8, P: 3 });
-    // two calls at once share each compile
+    // two calls at once share each compile; the first one's inputs are read when it is made
+    // (changed while it waits for the compile, they do not change its result)
     const want = wasm.forward(narrow.args);
-    for (const got of await Promise.all([msda.forward(narrow.args), msda.forward(narrow.args)])) {
+    const changing = { ...narrow.args, value: { data: narrow.args.value.data.slice(), shape: narrow.args.value.shape } };
+    const first = msda.forward(changing);
+    changing.value.data.fill(7);
+    for (const got of await Promise.all([first, msda.forward(narrow.args)])) {
       assert.equal(sameBits(got.data, want.data), want.data.length, firstDiff(got.data, want.data));
     }
     assert.deepEqual(msda.compiled, ['probe', 'forward narrow']);
