@@ -277,7 +277,11 @@ class WebGPUBackend {
           }
           const pipeline = await d.createComputePipelineAsync({ label, layout: 'auto', compute: { module, entryPoint: 'main' } });
           if (!this.pipelines.has(key)) this.pipelines.set(key, pipeline);
-        })().finally(() => this.compiling.delete(key)));
+        })().then(() => this.compiling.delete(key), (e) => {
+          this.compiling.delete(key);
+          if (!this.pipelines.has(key)) this.compiled.splice(this.compiled.indexOf(key), 1);
+          throw e;
+        }));
       }
       wait.push(this.compiling.get(key));
     }
@@ -437,8 +441,9 @@ export class MsdaWebGPU {
 
   get disposed() { return this._b === null; }
 
-  /** The pipelines this instance has compiled or is compiling, in the order calls asked for them:
-   *  each a program's name, then the variant's flags it was made for ('forward narrow vec4'). */
+  /** The pipelines this instance has compiled or is compiling (not one that failed to), in the
+   *  order calls asked for them: each a program's name, then the variant's flags it was made for
+   *  ('forward narrow vec4'). */
   get compiled() { return [...this._backendKept.compiled]; }
 
   /** For benchmarks: timestamps of every pass into querySet (a 'timestamp' GPUQuerySet of

@@ -526,6 +526,7 @@ test('a kernel the device cannot compile: the first call that needs it rejects n
     for (let i = 0; i < 2; i++) {
       await assert.rejects(msda.forward(c.args), { message: /^ms-deform-attn: the WebGPU kernel 'msda forward narrow' failed to compile here: \d+:\d+ / });
     }
+    assert.deepEqual(msda.compiled, ['probe']);
     const b = { ...c.args, gradOutput: c.gradOutput };
     compare('backward beside a broken forward', await msda.backward(b), wasm.backward(b), !msda.numerics.fusedMultiplyAdd);
   } finally {
