@@ -26,7 +26,7 @@ export function forwardWorkgroups(groups, C) {
   return Math.ceil(R * Math.ceil(groups / G) / TURNS);
 }
 
-const vec = (v, t) => (v.vec4 ? `array<vec4<${t}>>` : `array<${t}>`);
+const rows = (v) => (v.vec4 ? 'array<vec4<f32>>' : 'array<f32>');
 
 // Four channels at element i (c0 of C): one vector load, or up to four scalar ones.
 const LOAD4 = (v) => (v.vec4 ? /* wgsl */ `
@@ -51,10 +51,10 @@ fn store4(o: u32, c0: u32, C: u32, x: vec4<f32>) {
 
 export const FORWARD = program('forward', {
   bindings: {
-    value: (v) => `read ${vec(v, 'f32')}`,
+    value: (v) => `read ${rows(v)}`,
     locs: 'read array<f32>',
     weights: 'read array<f32>',
-    out: (v) => `read_write ${vec(v, 'f32')}`,
+    out: (v) => `read_write ${rows(v)}`,
   },
   uses: [GEOMETRY],
   variants: ['vec4'],
