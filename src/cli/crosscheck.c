@@ -1,8 +1,10 @@
 /* crosscheck --expect (see crosscheck.h): a line-for-line port of bindings/core/crosscheck.js and
- * the report of bindings/cli.js, in the same order of floating-point operations, so both CLIs
+ * the report of bindings/cli/crosscheck.js, in the same order of floating-point operations, so both CLIs
  * decide every element alike and print the same numbers. */
 #define _POSIX_C_SOURCE 200809L
 #include "crosscheck.h"
+#include "cases.h"
+#include "messages.h"
 #include "npy.h"
 #include "numbers.h"
 
@@ -315,7 +317,7 @@ static void reference(const dims *d, const msda_problem *p, const float *value, 
 
 static double bound_of(const bounded *r, int64_t i, const cc_settings *s)
 {
-    if (s->dtype == CC_NO_DTYPE) return s->atol + s->rtol * fabs(r->ref[i]);
+    if (s->dtype == DTYPE_NO_DTYPE) return s->atol + s->rtol * fabs(r->ref[i]);
     const double u = UNIT_ROUNDOFF[s->dtype], n = r->n[i] + 4;
     return 4 * u * r->M[i] + 2 * n * U32 * r->M[i] + r->P[i] + n * TINY[s->dtype];
 }
@@ -421,7 +423,7 @@ typedef struct cc_result {
  * is the underflow term alone), or the --rtol/--atol bound is 0 (crosscheck.js noBound). */
 static int no_bound(const bounded *r, int64_t i, const cc_settings *s)
 {
-    if (s->dtype == CC_NO_DTYPE) return bound_of(r, i, s) == 0;
+    if (s->dtype == DTYPE_NO_DTYPE) return bound_of(r, i, s) == 0;
     return r->M[i] == 0 && r->P[i] == 0;
 }
 
@@ -477,11 +479,11 @@ static int holds(float x, int dtype)
 {
     uint32_t u;
     memcpy(&u, &x, 4);
-    return (dtype == CC_FLOAT16 ? npy_f16_to_f32(npy_f32_to_f16(u)) : npy_bf16_to_f32(npy_f32_to_bf16(u))) == u;
+    return (dtype == DTYPE_FLOAT16 ? npy_f16_to_f32(npy_f32_to_f16(u)) : npy_bf16_to_f32(npy_f32_to_bf16(u))) == u;
 }
 
-/* Does dtype hold every value of data (NaN aside), which has a value other than 0? (cli.js
- * halfDtypeHolding) */
+/* Does dtype hold every value of data (NaN aside), which has a value other than 0?
+ * (bindings/cli/crosscheck.js halfDtypeHolding) */
 static int holds_all(const float *data, int64_t n, int dtype)
 {
     int nonzero = 0;
@@ -536,7 +538,7 @@ int cc_run(const msda_problem *p, const float *value, const float *locations, co
         rc = -1;
         goto done;
     }
-    if (s->dtype == CC_FLOAT16 || s->dtype == CC_BFLOAT16)
+    if (s->dtype == DTYPE_FLOAT16 || s->dtype == DTYPE_BFLOAT16)
         for (int k = 0; k < 4; k++) {
             if (!s->input_path[k]) continue;
             int64_t i = not_representable(s->input_data[k], s->input_count[k], s->dtype);
@@ -550,9 +552,9 @@ int cc_run(const msda_problem *p, const float *value, const float *locations, co
         for (int k = 0; k < CC_COUNT; k++) {
             if (!files[k].path || !res[k].disagree) continue;
             /* bfloat16 first: its values within float16's range are float16 values too */
-            const int half = holds_all(files[k].data, res[k].count, CC_BFLOAT16) ? CC_BFLOAT16
-                           : holds_all(files[k].data, res[k].count, CC_FLOAT16)  ? CC_FLOAT16 : CC_NO_DTYPE;
-            if (half != CC_NO_DTYPE)
+            const int half = holds_all(files[k].data, res[k].count, DTYPE_BFLOAT16) ? DTYPE_BFLOAT16
+                           : holds_all(files[k].data, res[k].count, DTYPE_FLOAT16)  ? DTYPE_FLOAT16 : DTYPE_NO_DTYPE;
+            if (half != DTYPE_NO_DTYPE)
                 snprintf(notes[nnotes++], sizeof notes[0], "every value in %s is a %s value: if your kernel stores %s, "
                          "give --dtype %s", files[k].path, DTYPE_NAMES[half], DTYPE_NAMES[half], DTYPE_NAMES[half]);
         }
@@ -561,7 +563,7 @@ int cc_run(const msda_problem *p, const float *value, const float *locations, co
                  s->backend);
 
     char rule[512];
-    if (s->dtype == CC_NO_DTYPE) {
+    if (s->dtype == DTYPE_NO_DTYPE) {
         char a[40], b[40];
         snprintf(rule, sizeof rule, "|yours - ours| <= %s + %s*|ours|", js_number(s->atol, a), js_number(s->rtol, b));
     } else {
@@ -589,7 +591,7 @@ int cc_run(const msda_problem *p, const float *value, const float *locations, co
         json_string(out, yours);
         free(yours);
         fputs(",\n  \"ours\": \"the float64 reference (docs/SEMANTICS.md)\",\n  \"tolerance\": {\n", out);
-        if (s->dtype == CC_NO_DTYPE) {
+        if (s->dtype == DTYPE_NO_DTYPE) {
             fprintf(out, "    \"rtol\": %s,\n    \"atol\": %s,\n", js_number(s->rtol, x), js_number(s->atol, y));
         } else {
             fprintf(out, "    \"dtype\": \"%s\",\n    \"from\": \"%s\",\n    \"unitRoundoff\": %s,\n", DTYPE_NAMES[s->dtype],
@@ -647,7 +649,7 @@ int cc_run(const msda_problem *p, const float *value, const float *locations, co
         fputs(first ? "}\n}\n" : "\n  }\n}\n", out);
     } else {
         fprintf(out, "crosscheck %s: yours = the files in %s, ours = the float64 reference (docs/SEMANTICS.md)\n", s->in, s->expect);
-        if (s->dtype == CC_NO_DTYPE) fprintf(out, "  tolerance (--rtol/--atol): %s, per element\n", rule);
+        if (s->dtype == DTYPE_NO_DTYPE) fprintf(out, "  tolerance (--rtol/--atol): %s, per element\n", rule);
         else fprintf(out, "  tolerance for %s (%s): %s, per element\n", DTYPE_NAMES[s->dtype], s->dtype_from, rule);
         for (int k = 0; k < nnotes; k++) fprintf(out, "  note: %s\n", notes[k]);
         for (int k = 0; k < CC_COUNT; k++) {
@@ -718,4 +720,123 @@ done:
     free(work);
     free(notes);
     return rc;
+}
+
+/* In the JS CLI's order of checks, so that both name the same problem first. */
+int run_crosscheck(options *o)
+{
+    source src;
+    int opened = source_open(&src, "--expect", o->expect);
+    if (opened) return opened;
+    static const char *const OUTPUT_FILES[] = {"output.npy", "grad_value.npy", "grad_sampling_locations.npy",
+                                               "grad_attention_weights.npy", NULL};
+    opened = source_strays(&src, "--expect", OUTPUT_FILES,
+                           "output.npy, grad_value.npy, grad_sampling_locations.npy, grad_attention_weights.npy");
+    if (opened) {
+        source_close(&src);
+        return opened;
+    }
+    char *path[CC_COUNT] = {0};
+    npy_array arr[CC_COUNT];
+    float *data[CC_COUNT] = {0};
+    text problems = {NULL, 0, 0};
+    int code = 0, found = 0;
+    for (int k = 0; k < CC_COUNT && code != EXIT_OTHER; k++) {
+        char name[64], err[320];
+        snprintf(name, sizeof name, "%s.npy", CC_NAMES[k]);
+        path[k] = source_path(&src, name);
+        if (!path[k]) { code = report(EXIT_OTHER, "out of memory"); break; }
+        if (!source_has(&src, path[k], name)) {
+            free(path[k]);
+            path[k] = NULL;
+            continue;
+        }
+        int io_error = 0;
+        void *loaded = NULL;
+        int rc = source_load(&src, path[k], name, 0, &arr[k], &loaded, &io_error, err, sizeof err);
+        data[k] = loaded;
+        if (rc == 0) { found++; continue; }
+        if (code) append(&problems, "; also: ");
+        code = EXIT_BAD_INPUT;
+        if (arr[k].bad_dtype) dtype_hint(&problems, path[k], name, arr[k].descr, 0);
+        else append(&problems, "%s: %s", path[k], err);
+    }
+    if (code == EXIT_BAD_INPUT) report(code, "%s", problems.s ? problems.s : "out of memory");
+    free(problems.s);
+    source_close(&src);
+    if (!code && !found)
+        code = report(EXIT_BAD_INPUT, "--expect %s: none of output.npy, grad_value.npy, grad_sampling_locations.npy, "
+                      "grad_attention_weights.npy is there", o->expect);
+    case_data c;
+    memset(&c, 0, sizeof c);
+    msda_problem p;
+    if (!code) {
+        o->backward = data[CC_GRAD_VALUE] || data[CC_GRAD_LOCATIONS] || data[CC_GRAD_WEIGHTS];
+        code = load_case(o, &c);
+    }
+    if (!code) code = derive_problem(o, &c, &p);
+    for (int k = 0; k < CC_COUNT && !code; k++) {
+        if (!data[k]) continue;
+        const int64_t out_shape[3] = {p.batch, p.num_queries, p.num_heads * p.channels};
+        const npy_array *want = k == CC_GRAD_VALUE ? &c.arr[F_VALUE] : k == CC_GRAD_LOCATIONS ? &c.arr[F_LOCATIONS]
+                              : &c.arr[F_WEIGHTS];
+        const int ndim = k == CC_OUTPUT ? 3 : want->ndim;
+        const int64_t *shape = k == CC_OUTPUT ? out_shape : want->shape;
+        if (!same_shape(&arr[k], ndim, shape)) {
+            shape_text got, expected;
+            code = report(EXIT_BAD_INPUT, "%s: shape %s, expected %s (the shape of %s)", path[k], shape_of(&arr[k], got),
+                          npy_format_shape(ndim, shape, expected, sizeof expected), CC_NAMES[k]);
+        }
+    }
+    if (!code) {
+        cc_settings s;
+        memset(&s, 0, sizeof s);
+        s.in = o->in;
+        s.expect = o->expect;
+        s.top = o->top;
+        s.json = o->json;
+        s.backend = o->backend;
+        s.rtol = o->rtol;
+        s.atol = o->atol;
+        s.dtype = o->dtype;
+        s.dtype_from = "--dtype";
+        if (o->dtype == DTYPE_NO_DTYPE && !o->have_rtol && !o->have_atol) {
+            /* the files' own dtype when all are float16, or all bfloat16 */
+            int f2 = 0, bf = 0, all = 0;
+            for (int k = 0; k < CC_COUNT; k++) {
+                if (!data[k]) continue;
+                all++;
+                f2 += arr[k].dtype == NPY_F2;
+                bf += arr[k].dtype == NPY_BF16;
+            }
+            s.dtype = f2 == all ? DTYPE_FLOAT16 : bf == all ? DTYPE_BFLOAT16 : DTYPE_FLOAT32;
+            s.dtype_from = s.dtype == DTYPE_FLOAT32 ? "the default" : "the dtype of the files";
+        }
+        const int inputs[4] = {F_VALUE, F_LOCATIONS, F_WEIGHTS, F_GRAD_OUTPUT};
+        for (int k = 0; k < 4; k++) {
+            if (!c.f32[inputs[k]]) continue;
+            s.input_path[k] = c.path[inputs[k]];
+            s.input_data[k] = c.f32[inputs[k]];
+            s.input_count[k] = c.arr[inputs[k]].count;
+        }
+        cc_file files[CC_COUNT];
+        for (int k = 0; k < CC_COUNT; k++) {
+            files[k].path = data[k] ? path[k] : NULL;
+            files[k].descr = data[k] ? npy_dtype_name(arr[k].dtype) : NULL;
+            files[k].data = data[k];
+        }
+        char *failure = NULL;
+        int rc = cc_run(&p, c.f32[F_VALUE], c.f32[F_LOCATIONS], c.f32[F_WEIGHTS], c.f32[F_GRAD_OUTPUT], files, &s, stdout,
+                        &failure);
+        fflush(stdout);
+        if (rc < 0) code = report(EXIT_OTHER, "out of memory");
+        else if (rc) code = report(EXIT_OTHER, "%s", failure);
+        free(failure);
+    }
+    case_free(&c);
+    for (int k = 0; k < CC_COUNT; k++) {
+        free(path[k]);
+        free(data[k]);
+    }
+    return code;
 }
