@@ -38,6 +38,12 @@ $(NATIVE)/tests/test_npy $(NATIVE)/tests/test_cli: TEST_LIBS := $(NATIVE)/libmsd
 $(SAN)/tests/test_npy $(SAN)/tests/test_cli: $(SAN)/libmsdacli.a $(CLI_HDR)
 $(SAN)/tests/test_npy $(SAN)/tests/test_cli: TEST_LIBS := $(SAN)/libmsdacli.a
 
+# src/cli/texts.h, the native CLI's texts, is made from the table bindings/cli/texts.js and
+# committed (a clone builds without Node); tests/js/cli-texts.test.js holds the two alike.
+.PHONY: cli-texts
+cli-texts:
+	node scripts/cli-texts.js
+
 # test_cli runs the CLI it finds in $MSDA_CLI (default build/native/msda).
 test-c test-c-sanitize: $(NATIVE)/msda
 

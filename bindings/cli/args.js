@@ -1,6 +1,6 @@
 // The JS CLI's arguments (src/cli/args.c is the other half): the options of a command line,
 // with the native CLI's rules and messages.
-import { bad } from './messages.js';
+import { bad, say, T } from './messages.js';
 
 const VALUE_FLAGS = ['--in', '--out', '--value-layout', '--sampling-locations-layout', '--padding-mode', '--threads',
   '--backend', '--expect', '--dtype', '--rtol', '--atol', '--top', '--out-dtype'];
@@ -18,12 +18,12 @@ const orList = (xs) => (xs.length === 2 ? `${xs[0]} or ${xs[1]}` : `${xs.slice(0
 
 /** Parses argv (without node and the script); returns null for --help. */
 export function parseArgs(argv) {
-  if (argv.length === 0) throw bad('missing command, expected forward, backward or crosscheck (see msda --help)');
+  if (argv.length === 0) throw bad(T.missingCommand);
   const command = argv[0];
   if (command === '--help' || command === '-h') return null;
   if (command === '--version') return { command: 'version' };
   if (!['forward', 'backward', 'crosscheck'].includes(command)) {
-    throw bad(`unknown command '${command}', expected forward, backward or crosscheck (see msda --help)`);
+    throw bad(say(T.unknownCommand, command));
   }
   const o = {
     command, in: null, out: null, expect: null, valueLayout: 'BLNC', samplingLocationsLayout: 'BQHLP2',
@@ -35,31 +35,29 @@ export function parseArgs(argv) {
     const arg = argv[i];
     if (arg === '--help' || arg === '-h') return null;
     if (arg === '--version') return { command: 'version' };
-    if (!arg.startsWith('--')) throw bad(`unexpected argument '${arg}' (see msda --help)`);
+    if (!arg.startsWith('--')) throw bad(say(T.unexpectedArgument, arg));
     const eq = arg.indexOf('=');
     const name = eq >= 0 ? arg.slice(0, eq) : arg;
     const takesValue = VALUE_FLAGS.includes(name);
     if (!takesValue && name !== '--align-corners' && name !== '--json') {
-      throw bad(`unknown option '${name.length >= 64 ? `${name.slice(0, 40)}...` : name}' (see msda --help)`);
+      throw bad(say(name.length >= 64 ? T.unknownLongOption : T.unknownOption, name));
     }
     let value = null;
     if (takesValue) {
       if (eq >= 0) value = arg.slice(eq + 1);
       else if (i + 1 < argv.length) value = argv[++i];
-      else throw bad(`${name} needs a value (see msda --help)`);
+      else throw bad(say(T.needsValue, name));
     } else if (eq >= 0) {
-      throw bad(`${name} takes no value, got '${arg.slice(eq + 1)}'`);
+      throw bad(say(T.takesNoValue, name, arg.slice(eq + 1)));
     }
-    if (command === 'crosscheck' && name === '--out-dtype') throw bad('--out-dtype is not used by crosscheck (it writes nothing)');
-    if (command === 'crosscheck' && name === '--out') {
-      throw bad('--out is not used by crosscheck (it writes nothing); --expect DIR compares with outputs in DIR');
-    }
-    if (command !== 'crosscheck' && CROSSCHECK_FLAGS.includes(name)) throw bad(`${name} is only for msda crosscheck`);
+    if (command === 'crosscheck' && name === '--out-dtype') throw bad(T.outDtypeInCrosscheck);
+    if (command === 'crosscheck' && name === '--out') throw bad(T.outInCrosscheck);
+    if (command !== 'crosscheck' && CROSSCHECK_FLAGS.includes(name)) throw bad(say(T.onlyForCrosscheck, name));
     if (name === '--in' || name === '--out' || name === '--expect') {
-      if (value === '') throw bad(`${name}: empty path, expected a directory`);
+      if (value === '') throw bad(say(T.emptyPath, name));
       o[name.slice(2)] = value;
     } else if (name in CHOICES) {
-      if (!CHOICES[name].includes(value)) throw bad(`${name}: '${value}', expected ${orList(CHOICES[name])}`);
+      if (!CHOICES[name].includes(value)) throw bad(say(T.badChoice, name, value, orList(CHOICES[name])));
       const key = { '--value-layout': 'valueLayout', '--sampling-locations-layout': 'samplingLocationsLayout',
         '--padding-mode': 'paddingMode', '--backend': 'backend' }[name];
       if (name === '--dtype') o.dtype = value;
@@ -68,35 +66,34 @@ export function parseArgs(argv) {
     } else if (name === '--rtol' || name === '--atol') {
       // a plain non-negative decimal number (Number() alone would take '', '0x10', 'Infinity')
       if (!/^(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(value) || !Number.isFinite(Number(value))) {
-        throw bad(`${name}: '${value}', expected a number >= 0 such as 1e-3`);
+        throw bad(say(T.badTolerance, name, value));
       }
       o[name.slice(2)] = Number(value);
     } else if (name === '--top') {
-      if (!/^\d+$/.test(value) || Number(value) > 1000) throw bad(`--top: '${value}', expected an integer from 0 to 1000`);
+      if (!/^\d+$/.test(value) || Number(value) > 1000) throw bad(say(T.badTop, value));
       o.top = Number(value);
     } else if (name === '--json') {
-      if (eq >= 0) throw bad(`--json takes no value, got '${arg.slice(eq + 1)}'`);
       o.json = true;
     } else if (name === '--threads') {
       if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 4096) {
-        throw bad(`--threads: '${value}', expected an integer from 1 to 4096`);
+        throw bad(say(T.badThreads, value));
       }
       o.threads = Number(value);
     } else {
       o.alignCorners = true;
     }
-    if (seen.has(name)) throw bad(`${name} given more than once`);
+    if (seen.has(name)) throw bad(say(T.givenTwice, name));
     seen.add(name);
   }
-  if (o.in === null) throw bad('missing --in DIR (see msda --help)');
-  if (o.out === null && command !== 'crosscheck') throw bad('missing --out DIR (see msda --help)');
+  if (o.in === null) throw bad(T.missingIn);
+  if (o.out === null && command !== 'crosscheck') throw bad(T.missingOut);
   o.backendNamed = seen.has('--backend');
   if (command === 'crosscheck' && o.expect === null) {
     const given = EXPECT_FLAGS.find((f) => seen.has(f));
-    if (given) throw bad(`${given} needs --expect DIR (it sets how your outputs are compared with ours)`);
+    if (given) throw bad(say(T.needsExpect, given));
   }
   if (o.dtype !== null && (o.rtol !== null || o.atol !== null)) {
-    throw bad(`--dtype and ${o.rtol !== null ? '--rtol' : '--atol'} both set the tolerance: give one of them`);
+    throw bad(say(T.twoTolerances, o.rtol !== null ? '--rtol' : '--atol'));
   }
   return o;
 }

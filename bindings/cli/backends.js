@@ -1,5 +1,5 @@
 // The backends the JS CLI runs on (the native CLI has one: the library it links).
-import { bad, CliError } from './messages.js';
+import { bad, CliError, say, T } from './messages.js';
 
 // --threads N > 1 on the wasm backend loads the threaded module (docs/threads.md); native and
 // the scalar module take threads per call.
@@ -10,9 +10,9 @@ export async function backendApi(backend, threads = 1, named = true) {
     return await init(backend === 'wasm' && threads > 1 ? { backend, threads } : { backend });
   } catch (e) {
     if (backend === 'native' && named) {
-      throw bad(`--backend native: the native addon is not available here; without --backend the CLI runs on WebAssembly with the same results (${e.message})`);
+      throw bad(say(T.nativeUnavailable, e.message));
     }
-    throw new CliError(1, named ? `--backend ${backend}: ${e.message}` : e.message);
+    throw new CliError(1, named ? say(T.onBackend, backend, e.message) : e.message);
   }
 }
 
@@ -29,7 +29,7 @@ export function compute(msda, op, args, named = true) {
       grad_attention_weights: g.gradAttentionWeights,
     };
   } catch (e) {
-    if (e instanceof RangeError || e instanceof TypeError) throw bad(named ? `--backend ${msda.backend}: ${e.message}` : e.message);
-    throw new CliError(1, named ? `${op} failed on ${msda.backend}: ${e.message}` : `${op} failed: ${e.message}`);
+    if (e instanceof RangeError || e instanceof TypeError) throw bad(named ? say(T.onBackend, msda.backend, e.message) : e.message);
+    throw new CliError(1, named ? say(T.computeFailedOn, op, msda.backend, e.message) : say(T.computeFailed, op, e.message));
   }
 }

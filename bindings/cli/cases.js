@@ -6,20 +6,20 @@ import { inflateRawSync } from 'node:zlib';
 import { widenHalf } from '../core/half.js';
 import { looksLikeZip, NpzError, parseNpz } from '../core/npz.js';
 import { formatShape, NpyError, parseNpy, parseNpyHeader } from '../npy.js';
-import { bad, CliError, joinPath, why } from './messages.js';
+import { bad, CliError, joinPath, say, T, why } from './messages.js';
 
 // What to do about a file of the wrong dtype, in NumPy's words (the native CLI prints the same).
 function dtypeHint(path, descr, want, name = path.slice(path.lastIndexOf('/') + 1)) {
   if (want === 'float' && (descr === '<V2' || descr === '|V2')) {
-    return `${path}: dtype '${descr}': a 2-byte void, which is how np.save writes ml_dtypes' bfloat16, but its bits cannot be told from any other 2-byte record: save bfloat16 as float32, which is exact: tensor.astype(np.float32)`;
+    return say(T.dtypeVoid, path, descr);
   }
   if (want === 'float' && (descr === '<i2' || descr === '<u2')) {
-    return `${path}: dtype '${descr}': 2-byte integers, perhaps the bits of a float16 or bfloat16 tensor (a bit view), which astype would turn into integers: save float16 as tensor.view(np.float16), bfloat16 as float32 (tensor.view(ml_dtypes.bfloat16).astype(np.float32), which is exact)`;
+    return say(T.dtypeInt16, path, descr);
   }
   const bigEndian = descr.startsWith('>');
-  const what = want === 'float' ? 'float32, float16 or bfloat16' : 'int64 or int32';
-  const fix = want === 'float' ? (bigEndian ? "'<f4'" : 'np.float32') : (bigEndian ? "'<i8'" : 'np.int64');
-  return `${path}: dtype '${descr}'${bigEndian ? ' (big-endian)' : ''}: ${name} must be ${bigEndian ? 'little-endian ' : ''}${what}: save tensor.astype(${fix})`;
+  const what = want === 'float' ? T.dtypesFloat : T.dtypesInt;
+  const fix = want === 'float' ? (bigEndian ? T.dtypeFixFloatBig : T.dtypeFixFloat) : (bigEndian ? T.dtypeFixIntBig : T.dtypeFixInt);
+  return say(T.dtypeWrong, path, descr, bigEndian ? T.dtypeBigEndian : '', name, bigEndian ? T.dtypeLittleEndian : '', what, fix);
 }
 
 // As the native CLI reads: open without waiting (a FIFO), check what was opened (so nothing
@@ -29,22 +29,22 @@ function readFileAsNative(path, large) {
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (e) {
-    throw bad(`${path}: cannot open: ${why(e)}`);
+    throw bad(say(T.fileSays, path, say(T.cannotOpen, why(e))));
   }
   try {
     let st;
     try {
       st = fstatSync(fd);
     } catch (e) {
-      throw bad(`${path}: cannot stat: ${why(e)}`);
+      throw bad(say(T.fileSays, path, say(T.cannotStat, why(e))));
     }
-    if (!st.isFile()) throw bad(`${path}: not a regular file`);
+    if (!st.isFile()) throw bad(say(T.fileSays, path, T.notRegularFile));
     if (large !== undefined && st.size > PARTS.limit) return large(fd, st.size);
     let bytes;
     try {
       bytes = Buffer.allocUnsafe(st.size);
     } catch {
-      throw new CliError(1, `${path}: out of memory reading ${st.size} bytes`);
+      throw new CliError(1, say(T.fileSays, path, say(T.outOfMemoryReading, st.size)));
     }
     let got = 0;
     try {
@@ -54,7 +54,7 @@ function readFileAsNative(path, large) {
         got += n;
       }
     } catch (e) {
-      throw new CliError(1, `${path}: read error: ${why(e)}`);
+      throw new CliError(1, say(T.fileSays, path, say(T.readError, why(e))));
     }
     return bytes.subarray(0, got);
   } finally {
@@ -84,7 +84,7 @@ function readNpyInParts(path, fd, size, want) {
         got += n;
       }
     } catch (e) {
-      throw new CliError(1, `${path}: read error: ${why(e)}`);
+      throw new CliError(1, say(T.fileSays, path, say(T.readError, why(e))));
     }
     return got;
   };
@@ -100,7 +100,7 @@ function readNpyInParts(path, fd, size, want) {
       try {
         full = new Uint8Array(prefix + headerLen);
       } catch {
-        throw new CliError(1, `${path}: out of memory reading ${size} bytes`);
+        throw new CliError(1, say(T.fileSays, path, say(T.outOfMemoryReading, size)));
       }
       got = readAt(full, 0);
       head = full.subarray(0, got);
@@ -109,12 +109,12 @@ function readNpyInParts(path, fd, size, want) {
   }
   const a = parseNpyHeader(head, judged, { bigint: true, bool: false });
   if (wrongDtype(a, want)) throw bad(dtypeHint(path, a.dtype, want));   // before reading gigabytes
-  if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1) throw new CliError(1, `${path}: a file this large is read on little-endian machines only`);
+  if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1) throw new CliError(1, say(T.largeFileBigEndian, path));
   let data;
   try {
     data = new ({ '<f4': Float32Array, '<f2': Uint16Array, bfloat16: Uint16Array, '<i4': Int32Array, '<i8': BigInt64Array })[a.dtype](a.count);
   } catch {
-    throw new CliError(1, `${path}: out of memory reading ${size} bytes`);
+    throw new CliError(1, say(T.fileSays, path, say(T.outOfMemoryReading, size)));
   }
   const bytes = data.byteLength;
   for (let done = 0; done < bytes;) {
@@ -140,7 +140,7 @@ function npyFromBytes(path, bytes, want, name = undefined) {
     a = read instanceof Uint8Array ? parseNpy(read, { bigint: true, bool: false }) : read;
   } catch (e) {
     if (e instanceof NpyError && e.descr !== undefined) throw bad(dtypeHint(path, e.descr, want, name));
-    if (e instanceof NpyError) throw bad(`${path}: ${e.message}`);
+    if (e instanceof NpyError) throw bad(say(T.fileSays, path, e.message));
     throw e;
   }
   if (wrongDtype(a, want)) throw bad(dtypeHint(path, a.dtype, want, name));
@@ -189,7 +189,7 @@ export function openSource(flag, dir) {
   try {
     st = statSync(dir);
   } catch (e) {
-    throw bad(`${flag} ${dir}: ${why(e)}`);
+    throw bad(say(T.sourceSays, flag, dir, why(e)));
   }
   if (st.isDirectory()) {
     // has: the name is in the directory (lstat), so a dangling symlink is read, and refused, not skipped.
@@ -198,19 +198,19 @@ export function openSource(flag, dir) {
       try {
         return readdirSync(dir, { encoding: 'latin1' }).sort();
       } catch (e) {
-        throw bad(`${flag} ${dir}: cannot list it: ${why(e)}`);
+        throw bad(say(T.cannotList, flag, dir, why(e)));
       }
     };
     return { has: (name) => !isMissing(joinPath(dir, name)), missing: (name) => isMissing(joinPath(dir, name)),
       read: (name, want) => readNpyFile(joinPath(dir, name), want), path: (name) => joinPath(dir, name), names };
   }
   const bytes = st.isFile() ? readFileAsNative(dir) : null;
-  if (bytes === null || !looksLikeZip(bytes)) throw bad(`${flag} ${dir}: not a directory (nor an .npz archive)`);
+  if (bytes === null || !looksLikeZip(bytes)) throw bad(say(T.notDirectoryNorNpz, flag, dir));
   let members;
   try {
     members = parseNpz(bytes, (b, maxOutputLength) => inflateRawSync(b, { maxOutputLength }));
   } catch (e) {
-    if (e instanceof NpzError) throw bad(`${flag} ${dir}: ${e.message}`);
+    if (e instanceof NpzError) throw bad(say(T.sourceSays, flag, dir, e.message));
     throw e;
   }
   const path = (name) => `${dir}:${name}`;
@@ -221,12 +221,12 @@ export function openSource(flag, dir) {
     path,
     read(name, want) {
       const m = members.get(name);
-      if (m === undefined) throw bad(`${path(name)}: not in the archive`);
+      if (m === undefined) throw bad(say(T.fileSays, path(name), T.notInArchive));
       let data;
       try {
         data = m.read();
       } catch (e) {
-        if (e instanceof NpzError) throw bad(`${path(name)}: ${e.message}`);
+        if (e instanceof NpzError) throw bad(say(T.fileSays, path(name), e.message));
         throw e;
       }
       return npyFromBytes(path(name), data, want, name);
@@ -252,7 +252,7 @@ export function loadCase(dir, withGrad) {
       code ||= e.exitCode;
     }
   }
-  if (problems.length) throw new CliError(code, problems.join('; also: '));
+  if (problems.length) throw new CliError(code, problems.join(T.also));
   return files;
 }
 
@@ -265,15 +265,15 @@ export const sameShape = (a, b) => a.length === b.length && a.every((d, i) => d 
 export function deriveProblem(o, f) {
   const blnc = o.valueLayout === 'BLNC';
   const bqhlp2 = o.samplingLocationsLayout === 'BQHLP2';
-  const valueDims = blnc ? '(B, L, N_h, C_h) per --value-layout BLNC' : '(B, N_h, L, C_h) per --value-layout BNLC';
+  const valueDims = blnc ? T.valueDimsBlnc : T.valueDimsBnlc;
   const { value, spatialShapes: shapes, levelStartIndex: starts, samplingLocations: loc, attentionWeights: weights } = f;
   const vs = value.shape;
-  if (vs.length !== 4) throw bad(`${value.path}: shape ${formatShape(value.exactShape)}, expected 4 dimensions ${valueDims}`);
-  if (vs.some((d) => d < 1)) throw bad(`${value.path}: shape ${formatShape(value.exactShape)}, expected every dimension of ${valueDims} >= 1`);
+  if (vs.length !== 4) throw bad(say(T.valueNot4d, value.path, formatShape(value.exactShape), valueDims));
+  if (vs.some((d) => d < 1)) throw bad(say(T.valueEmpty, value.path, formatShape(value.exactShape), valueDims));
   const [B, L, H, C] = [vs[0], vs[blnc ? 1 : 2], vs[blnc ? 2 : 1], vs[3]];
 
   if (shapes.shape.length !== 2 || shapes.shape[1] !== 2 || shapes.shape[0] < 1) {
-    throw bad(`${shapes.path}: shape ${formatShape(shapes.exactShape)}, expected (N_l, 2) with N_l >= 1`);
+    throw bad(say(T.shapesShape, shapes.path, formatShape(shapes.exactShape)));
   }
   const NL = shapes.shape[0];
   const big = Array.from(shapes.data, BigInt);
@@ -283,39 +283,36 @@ export function deriveProblem(o, f) {
   const expectedStarts = [];
   for (let l = 0; l < NL; l++) {
     const h = big[2 * l], w = big[2 * l + 1];
-    if (h < 1n || w < 1n) throw bad(`${shapes.path}: row ${l} is (${h}, ${w}), expected H >= 1 and W >= 1`);
+    if (h < 1n || w < 1n) throw bad(say(T.shapesRow, shapes.path, l, h, w));
     expectedStarts.push(total);
     total += h * w;
-    if (h * w > INT64_MAX || total > INT64_MAX) {
-      throw bad(`${shapes.path}: the sum of H*W over levels 0..${l} overflows 64 bits`);
-    }
+    if (h * w > INT64_MAX || total > INT64_MAX) throw bad(say(T.shapesOverflow, shapes.path, l));
     pairs.push([Number(h), Number(w)]);
   }
   if (BigInt(L) !== total) {
     const otherFits = BigInt(vs[blnc ? 2 : 1]) === total;
-    throw bad(`${value.path}: shape ${formatShape(value.exactShape)} has L = ${L}, expected ${total} (the sum of H*W over ${shapes.path}) ${valueDims}${
-      otherFits ? `; --value-layout ${blnc ? 'BNLC' : 'BLNC'} makes the shapes fit` : ''}`);
+    throw bad(say(T.valueLength, value.path, formatShape(value.exactShape), L, total, shapes.path, valueDims,
+      !otherFits ? '' : blnc ? T.valueFitsBnlc : T.valueFitsBlnc));
   }
   if (starts && !sameShape(starts.shape, [NL])) {
-    throw bad(`${starts.path}: shape ${formatShape(starts.exactShape)}, expected ${formatShape([NL])} = (N_l,) with N_l from ${shapes.path}`);
+    throw bad(say(T.startsShape, starts.path, formatShape(starts.exactShape), formatShape([NL]), shapes.path));
   }
   const ws = weights.shape;
   if (ws.length !== 5 || ws[0] !== B || ws[2] !== H || ws[3] !== NL || ws[1] < 1 || ws[4] < 1) {
-    throw bad(`${weights.path}: shape ${formatShape(weights.exactShape)}, expected (${B}, N_q, ${H}, ${NL}, N_p) = (B, N_q, N_h, N_l, N_p) with N_q, N_p >= 1, B and N_h from ${value.path}, N_l from ${shapes.path}`);
+    throw bad(say(T.weightsShape, weights.path, formatShape(weights.exactShape), B, H, NL, value.path, shapes.path));
   }
   const Q = ws[1], P = ws[4];
   const locShape = bqhlp2 ? [B, Q, H, NL, P, 2] : [B, 2, Q, H, NL, P];
   const otherShape = bqhlp2 ? [B, 2, Q, H, NL, P] : [B, Q, H, NL, P, 2];
   if (!sameShape(loc.shape, locShape)) {
-    throw bad(`${loc.path}: shape ${formatShape(loc.exactShape)}, expected ${formatShape(locShape)} = ${bqhlp2
-      ? '(B, N_q, N_h, N_l, N_p, 2) per --sampling-locations-layout BQHLP2'
-      : '(B, 2, N_q, N_h, N_l, N_p) per --sampling-locations-layout B2QHLP'} with N_q and N_p from ${weights.path}${
-      sameShape(loc.shape, otherShape) ? `; --sampling-locations-layout ${bqhlp2 ? 'B2QHLP' : 'BQHLP2'} makes the shapes fit` : ''}`);
+    throw bad(say(T.locationsShape, loc.path, formatShape(loc.exactShape), formatShape(locShape),
+      bqhlp2 ? T.locationsDimsBqhlp2 : T.locationsDimsB2qhlp, weights.path,
+      !sameShape(loc.shape, otherShape) ? '' : bqhlp2 ? T.locationsFitB2qhlp : T.locationsFitBqhlp2));
   }
   if (f.gradOutput) {
     const goShape = [B, Q, H * C];
     if (!sameShape(f.gradOutput.shape, goShape)) {
-      throw bad(`${f.gradOutput.path}: shape ${formatShape(f.gradOutput.exactShape)}, expected ${formatShape(goShape)} = (B, N_q, N_h*C_h)`);
+      throw bad(say(T.gradOutputShape, f.gradOutput.path, formatShape(f.gradOutput.exactShape), formatShape(goShape)));
     }
   }
   // The library's level-start rule and message, with the file name.

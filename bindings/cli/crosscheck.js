@@ -2,15 +2,14 @@
 // bounds (src/cli/crosscheck.c is the other half), and without --expect, a backend against
 // native or the reference.
 import {
-  BOUND_RULE, compareWithBounds, coordinates, formatCoordinates, OUTPUT_NAMES as CHECKED_OUTPUTS, referenceWithBounds,
-  UNIT_ROUNDOFF,
+  compareWithBounds, coordinates, formatCoordinates, OUTPUT_NAMES as CHECKED_OUTPUTS, referenceWithBounds, UNIT_ROUNDOFF,
 } from '../core/crosscheck.js';
 import { narrowToHalf, widenHalf } from '../core/half.js';
 import { shown } from '../core/npz.js';
 import { formatShape } from '../npy.js';
 import { backendApi, compute } from './backends.js';
 import { deriveProblem, exists, loadCase, openSource, sameShape } from './cases.js';
-import { bad, CliError, joinPath } from './messages.js';
+import { bad, CliError, joinPath, say, T } from './messages.js';
 import { fmt, jsonNumber, pair } from './numbers.js';
 
 const TOLERANCE = Object.freeze({ abs: 1e-5, rel: 1e-4, scale: 0 });
@@ -55,7 +54,7 @@ function notRepresentable(files, dtype) {
     if (!f) continue;
     const bits = narrowToHalf(f.data, dtype), back = widenHalf(bits, dtype);
     const i = f.data.findIndex((x, k) => !Object.is(x, back[k]) && !(Number.isNaN(x) && Number.isNaN(back[k])));
-    if (i >= 0) notes.push(`${f.path} holds values that ${dtype} cannot (element ${i}: ${f.data[i]}); if your kernel read them rounded to ${dtype}, save the rounded inputs`);
+    if (i >= 0) notes.push(say(T.noteNotRepresentable, f.path, dtype, i, f.data[i], dtype));
   }
   return notes;
 }
@@ -72,7 +71,7 @@ function halfDtypeHolding(data) {
 }
 
 // Everything agrees: "all 4 outputs agree", "output agrees".
-const allAgree = (names) => (names.length === 1 ? `crosscheck: ${names[0]} agrees` : `crosscheck: all ${names.length} outputs agree`);
+const allAgree = (names) => (names.length === 1 ? say(T.agrees, names[0]) : say(T.allAgree, names.length));
 
 // --expect: the user's files against the float64 reference with per-element bounds.
 async function crosscheckExpected(o, print, expected) {
@@ -88,31 +87,31 @@ async function crosscheckExpected(o, print, expected) {
       : n === 'grad_value' ? args.value.shape : n === 'grad_sampling_locations' ? args.samplingLocations.shape
         : args.attentionWeights.shape;
     if (!sameShape(e.shape, want)) {
-      throw bad(`${e.path}: shape ${formatShape(e.exactShape)}, expected ${formatShape(want)} (the shape of ${n})`);
+      throw bad(say(T.expectShape, e.path, formatShape(e.exactShape), formatShape(want), n));
     }
   }
   // The dtype: as given, else the files' own when they are all half precision of one kind.
-  let dtype = o.dtype, dtypeFrom = '--dtype';
+  let dtype = o.dtype, dtypeFrom = T.dtypeFromFlag;
   if (dtype === null && o.rtol === null && o.atol === null) {
     const kinds = new Set(names.map((n) => expected[n].dtype));
     dtype = kinds.size === 1 && kinds.has('<f2') ? 'float16' : kinds.size === 1 && kinds.has('bfloat16') ? 'bfloat16' : 'float32';
-    dtypeFrom = dtype === 'float32' ? 'the default' : 'the dtype of the files';
+    dtypeFrom = dtype === 'float32' ? T.dtypeFromDefault : T.dtypeFromFiles;
   }
   const tol = dtype === null ? { rtol: o.rtol ?? 0, atol: o.atol ?? 0 } : { dtype };
-  const rule = dtype === null ? `|yours - ours| <= ${tol.atol} + ${tol.rtol}*|ours|` : `${BOUND_RULE}, u = 2^${Math.log2(UNIT_ROUNDOFF[dtype])}`;
+  const rule = dtype === null ? say(T.ruleGiven, tol.atol, tol.rtol) : say(T.ruleOfDtype, T.boundRule, Math.log2(UNIT_ROUNDOFF[dtype]));
   const results = names.map((n) => [n, compareWithBounds(n, expected[n].data, ref[n], args, tol, o.top)]);
   const notes = dtype ? notRepresentable(files, dtype) : [];
-  const failures = results.filter(([, r]) => r.disagree).map(([n, r]) => `${n} (${r.disagree} of ${r.count} elements)`);
-  if (dtypeFrom === 'the default') {
+  const failures = results.filter(([, r]) => r.disagree).map(([n, r]) => say(T.outputFailed, n, r.disagree, r.count));
+  if (dtypeFrom === T.dtypeFromDefault) {
     for (const [n, r] of results) {
       const half = r.disagree ? halfDtypeHolding(expected[n].data) : null;
-      if (half) notes.push(`every value in ${expected[n].path} is a ${half} value: if your kernel stores ${half}, give --dtype ${half}`);
+      if (half) notes.push(say(T.noteHalfValues, expected[n].path, half, half, half));
     }
   }
-  if (o.backendNamed) notes.push(`--backend ${o.backend} is not used with --expect: ours is the float64 reference`);
+  if (o.backendNamed) notes.push(say(T.noteBackend, o.backend));
   if (o.json) {
     const doc = {
-      in: o.in, expect: o.expect, yours: `the files in ${o.expect}`, ours: 'the float64 reference (docs/SEMANTICS.md)',
+      in: o.in, expect: o.expect, yours: say(T.yours, o.expect), ours: T.ours,
       tolerance: dtype === null ? { rtol: tol.rtol, atol: tol.atol, rule } : { dtype, from: dtypeFrom, unitRoundoff: UNIT_ROUNDOFF[dtype], rule },
       agree: failures.length === 0, notes,
       outputs: Object.fromEntries(results.map(([n, r]) => [n, {
@@ -127,27 +126,25 @@ async function crosscheckExpected(o, print, expected) {
     };
     print(JSON.stringify(doc, null, 2));
   } else {
-    print(`crosscheck ${o.in}: yours = the files in ${o.expect}, ours = the float64 reference (docs/SEMANTICS.md)`);
-    print(dtype === null ? `  tolerance (--rtol/--atol): ${rule}, per element`
-      : `  tolerance for ${dtype} (${dtypeFrom}): ${rule}, per element`);
-    for (const note of notes) print(`  note: ${note}`);
+    print(say(T.header, o.in, say(T.yours, o.expect), T.ours));
+    print(dtype === null ? say(T.toleranceGiven, rule) : say(T.toleranceFor, dtype, dtypeFrom, rule));
+    for (const note of notes) print(say(T.note, note));
     for (const [n, r] of results) {
       // a ratio to the bound of an element with none (ours exactly 0) would say nothing
-      const ratio = r.noBound && !(r.maxRatio > 0) ? [] : [`max |yours - ours| / bound ${fmt(r.maxRatio)}`];
-      const unbounded = r.noBound ? [`${r.noBound} with no bound to compare (ours exactly 0)`] : [];
-      const maxText = [`max |yours - ours| ${fmt(r.maxAbsDiff)}`, ...ratio, ...unbounded].join(', ');
-      const counts = [...(r.perLevel ? [`per level: ${r.perLevel.map((c, l) => `l=${l}: ${c}`).join(', ')}`] : []),
-        `per head: ${r.perHead.map((c, h) => `h=${h}: ${c}`).join(', ')}`];
-      print(r.disagree ? `  ${n.padEnd(24)} DISAGREE  ${r.disagree} of ${r.count} elements beyond their bound (${counts.join('; ')}); ${maxText}`
-        : `  ${n.padEnd(24)} ok        ${r.count} elements; ${maxText}`);
+      const ratio = r.noBound && !(r.maxRatio > 0) ? [] : [say(T.maxRatio, fmt(r.maxRatio))];
+      const unbounded = r.noBound ? [say(T.noBound, r.noBound)] : [];
+      const maxText = [say(T.maxDiff, fmt(r.maxAbsDiff)), ...ratio, ...unbounded].join(', ');
+      const counts = [...(r.perLevel ? [say(T.perLevel, r.perLevel.map((c, l) => say(T.levelCount, l, c)).join(', '))] : []),
+        say(T.perHead, r.perHead.map((c, h) => say(T.headCount, h, c)).join(', '))];
+      print(r.disagree ? say(T.verdictDisagree, n, r.disagree, r.count, counts.join('; '), maxText) : say(T.verdictOk, n, r.count, maxText));
       for (const w of r.worst) {
         const [y, u] = pair(w.yours, w.ours);
-        print(`    ${formatCoordinates(n, w.coordinates)}: yours ${y}, ours ${u}, |diff| ${fmt(w.diff)} > bound ${fmt(w.bound)}`);
+        print(say(T.worst, formatCoordinates(n, w.coordinates), y, u, fmt(w.diff), fmt(w.bound)));
       }
     }
     if (!failures.length) print(allAgree(names));
   }
-  if (failures.length) throw new CliError(1, `crosscheck: ${failures.join(', ')} beyond tolerance`);
+  if (failures.length) throw new CliError(1, say(T.failed, failures.join(', ')));
 }
 
 export async function crosscheck(o, print) {
@@ -158,10 +155,8 @@ export async function crosscheck(o, print) {
     // A file that is no output's would go unchecked: a typo must not pass.
     const files = CHECKED_OUTPUTS.map((n) => `${n}.npy`);
     const strays = source.names().filter((n) => !files.includes(n));
-    if (strays.length) {
-      throw bad(`--expect ${o.expect}: ${shown(strays[0])}${strays.length > 1 ? ` and ${strays.length - 1} more are not output names`
-        : ' is not an output name'} (${files.join(', ')})`);
-    }
+    if (strays.length > 1) throw bad(say(T.strayNames, '--expect', o.expect, shown(strays[0]), strays.length - 1, T.outputList));
+    if (strays.length) throw bad(say(T.strayName, '--expect', o.expect, shown(strays[0]), T.outputList));
     expected = {};
     const problems = [];
     for (const n of ['output', 'grad_value', 'grad_sampling_locations', 'grad_attention_weights']) {
@@ -172,10 +167,8 @@ export async function crosscheck(o, print) {
         problems.push(e.message);
       }
     }
-    if (problems.length) throw bad(problems.join('; also: '));
-    if (Object.keys(expected).length === 0) {
-      throw bad(`--expect ${o.expect}: none of output.npy, grad_value.npy, grad_sampling_locations.npy, grad_attention_weights.npy is there`);
-    }
+    if (problems.length) throw bad(problems.join(T.also));
+    if (Object.keys(expected).length === 0) throw bad(say(T.expectNone, o.expect, T.outputList));
     return crosscheckExpected(o, print, expected);
   }
   const wantForward = true;
@@ -200,15 +193,15 @@ export async function crosscheck(o, print) {
       try {
         native = await init({ backend: 'native' });
       } catch (e) {
-        whyNot = e.code === 'MSDA_NATIVE_UNAVAILABLE' ? `the native addon is not available on ${process.platform}-${process.arch}`
-          : 'the native addon does not load here';
+        whyNot = e.code === 'MSDA_NATIVE_UNAVAILABLE' ? say(T.nativeNotHere, `${process.platform}-${process.arch}`)
+          : T.nativeDoesNotLoad;
       }
     }
     let ref = {};
     if (native) {
       if (wantForward) ref = { ...ref, ...compute(native, 'forward', args, true) };
       if (wantBackward) ref = { ...ref, ...compute(native, 'backward', args, true) };
-      print(`crosscheck ${o.in}: ${testedName} against native`);
+      print(say(T.againstNative, o.in, testedName));
       refName = 'native';
     } else {
       const { referenceBackward, referenceForward } = await import('../reference.js');
@@ -221,25 +214,23 @@ export async function crosscheck(o, print) {
       }
       tolerance = REFERENCE_TOLERANCE;
       refName = 'reference';
-      print(`crosscheck ${o.in}: ${testedName} against the float64 reference${whyNot ? ` (${whyNot})` : ''}`);
+      print(say(T.againstReference, o.in, testedName, whyNot));
     }
     pairs = Object.keys(mine).map((n) => [n, mine[n].data, ref[n].data]);
   }
-  if (!wantBackward) print(`  backward skipped: no ${gradPath}`);
-  print(tolerance.scale
-    ? '  pass when |got - ref| <= 1e-5 + 1e-4*|ref| + 1e-4*max|ref| for every element (max rel diff: over ref != 0)'
-    : '  pass when |got - ref| <= 1e-5 + 1e-4*|ref| for every element (max rel diff: over ref != 0)');
+  if (!wantBackward) print(say(T.backwardSkipped, gradPath));
+  print(tolerance.scale ? T.passWhenReference : T.passWhen);
   const failures = [];
   for (const [name, got, ref] of pairs) {
     const c = compareArrays(got, ref, tolerance);
-    let verdict = 'ok';
+    let verdict = T.rowOk;
     if (c.bad) {
       const [g, r] = pair(got[c.worst], ref[c.worst]);
-      verdict = `DISAGREE: ${c.bad} of ${c.count} elements, worst ${formatCoordinates(name, coordinates(name, c.worst, args))}: ${testedName} ${g}, ${refName} ${r}`;
-      failures.push(`${name} (${c.bad} of ${c.count} elements)`);
+      verdict = say(T.rowDisagree, c.bad, c.count, formatCoordinates(name, coordinates(name, c.worst, args)), testedName, g, refName, r);
+      failures.push(say(T.outputFailed, name, c.bad, c.count));
     }
-    print(`  ${name.padEnd(24)} max abs diff ${fmt(c.maxAbs).padEnd(9)} max rel diff ${fmt(c.maxRel).padEnd(9)} ${verdict}`);
+    print(say(T.row, name, fmt(c.maxAbs), fmt(c.maxRel), verdict));
   }
-  if (failures.length) throw new CliError(1, `crosscheck: ${failures.join(', ')} beyond tolerance`);
+  if (failures.length) throw new CliError(1, say(T.failed, failures.join(', ')));
   print(allAgree(pairs.map(([n]) => n)));
 }

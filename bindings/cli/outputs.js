@@ -6,7 +6,7 @@ import { open } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { narrowToHalf, widenHalf } from '../core/half.js';
 import { npyDataBytes, npyHeader } from '../npy.js';
-import { bad, CliError, joinPath, why } from './messages.js';
+import { bad, CliError, joinPath, say, T, why } from './messages.js';
 
 // mkdir -p one level at a time: Node's recursive mkdir spins forever when a parent exists but
 // answers ENOENT for any child (procfs: `--out /proc/x` hung the CLI at 100% CPU).
@@ -27,23 +27,23 @@ function mkdirs(dir) {
 const STAGING_PATH_MAX = 4096;
 
 export function prepareOut(dir) {
-  if (Buffer.byteLength(joinPath(dir, '.msda-XXXXXX')) >= STAGING_PATH_MAX) throw bad(`--out ${dir}: path too long`);
+  if (Buffer.byteLength(joinPath(dir, '.msda-XXXXXX')) >= STAGING_PATH_MAX) throw bad(say(T.outPathTooLong, dir));
   try {
     mkdirs(dir);
   } catch (e) {
-    if (e.code !== 'EEXIST') throw bad(`--out ${dir}: cannot create directory ${e.path || dir}: ${why(e)}`);
+    if (e.code !== 'EEXIST') throw bad(say(T.outCannotCreateDir, dir, e.path || dir, why(e)));
   }
   let st;
   try {
     st = statSync(dir);
   } catch (e) {
-    throw bad(`--out ${dir}: ${why(e)}`);
+    throw bad(say(T.outSays, dir, why(e)));
   }
-  if (!st.isDirectory()) throw bad(`--out ${dir}: not a directory`);
+  if (!st.isDirectory()) throw bad(say(T.outNotDirectory, dir));
   try {
     accessSync(dir, constants.W_OK | constants.X_OK);
   } catch (e) {
-    throw bad(`--out ${dir}: not writable: ${why(e)}`);
+    throw bad(say(T.outNotWritable, dir, why(e)));
   }
 }
 
@@ -62,7 +62,7 @@ export function checkDestinations(dir, names, code) {
     try {
       st = lstatSync(p);
     } catch { /* absent, or not ours to judge: rename says */ }
-    if (st?.isDirectory()) throw new CliError(code, `--out ${dir}: ${p} is a directory, so the output cannot replace it`);
+    if (st?.isDirectory()) throw new CliError(code, say(T.outIsDirectory, dir, p));
   }
 }
 
@@ -99,7 +99,7 @@ export async function writeOutputs(dir, outputs, outDtype = 'float32') {
     try {
       staging = mkdtempSync(joinPath(dir, '.msda-'));
     } catch (e) {
-      throw new CliError(1, `--out ${dir}: cannot create a private directory for the outputs: ${why(e)}`);
+      throw new CliError(1, say(T.outNoPrivateDir, dir, why(e)));
     }
     const staged = names.map((n) => `${staging}/${n}.npy`);
     for (let i = 0; i < names.length; i++) {
@@ -108,7 +108,7 @@ export async function writeOutputs(dir, outputs, outDtype = 'float32') {
       try {
         fh = await open(staged[i], EXCLUSIVE, 0o666);
       } catch (e) {
-        throw new CliError(1, `${final[i]}: cannot create: ${why(e)}`);
+        throw new CliError(1, say(T.cannotCreate, final[i], why(e)));
       }
       try {
         // float16: '<f2' bits; bfloat16: the float32 values of the nearest bfloat16 numbers
@@ -125,7 +125,7 @@ export async function writeOutputs(dir, outputs, outDtype = 'float32') {
         fh = null;
       } catch (e) {
         await fh?.close().catch(() => {});
-        throw new CliError(1, `${final[i]}: write error: ${why(e)}`);
+        throw new CliError(1, say(T.writeError, final[i], why(e)));
       }
     }
     // One synchronous step from here: a signal is handled after it, so all outputs appear or none.
@@ -136,8 +136,8 @@ export async function writeOutputs(dir, outputs, outDtype = 'float32') {
       } catch (e) {
         const already = names.slice(0, i).map((n) => `${n}.npy`).join(', ');
         throw new CliError(1, i
-          ? `${final[i]}: cannot rename into place: ${why(e)} (--out changed during the run; this run already replaced ${already})`
-          : `${final[i]}: cannot rename into place: ${why(e)}`);
+          ? say(T.cannotRenameAfter, final[i], why(e), already)
+          : say(T.cannotRename, final[i], why(e)));
       }
     }
   } finally {

@@ -1,9 +1,9 @@
 /* The native CLI's arguments (see args.h). */
 #include "args.h"
 #include "messages.h"
+#include "texts.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,14 +79,14 @@ int parse_args(int argc, char **argv, options *o)
     o->rtol = o->atol = 0;
     o->top = 5;
     o->out_dtype = DTYPE_FLOAT32;
-    if (argc < 2) return report(EXIT_BAD_INPUT, "missing command, expected forward, backward or crosscheck (see msda --help)");
+    if (argc < 2) return report(EXIT_BAD_INPUT, TEXT_MISSING_COMMAND);
     const char *cmd = argv[1];
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) return o->help = 1, -1;
     if (!strcmp(cmd, "--version")) return o->version = 1, -1;
     if (!strcmp(cmd, "forward")) o->backward = 0;
     else if (!strcmp(cmd, "backward")) o->backward = 1;
     else if (!strcmp(cmd, "crosscheck")) o->crosscheck = 1;
-    else return report(EXIT_BAD_INPUT, "unknown command '%s', expected forward, backward or crosscheck (see msda --help)", cmd);
+    else return report(EXIT_BAD_INPUT, TEXT_UNKNOWN_COMMAND, cmd);
 
     /* the flags seen, for "given more than once" and the checks after the loop */
     int seen[16] = {0};
@@ -95,66 +95,66 @@ int parse_args(int argc, char **argv, options *o)
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) return o->help = 1, -1;
         if (!strcmp(arg, "--version")) return o->version = 1, -1;
         if (strncmp(arg, "--", 2) != 0)
-            return report(EXIT_BAD_INPUT, "unexpected argument '%s' (see msda --help)", arg);
+            return report(EXIT_BAD_INPUT, TEXT_UNEXPECTED_ARGUMENT, arg);
         /* --flag VALUE or --flag=VALUE */
         char name[64];
         const char *eq = strchr(arg, '='), *value = NULL;
         size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
-        if (n >= sizeof name) return report(EXIT_BAD_INPUT, "unknown option '%.40s...' (see msda --help)", arg);
+        if (n >= sizeof name) return report(EXIT_BAD_INPUT, TEXT_UNKNOWN_LONG_OPTION, arg);
         memcpy(name, arg, n);
         name[n] = '\0';
         /* --backend is the JS CLI's; the native one takes it only where it is a no-op (crosscheck --expect) */
         int takes_value = is_one_of(name, VALUE_FLAGS) && (o->crosscheck || strcmp(name, "--backend") != 0);
         if (!takes_value && strcmp(name, "--align-corners") != 0 && strcmp(name, "--json") != 0)
-            return report(EXIT_BAD_INPUT, "unknown option '%s' (see msda --help)", name);
+            return report(EXIT_BAD_INPUT, TEXT_UNKNOWN_OPTION, name);
         if (takes_value) {
             if (eq) value = eq + 1;
             else if (i + 1 < argc) value = argv[++i];
-            else return report(EXIT_BAD_INPUT, "%s needs a value (see msda --help)", name);
+            else return report(EXIT_BAD_INPUT, TEXT_NEEDS_VALUE, name);
         } else if (eq) {
-            return report(EXIT_BAD_INPUT, "%s takes no value, got '%s'", name, eq + 1);
+            return report(EXIT_BAD_INPUT, TEXT_TAKES_NO_VALUE, name, eq + 1);
         }
         if (o->crosscheck && !strcmp(name, "--out-dtype"))
-            return report(EXIT_BAD_INPUT, "--out-dtype is not used by crosscheck (it writes nothing)");
+            return report(EXIT_BAD_INPUT, TEXT_OUT_DTYPE_IN_CROSSCHECK);
         if (o->crosscheck && !strcmp(name, "--out"))
-            return report(EXIT_BAD_INPUT, "--out is not used by crosscheck (it writes nothing); --expect DIR compares with outputs in DIR");
+            return report(EXIT_BAD_INPUT, TEXT_OUT_IN_CROSSCHECK);
         if (!o->crosscheck && is_one_of(name, CROSSCHECK_FLAGS))
-            return report(EXIT_BAD_INPUT, "%s is only for msda crosscheck", name);
+            return report(EXIT_BAD_INPUT, TEXT_ONLY_FOR_CROSSCHECK, name);
         if (!strcmp(name, "--in") || !strcmp(name, "--out") || !strcmp(name, "--expect")) {
-            if (!*value) return report(EXIT_BAD_INPUT, "%s: empty path, expected a directory", name);
+            if (!*value) return report(EXIT_BAD_INPUT, TEXT_EMPTY_PATH, name);
             if (!strcmp(name, "--in")) o->in = value;
             else if (!strcmp(name, "--out")) o->out = value;
             else o->expect = value;
         } else if (!strcmp(name, "--value-layout")) {
             if (!strcmp(value, "BLNC")) o->problem.value_layout = MSDA_VALUE_BLNC;
             else if (!strcmp(value, "BNLC")) o->problem.value_layout = MSDA_VALUE_BNLC;
-            else return report(EXIT_BAD_INPUT, "--value-layout: '%s', expected BLNC or BNLC", value);
+            else return report(EXIT_BAD_INPUT, TEXT_BAD_CHOICE, name, value, "BLNC or BNLC");
         } else if (!strcmp(name, "--sampling-locations-layout")) {
             if (!strcmp(value, "BQHLP2")) o->problem.locations_layout = MSDA_LOCATIONS_BQHLP2;
             else if (!strcmp(value, "B2QHLP")) o->problem.locations_layout = MSDA_LOCATIONS_B2QHLP;
-            else return report(EXIT_BAD_INPUT, "--sampling-locations-layout: '%s', expected BQHLP2 or B2QHLP", value);
+            else return report(EXIT_BAD_INPUT, TEXT_BAD_CHOICE, name, value, "BQHLP2 or B2QHLP");
         } else if (!strcmp(name, "--padding-mode")) {
             if (!strcmp(value, "zeros")) o->problem.padding = MSDA_PADDING_ZEROS;
             else if (!strcmp(value, "border")) o->problem.padding = MSDA_PADDING_BORDER;
-            else return report(EXIT_BAD_INPUT, "--padding-mode: '%s', expected zeros or border", value);
+            else return report(EXIT_BAD_INPUT, TEXT_BAD_CHOICE, name, value, "zeros or border");
         } else if (!strcmp(name, "--backend")) {
             if (strcmp(value, "wasm") && strcmp(value, "wasm-scalar") && strcmp(value, "native"))
-                return report(EXIT_BAD_INPUT, "--backend: '%s', expected wasm, wasm-scalar or native", value);
+                return report(EXIT_BAD_INPUT, TEXT_BAD_CHOICE, name, value, "wasm, wasm-scalar or native");
             o->backend = value;
         } else if (!strcmp(name, "--out-dtype")) {
             if (!strcmp(value, "float32")) o->out_dtype = DTYPE_FLOAT32;
             else if (!strcmp(value, "float16")) o->out_dtype = DTYPE_FLOAT16;
             else if (!strcmp(value, "bfloat16")) o->out_dtype = DTYPE_BFLOAT16;
-            else return report(EXIT_BAD_INPUT, "--out-dtype: '%s', expected float32, float16 or bfloat16", value);
+            else return report(EXIT_BAD_INPUT, TEXT_BAD_CHOICE, name, value, "float32, float16 or bfloat16");
         } else if (!strcmp(name, "--dtype")) {
             if (!strcmp(value, "float32")) o->dtype = DTYPE_FLOAT32;
             else if (!strcmp(value, "float16")) o->dtype = DTYPE_FLOAT16;
             else if (!strcmp(value, "bfloat16")) o->dtype = DTYPE_BFLOAT16;
-            else return report(EXIT_BAD_INPUT, "--dtype: '%s', expected float32, float16 or bfloat16", value);
+            else return report(EXIT_BAD_INPUT, TEXT_BAD_CHOICE, name, value, "float32, float16 or bfloat16");
         } else if (!strcmp(name, "--rtol") || !strcmp(name, "--atol")) {
             double v;
             if (parse_tolerance(value, &v))
-                return report(EXIT_BAD_INPUT, "%s: '%s', expected a number >= 0 such as 1e-3", name, value);
+                return report(EXIT_BAD_INPUT, TEXT_BAD_TOLERANCE, name, value);
             if (name[2] == 'r') { o->rtol = v; o->have_rtol = 1; }
             else { o->atol = v; o->have_atol = 1; }
         } else if (!strcmp(name, "--top")) {
@@ -163,28 +163,27 @@ int parse_args(int argc, char **argv, options *o)
             for (k = 0; k < len && value[k] >= '0' && value[k] <= '9'; k++) {}
             while (len > 1 && *digits == '0') { digits++; len--; } /* leading zeros: the same number */
             if (!*value || value[k] || len > 4 || atoi(digits) > 1000)
-                return report(EXIT_BAD_INPUT, "--top: '%s', expected an integer from 0 to 1000", value);
+                return report(EXIT_BAD_INPUT, TEXT_BAD_TOP, value);
             o->top = atoi(digits);
         } else if (!strcmp(name, "--json")) {
             o->json = 1;
         } else if (!strcmp(name, "--threads")) {
             if (parse_threads(value, &o->problem.threads))
-                return report(EXIT_BAD_INPUT, "--threads: '%s', expected an integer from 1 to 4096", value);
+                return report(EXIT_BAD_INPUT, TEXT_BAD_THREADS, value);
         } else {
             o->problem.align_corners = 1;
         }
-        if (seen[flag_index(name)]++) return report(EXIT_BAD_INPUT, "%s given more than once", name);
+        if (seen[flag_index(name)]++) return report(EXIT_BAD_INPUT, TEXT_GIVEN_TWICE, name);
     }
-    if (!o->in) return report(EXIT_BAD_INPUT, "missing --in DIR (see msda --help)");
-    if (!o->crosscheck && !o->out) return report(EXIT_BAD_INPUT, "missing --out DIR (see msda --help)");
+    if (!o->in) return report(EXIT_BAD_INPUT, TEXT_MISSING_IN);
+    if (!o->crosscheck && !o->out) return report(EXIT_BAD_INPUT, TEXT_MISSING_OUT);
     if (o->crosscheck && !o->expect)
         for (const char *const *f = EXPECT_FLAGS; *f; f++)
             if (seen[flag_index(*f)])
-                return report(EXIT_BAD_INPUT, "%s needs --expect DIR (it sets how your outputs are compared with ours)", *f);
+                return report(EXIT_BAD_INPUT, TEXT_NEEDS_EXPECT, *f);
     if (o->dtype != DTYPE_NO_DTYPE && (o->have_rtol || o->have_atol))
-        return report(EXIT_BAD_INPUT, "--dtype and %s both set the tolerance: give one of them", o->have_rtol ? "--rtol" : "--atol");
+        return report(EXIT_BAD_INPUT, TEXT_TWO_TOLERANCES, o->have_rtol ? "--rtol" : "--atol");
     if (o->crosscheck && !o->expect)
-        return report(EXIT_BAD_INPUT, "crosscheck without --expect (this package's backends against each other) is the JS CLI's: "
-                      "node bindings/cli.js crosscheck, or npx msda crosscheck");
+        return report(EXIT_BAD_INPUT, TEXT_CROSSCHECK_IS_JS);
     return 0;
 }

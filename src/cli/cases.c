@@ -1,6 +1,7 @@
 /* A case's files for the native CLI (see cases.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "cases.h"
+#include "texts.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -27,21 +28,17 @@ void dtype_hint(text *t, const char *path, const char *name, const char *descr, 
 {
     const int big_endian = descr[0] == '>';
     if (!want_int && (!strcmp(descr, "<V2") || !strcmp(descr, "|V2"))) {
-        append(t, "%s: dtype '%s': a 2-byte void, which is how np.save writes ml_dtypes' bfloat16, "
-               "but its bits cannot be told from any other 2-byte record: save bfloat16 as float32, which is "
-               "exact: tensor.astype(np.float32)", path, descr);
+        append(t, TEXT_DTYPE_VOID, path, descr);
         return;
     }
     if (!want_int && (!strcmp(descr, "<i2") || !strcmp(descr, "<u2"))) {
-        append(t, "%s: dtype '%s': 2-byte integers, perhaps the bits of a float16 or bfloat16 tensor (a bit view), "
-               "which astype would turn into integers: save float16 as tensor.view(np.float16), bfloat16 as float32 "
-               "(tensor.view(ml_dtypes.bfloat16).astype(np.float32), which is exact)", path, descr);
+        append(t, TEXT_DTYPE_INT16, path, descr);
         return;
     }
-    append(t, "%s: dtype '%s'%s: %s must be %s%s: save tensor.astype(%s)", path, descr,
-           big_endian ? " (big-endian)" : "", name, big_endian ? "little-endian " : "",
-           want_int ? "int64 or int32" : "float32, float16 or bfloat16",
-           want_int ? (big_endian ? "'<i8'" : "np.int64") : (big_endian ? "'<f4'" : "np.float32"));
+    append(t, TEXT_DTYPE_WRONG, path, descr, big_endian ? TEXT_DTYPE_BIG_ENDIAN : "", name,
+           big_endian ? TEXT_DTYPE_LITTLE_ENDIAN : "", want_int ? TEXT_DTYPES_INT : TEXT_DTYPES_FLOAT,
+           want_int ? (big_endian ? TEXT_DTYPE_FIX_INT_BIG : TEXT_DTYPE_FIX_INT)
+                    : (big_endian ? TEXT_DTYPE_FIX_FLOAT_BIG : TEXT_DTYPE_FIX_FLOAT));
 }
 
 
@@ -57,20 +54,20 @@ int source_open(source *s, const char *flag, const char *dir)
     memset(s, 0, sizeof *s);
     s->dir = dir;
     struct stat st;
-    if (stat(dir, &st) != 0) return report(EXIT_BAD_INPUT, "%s %s: %s", flag, dir, strerror(errno));
+    if (stat(dir, &st) != 0) return report(EXIT_BAD_INPUT, TEXT_SOURCE_SAYS, flag, dir, strerror(errno));
     if (S_ISDIR(st.st_mode)) return 0;
     char err[320];
     int io_error = 0;
     if (S_ISREG(st.st_mode) && npy_read_whole(dir, &s->bytes, &s->len, &io_error, err, sizeof err))
-        return report(io_error ? EXIT_OTHER : EXIT_BAD_INPUT, "%s: %s", dir, err);
+        return report(io_error ? EXIT_OTHER : EXIT_BAD_INPUT, TEXT_FILE_SAYS, dir, err);
     if (!S_ISREG(st.st_mode) || !npz_looks_like_zip(s->bytes, s->len)) {
         source_close(s);
-        return report(EXIT_BAD_INPUT, "%s %s: not a directory (nor an .npz archive)", flag, dir);
+        return report(EXIT_BAD_INPUT, TEXT_NOT_DIRECTORY_NOR_NPZ, flag, dir);
     }
     s->is_npz = 1;
     if (npz_parse(s->bytes, s->len, &s->z, err, sizeof err)) {
         source_close(s);
-        return report(EXIT_BAD_INPUT, "%s %s: %s", flag, dir, err);
+        return report(EXIT_BAD_INPUT, TEXT_SOURCE_SAYS, flag, dir, err);
     }
     return 0;
 }
@@ -103,24 +100,24 @@ int source_strays(const source *s, const char *flag, const char *const *names, c
     if (s->is_npz) {
         for (int i = 0; i < s->z.count; i++)
             if (!is_one_of(s->z.members[i].name, names) && ++more == 0) first = s->z.members[i].name;
-        if (first && !(first = strdup(first))) code = report(EXIT_OTHER, "out of memory");
+        if (first && !(first = strdup(first))) code = report(EXIT_OTHER, TEXT_OUT_OF_MEMORY);
     } else {
         DIR *d = opendir(s->dir);
-        if (!d) return report(EXIT_BAD_INPUT, "%s %s: cannot list it: %s", flag, s->dir, strerror(errno));
+        if (!d) return report(EXIT_BAD_INPUT, TEXT_CANNOT_LIST, flag, s->dir, strerror(errno));
         for (struct dirent *e; (e = readdir(d)) != NULL && !code;) {
             if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || is_one_of(e->d_name, names)) continue;
             more++;
             if (first && strcmp(e->d_name, first) >= 0) continue;
             free(first);
-            if (!(first = strdup(e->d_name))) code = report(EXIT_OTHER, "out of memory");
+            if (!(first = strdup(e->d_name))) code = report(EXIT_OTHER, TEXT_OUT_OF_MEMORY);
         }
         closedir(d);
     }
     if (first && !code) {
         char show[NPZ_SHOWN];
-        if (more) code = report(EXIT_BAD_INPUT, "%s %s: %s and %ld more are not output names (%s)", flag, s->dir,
+        if (more) code = report(EXIT_BAD_INPUT, TEXT_STRAY_NAMES, flag, s->dir,
                                 npz_shown(first, show), more, list);
-        else code = report(EXIT_BAD_INPUT, "%s %s: %s is not an output name (%s)", flag, s->dir, npz_shown(first, show), list);
+        else code = report(EXIT_BAD_INPUT, TEXT_STRAY_NAME, flag, s->dir, npz_shown(first, show), list);
     }
     free(first);
     return code;
@@ -136,7 +133,7 @@ int source_load(const source *s, const char *path, const char *name, int ints, n
     *io_error = 0;
     const npz_member *m = npz_find(&s->z, name);
     if (!m) {
-        snprintf(err, errlen, "not in the archive");
+        snprintf(err, errlen, TEXT_NOT_IN_ARCHIVE);
         return -1;
     }
     unsigned char *bytes;
@@ -161,7 +158,7 @@ int load_case(const options *o, case_data *c)
         if (!c->path[i]) {
             free(problems.s);
             source_close(&src);
-            return report(EXIT_OTHER, "out of memory");
+            return report(EXIT_OTHER, TEXT_OUT_OF_MEMORY);
         }
         if (i == F_STARTS && source_missing(&src, c->path[i], INPUT_NAMES[i])) continue; /* derived */
         const int ints = i == F_SHAPES || i == F_STARTS;
@@ -170,12 +167,12 @@ int load_case(const options *o, case_data *c)
         if (ints) c->i64[i] = data;
         else c->f32[i] = data;
         if (!rc) continue;
-        if (code) append(&problems, "; also: ");
+        if (code) append(&problems, TEXT_ALSO);
         else code = io_error ? EXIT_OTHER : EXIT_BAD_INPUT;
         if (c->arr[i].bad_dtype) dtype_hint(&problems, c->path[i], INPUT_NAMES[i], c->arr[i].descr, i == F_SHAPES || i == F_STARTS);
-        else append(&problems, "%s: %s", c->path[i], err);
+        else append(&problems, TEXT_FILE_SAYS, c->path[i], err);
     }
-    if (code) report(code, "%s", problems.s ? problems.s : "out of memory");
+    if (code) report(code, "%s", problems.s ? problems.s : TEXT_OUT_OF_MEMORY);
     free(problems.s);
     source_close(&src);
     return code;
@@ -201,79 +198,67 @@ int derive_problem(const options *o, case_data *c, msda_problem *p)
                     *loc = &c->arr[F_LOCATIONS], *weights = &c->arr[F_WEIGHTS];
     const int blnc = o->problem.value_layout == MSDA_VALUE_BLNC;
     const int bqhlp2 = o->problem.locations_layout == MSDA_LOCATIONS_BQHLP2;
-    const char *value_dims = blnc ? "(B, L, N_h, C_h) per --value-layout BLNC" : "(B, N_h, L, C_h) per --value-layout BNLC";
+    const char *value_dims = blnc ? TEXT_VALUE_DIMS_BLNC : TEXT_VALUE_DIMS_BNLC;
 
     if (value->ndim != 4)
-        return report(EXIT_BAD_INPUT, "%s: shape %s, expected 4 dimensions %s", c->path[F_VALUE],
-                      shape_of(value, got), value_dims);
+        return report(EXIT_BAD_INPUT, TEXT_VALUE_NOT4D, c->path[F_VALUE], shape_of(value, got), value_dims);
     for (int i = 0; i < 4; i++)
         if (value->shape[i] < 1)
-            return report(EXIT_BAD_INPUT, "%s: shape %s, expected every dimension of %s >= 1", c->path[F_VALUE],
-                          shape_of(value, got), value_dims);
+            return report(EXIT_BAD_INPUT, TEXT_VALUE_EMPTY, c->path[F_VALUE], shape_of(value, got), value_dims);
     const int64_t B = value->shape[0], L = value->shape[blnc ? 1 : 2], H = value->shape[blnc ? 2 : 1],
                   C = value->shape[3];
 
     if (shapes->ndim != 2 || shapes->shape[1] != 2 || shapes->shape[0] < 1)
-        return report(EXIT_BAD_INPUT, "%s: shape %s, expected (N_l, 2) with N_l >= 1", c->path[F_SHAPES],
-                      shape_of(shapes, got));
+        return report(EXIT_BAD_INPUT, TEXT_SHAPES_SHAPE, c->path[F_SHAPES], shape_of(shapes, got));
     const int64_t NL = shapes->shape[0];
     int64_t total = 0;
     for (int64_t l = 0; l < NL; l++) {
         int64_t h = c->i64[F_SHAPES][2 * l], w = c->i64[F_SHAPES][2 * l + 1], hw;
         if (h < 1 || w < 1)
-            return report(EXIT_BAD_INPUT, "%s: row %lld is (%lld, %lld), expected H >= 1 and W >= 1",
-                          c->path[F_SHAPES], (long long)l, (long long)h, (long long)w);
+            return report(EXIT_BAD_INPUT, TEXT_SHAPES_ROW, c->path[F_SHAPES], (long long)l, (long long)h, (long long)w);
         if (__builtin_mul_overflow(h, w, &hw) || __builtin_add_overflow(total, hw, &total))
-            return report(EXIT_BAD_INPUT, "%s: the sum of H*W over levels 0..%lld overflows 64 bits",
-                          c->path[F_SHAPES], (long long)l);
+            return report(EXIT_BAD_INPUT, TEXT_SHAPES_OVERFLOW, c->path[F_SHAPES], (long long)l);
     }
     if (L != total) {
         const int other_fits = value->shape[blnc ? 2 : 1] == total;
-        return report(EXIT_BAD_INPUT, "%s: shape %s has L = %lld, expected %lld (the sum of H*W over %s) %s%s",
-                      c->path[F_VALUE], shape_of(value, got), (long long)L, (long long)total, c->path[F_SHAPES],
-                      value_dims, !other_fits ? "" : blnc ? "; --value-layout BNLC makes the shapes fit"
-                                                          : "; --value-layout BLNC makes the shapes fit");
+        return report(EXIT_BAD_INPUT, TEXT_VALUE_LENGTH, c->path[F_VALUE], shape_of(value, got), (long long)L,
+                      (long long)total, c->path[F_SHAPES], value_dims,
+                      !other_fits ? "" : blnc ? TEXT_VALUE_FITS_BNLC : TEXT_VALUE_FITS_BLNC);
     }
 
     /* level_start_index.npy may be left out: it is derived from spatial_shapes */
     if (!c->i64[F_STARTS]) {
         c->i64[F_STARTS] = malloc((size_t)NL * sizeof(int64_t));
-        if (!c->i64[F_STARTS]) return report(EXIT_OTHER, "out of memory");
+        if (!c->i64[F_STARTS]) return report(EXIT_OTHER, TEXT_OUT_OF_MEMORY);
         int64_t start = 0;
         for (int64_t l = 0; l < NL; l++) {
             c->i64[F_STARTS][l] = start;
             start += c->i64[F_SHAPES][2 * l] * c->i64[F_SHAPES][2 * l + 1];
         }
     } else if (!same_shape(starts, 1, &NL))
-        return report(EXIT_BAD_INPUT, "%s: shape %s, expected %s = (N_l,) with N_l from %s", c->path[F_STARTS],
+        return report(EXIT_BAD_INPUT, TEXT_STARTS_SHAPE, c->path[F_STARTS],
                       shape_of(starts, got), npy_format_shape(1, &NL, want, sizeof want), c->path[F_SHAPES]);
 
     if (weights->ndim != 5 || weights->shape[0] != B || weights->shape[2] != H || weights->shape[3] != NL ||
         weights->shape[1] < 1 || weights->shape[4] < 1)
-        return report(EXIT_BAD_INPUT,
-                      "%s: shape %s, expected (%lld, N_q, %lld, %lld, N_p) = (B, N_q, N_h, N_l, N_p) with N_q, N_p >= 1, "
-                      "B and N_h from %s, N_l from %s",
-                      c->path[F_WEIGHTS], shape_of(weights, got), (long long)B, (long long)H, (long long)NL,
+        return report(EXIT_BAD_INPUT, TEXT_WEIGHTS_SHAPE, c->path[F_WEIGHTS], shape_of(weights, got), (long long)B, (long long)H, (long long)NL,
                       c->path[F_VALUE], c->path[F_SHAPES]);
     const int64_t Q = weights->shape[1], P = weights->shape[4];
 
     const int64_t loc_shape[6] = {B, bqhlp2 ? Q : 2, bqhlp2 ? H : Q, bqhlp2 ? NL : H, bqhlp2 ? P : NL, bqhlp2 ? 2 : P};
     const int64_t other_shape[6] = {B, !bqhlp2 ? Q : 2, !bqhlp2 ? H : Q, !bqhlp2 ? NL : H, !bqhlp2 ? P : NL, !bqhlp2 ? 2 : P};
     if (!same_shape(loc, 6, loc_shape))
-        return report(EXIT_BAD_INPUT, "%s: shape %s, expected %s = %s with N_q and N_p from %s%s",
-                      c->path[F_LOCATIONS], shape_of(loc, got), npy_format_shape(6, loc_shape, want, sizeof want),
-                      bqhlp2 ? "(B, N_q, N_h, N_l, N_p, 2) per --sampling-locations-layout BQHLP2"
-                             : "(B, 2, N_q, N_h, N_l, N_p) per --sampling-locations-layout B2QHLP",
-                      c->path[F_WEIGHTS], !same_shape(loc, 6, other_shape) ? ""
-                      : bqhlp2 ? "; --sampling-locations-layout B2QHLP makes the shapes fit"
-                               : "; --sampling-locations-layout BQHLP2 makes the shapes fit");
+        return report(EXIT_BAD_INPUT, TEXT_LOCATIONS_SHAPE, c->path[F_LOCATIONS], shape_of(loc, got),
+                      npy_format_shape(6, loc_shape, want, sizeof want),
+                      bqhlp2 ? TEXT_LOCATIONS_DIMS_BQHLP2 : TEXT_LOCATIONS_DIMS_B2QHLP, c->path[F_WEIGHTS],
+                      !same_shape(loc, 6, other_shape) ? "" : bqhlp2 ? TEXT_LOCATIONS_FIT_B2QHLP : TEXT_LOCATIONS_FIT_BQHLP2);
 
     if (o->backward) {
         int64_t go_shape[3] = {B, Q, 0};
         if (__builtin_mul_overflow(H, C, &go_shape[2]))
-            return report(EXIT_BAD_INPUT, "%s: N_h*C_h overflows 64 bits", c->path[F_VALUE]);
+            return report(EXIT_BAD_INPUT, TEXT_GRAD_OUTPUT_OVERFLOW, c->path[F_VALUE]);
         if (!same_shape(&c->arr[F_GRAD_OUTPUT], 3, go_shape))
-            return report(EXIT_BAD_INPUT, "%s: shape %s, expected %s = (B, N_q, N_h*C_h)", c->path[F_GRAD_OUTPUT],
+            return report(EXIT_BAD_INPUT, TEXT_GRAD_OUTPUT_SHAPE, c->path[F_GRAD_OUTPUT],
                           shape_of(&c->arr[F_GRAD_OUTPUT], got), npy_format_shape(3, go_shape, want, sizeof want));
     }
 
@@ -294,7 +279,7 @@ int derive_problem(const options *o, case_data *c, msda_problem *p)
         const char *file = !strncmp(e.message, "level_start_index", 17) ? c->path[F_STARTS]
                          : !strncmp(e.message, "spatial_shapes", 14)    ? c->path[F_SHAPES]
                                                                         : c->path[F_VALUE];
-        return report(EXIT_BAD_INPUT, "%s: %s", file, e.message);
+        return report(EXIT_BAD_INPUT, TEXT_FILE_SAYS, file, e.message);
     }
     return 0;
 }

@@ -7,6 +7,7 @@
 #include "messages.h"
 #include "npy.h"
 #include "numbers.h"
+#include "texts.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -18,9 +19,6 @@ static const double UNIT_ROUNDOFF[3] = {0x1p-24, 0x1p-11, 0x1p-8};
 static const double TINY[3] = {0x1p-150, 0x1p-25, 0x1p-134};
 static const int U_EXPONENT[3] = {-24, -11, -8};
 #define U32 0x1p-24
-static const char BOUND_RULE[] =
-    "|yours - ours| <= 4*u*M + 2*(n+4)*2^-24*M + P (M: sum of |contributions|, n: their count, "
-    "P: the change when pixel positions move by float32 rounding)";
 
 /* ---- the bounded reference ---------------------------------------------------------------- */
 
@@ -467,11 +465,12 @@ static int compare(int which, const float *yours, const bounded *r, const dims *
     return 0;
 }
 
-static void print_coordinates(FILE *out, const char *name, const coords *co)
+/* name[b=0, q=12, ...], as bindings/core/crosscheck.js formatCoordinates writes it. */
+static void append_coordinates(text *t, const char *name, const coords *co)
 {
-    fprintf(out, "%s[", name);
-    for (int k = 0; k < co->count; k++) fprintf(out, "%s%s=%lld", k ? ", " : "", co->key[k], (long long)co->v[k]);
-    fputc(']', out);
+    append(t, "%s[", name);
+    for (int k = 0; k < co->count; k++) append(t, "%s%s=%lld", k ? ", " : "", co->key[k], (long long)co->v[k]);
+    append(t, "]");
 }
 
 /* Does dtype hold x exactly (the bits back through it)? */
@@ -543,31 +542,27 @@ int cc_run(const msda_problem *p, const float *value, const float *locations, co
             if (!s->input_path[k]) continue;
             int64_t i = not_representable(s->input_data[k], s->input_count[k], s->dtype);
             if (i >= 0)
-                snprintf(notes[nnotes++], sizeof notes[0],
-                         "%s holds values that %s cannot (element %lld: %s); if your kernel read them rounded to %s, "
-                         "save the rounded inputs", s->input_path[k], DTYPE_NAMES[s->dtype], (long long)i,
+                snprintf(notes[nnotes++], sizeof notes[0], TEXT_NOTE_NOT_REPRESENTABLE, s->input_path[k], DTYPE_NAMES[s->dtype], (long long)i,
                          js_number(s->input_data[k][i], num), DTYPE_NAMES[s->dtype]);
         }
-    if (!strcmp(s->dtype_from, "the default"))
+    if (!strcmp(s->dtype_from, TEXT_DTYPE_FROM_DEFAULT))
         for (int k = 0; k < CC_COUNT; k++) {
             if (!files[k].path || !res[k].disagree) continue;
             /* bfloat16 first: its values within float16's range are float16 values too */
             const int half = holds_all(files[k].data, res[k].count, DTYPE_BFLOAT16) ? DTYPE_BFLOAT16
                            : holds_all(files[k].data, res[k].count, DTYPE_FLOAT16)  ? DTYPE_FLOAT16 : DTYPE_NO_DTYPE;
             if (half != DTYPE_NO_DTYPE)
-                snprintf(notes[nnotes++], sizeof notes[0], "every value in %s is a %s value: if your kernel stores %s, "
-                         "give --dtype %s", files[k].path, DTYPE_NAMES[half], DTYPE_NAMES[half], DTYPE_NAMES[half]);
+                snprintf(notes[nnotes++], sizeof notes[0], TEXT_NOTE_HALF_VALUES, files[k].path, DTYPE_NAMES[half], DTYPE_NAMES[half], DTYPE_NAMES[half]);
         }
     if (s->backend)
-        snprintf(notes[nnotes++], sizeof notes[0], "--backend %s is not used with --expect: ours is the float64 reference",
-                 s->backend);
+        snprintf(notes[nnotes++], sizeof notes[0], TEXT_NOTE_BACKEND, s->backend);
 
     char rule[512];
     if (s->dtype == DTYPE_NO_DTYPE) {
         char a[40], b[40];
-        snprintf(rule, sizeof rule, "|yours - ours| <= %s + %s*|ours|", js_number(s->atol, a), js_number(s->rtol, b));
+        snprintf(rule, sizeof rule, TEXT_RULE_GIVEN, js_number(s->atol, a), js_number(s->rtol, b));
     } else {
-        snprintf(rule, sizeof rule, "%s, u = 2^%d", BOUND_RULE, U_EXPONENT[s->dtype]);
+        snprintf(rule, sizeof rule, TEXT_RULE_OF_DTYPE, TEXT_BOUND_RULE, U_EXPONENT[s->dtype]);
     }
     int nresults = 0, nfail = 0;
     for (int k = 0; k < CC_COUNT; k++) {
@@ -582,15 +577,18 @@ int cc_run(const msda_problem *p, const float *value, const float *locations, co
         fputs(",\n  \"expect\": ", out);
         json_string(out, s->expect);
         fputs(",\n  \"yours\": ", out);
-        char *yours = malloc(strlen(s->expect) + 16);
-        if (!yours) {
+        text yours = {NULL, 0, 0};
+        append(&yours, TEXT_YOURS, s->expect);
+        if (yours.failed) {
+            free(yours.s);
             rc = -1;
             goto done;
         }
-        sprintf(yours, "the files in %s", s->expect);
-        json_string(out, yours);
-        free(yours);
-        fputs(",\n  \"ours\": \"the float64 reference (docs/SEMANTICS.md)\",\n  \"tolerance\": {\n", out);
+        json_string(out, yours.s);
+        free(yours.s);
+        fputs(",\n  \"ours\": ", out);
+        json_string(out, TEXT_OURS);
+        fputs(",\n  \"tolerance\": {\n", out);
         if (s->dtype == DTYPE_NO_DTYPE) {
             fprintf(out, "    \"rtol\": %s,\n    \"atol\": %s,\n", js_number(s->rtol, x), js_number(s->atol, y));
         } else {
@@ -648,66 +646,94 @@ int cc_run(const msda_problem *p, const float *value, const float *locations, co
         }
         fputs(first ? "}\n}\n" : "\n  }\n}\n", out);
     } else {
-        fprintf(out, "crosscheck %s: yours = the files in %s, ours = the float64 reference (docs/SEMANTICS.md)\n", s->in, s->expect);
-        if (s->dtype == DTYPE_NO_DTYPE) fprintf(out, "  tolerance (--rtol/--atol): %s, per element\n", rule);
-        else fprintf(out, "  tolerance for %s (%s): %s, per element\n", DTYPE_NAMES[s->dtype], s->dtype_from, rule);
-        for (int k = 0; k < nnotes; k++) fprintf(out, "  note: %s\n", notes[k]);
-        for (int k = 0; k < CC_COUNT; k++) {
+        text yours = {NULL, 0, 0};
+        append(&yours, TEXT_YOURS, s->expect);
+        if (!yours.failed) fprintf(out, TEXT_HEADER "\n", s->in, yours.s, TEXT_OURS);
+        rc = yours.failed ? -1 : 0;
+        free(yours.s);
+        if (rc) goto done;
+        if (s->dtype == DTYPE_NO_DTYPE) fprintf(out, TEXT_TOLERANCE_GIVEN "\n", rule);
+        else fprintf(out, TEXT_TOLERANCE_FOR "\n", DTYPE_NAMES[s->dtype], s->dtype_from, rule);
+        for (int k = 0; k < nnotes; k++) fprintf(out, TEXT_NOTE "\n", notes[k]);
+        for (int k = 0; k < CC_COUNT && !rc; k++) {
             if (!files[k].path) continue;
             const cc_result *q = &res[k];
-            if (q->disagree) {
-                fprintf(out, "  %-24s DISAGREE  %lld of %lld elements beyond their bound", CC_NAMES[k], (long long)q->disagree,
-                        (long long)q->count);
-                fputs(" (", out);
-                if (q->per_level) {
-                    fputs("per level: ", out);
-                    for (int64_t l = 0; l < d.NL; l++) fprintf(out, "%sl=%lld: %lld", l ? ", " : "", (long long)l, (long long)q->per_level[l]);
-                    fputs("; ", out);
-                }
-                fputs("per head: ", out);
-                for (int64_t h = 0; h < d.H; h++) fprintf(out, "%sh=%lld: %lld", h ? ", " : "", (long long)h, (long long)q->per_head[h]);
-                fputs("); ", out);
-            } else {
-                fprintf(out, "  %-24s ok        %lld elements; ", CC_NAMES[k], (long long)q->count);
-            }
-            fprintf(out, "max |yours - ours| %s", js_fmt(q->max_abs, f1));
+            text max = {NULL, 0, 0}, per = {NULL, 0, 0};
+            append(&max, TEXT_MAX_DIFF, js_fmt(q->max_abs, f1));
             /* a ratio to the bound of an element with none (ours exactly 0) would say nothing */
-            if (!q->no_bound || q->max_ratio > 0)
-                fprintf(out, ", max |yours - ours| / bound %s", js_fmt(q->max_ratio, f2));
-            if (q->no_bound) fprintf(out, ", %lld with no bound to compare (ours exactly 0)", (long long)q->no_bound);
-            fputc('\n', out);
-            for (int w = 0; w < q->nworst; w++) {
+            if (!q->no_bound || q->max_ratio > 0) {
+                append(&max, ", ");
+                append(&max, TEXT_MAX_RATIO, js_fmt(q->max_ratio, f2));
+            }
+            if (q->no_bound) {
+                append(&max, ", ");
+                append(&max, TEXT_NO_BOUND, (long long)q->no_bound);
+            }
+            if (q->disagree) {
+                text levels = {NULL, 0, 0}, heads = {NULL, 0, 0};
+                for (int64_t l = 0; q->per_level && l < d.NL; l++) {
+                    if (l) append(&levels, ", ");
+                    append(&levels, TEXT_LEVEL_COUNT, (long long)l, (long long)q->per_level[l]);
+                }
+                for (int64_t h = 0; h < d.H; h++) {
+                    if (h) append(&heads, ", ");
+                    append(&heads, TEXT_HEAD_COUNT, (long long)h, (long long)q->per_head[h]);
+                }
+                if (q->per_level && !levels.failed) {
+                    append(&per, TEXT_PER_LEVEL, levels.s);
+                    append(&per, "; ");
+                }
+                if (!heads.failed) append(&per, TEXT_PER_HEAD, heads.s);
+                rc = levels.failed || heads.failed || per.failed ? -1 : 0;
+                if (!rc && !max.failed)
+                    fprintf(out, TEXT_VERDICT_DISAGREE "\n", CC_NAMES[k], (long long)q->disagree, (long long)q->count,
+                            per.s, max.s);
+                free(levels.s);
+                free(heads.s);
+            } else if (!max.failed) {
+                fprintf(out, TEXT_VERDICT_OK "\n", CC_NAMES[k], (long long)q->count, max.s);
+            }
+            if (max.failed) rc = -1;
+            free(max.s);
+            free(per.s);
+            for (int w = 0; w < q->nworst && !rc; w++) {
                 const int64_t i = q->worst[w].index;
                 const coords co = coordinates(k, i, &d);
-                fputs("    ", out);
-                print_coordinates(out, CC_NAMES[k], &co);
+                text where = {NULL, 0, 0};
+                append_coordinates(&where, CC_NAMES[k], &co);
                 js_pair(files[k].data[i], r[k].ref[i], x, y);
-                fprintf(out, ": yours %s, ours %s, |diff| %s > bound %s\n", x, y,
-                        js_fmt(fabs((double)files[k].data[i] - r[k].ref[i]), f1), js_fmt(bound_of(&r[k], i, s), f2));
+                if (!where.failed)
+                    fprintf(out, TEXT_WORST "\n", where.s, x, y, js_fmt(fabs((double)files[k].data[i] - r[k].ref[i]), f1),
+                            js_fmt(bound_of(&r[k], i, s), f2));
+                else
+                    rc = -1;
+                free(where.s);
             }
         }
+        if (rc) goto done;
         if (!nfail && nresults == 1) {
             for (int k = 0; k < CC_COUNT; k++)
-                if (files[k].path) fprintf(out, "crosscheck: %s agrees\n", CC_NAMES[k]);
+                if (files[k].path) fprintf(out, TEXT_AGREES "\n", CC_NAMES[k]);
         } else if (!nfail) {
-            fprintf(out, "crosscheck: all %d outputs agree\n", nresults);
+            fprintf(out, TEXT_ALL_AGREE "\n", nresults);
         }
     }
     if (nfail) {
-        size_t cap = 64 + 96 * CC_COUNT, used = 0;
-        char *msg = malloc(cap);
-        if (!msg) {
+        text list = {NULL, 0, 0}, msg = {NULL, 0, 0};
+        int n = 0;
+        for (int k = 0; k < CC_COUNT; k++) {
+            if (!files[k].path || !res[k].disagree) continue;
+            if (n++) append(&list, ", ");
+            append(&list, TEXT_OUTPUT_FAILED, CC_NAMES[k], (long long)res[k].disagree, (long long)res[k].count);
+        }
+        if (!list.failed) append(&msg, TEXT_FAILED, list.s);
+        free(list.s);
+        if (list.failed || msg.failed) {
+            free(msg.s);
             rc = -1;
             goto done;
         }
-        used += (size_t)snprintf(msg, cap, "crosscheck: ");
-        int n = 0;
-        for (int k = 0; k < CC_COUNT; k++)
-            if (files[k].path && res[k].disagree)
-                used += (size_t)snprintf(msg + used, cap - used, "%s%s (%lld of %lld elements)", n++ ? ", " : "", CC_NAMES[k],
-                                         (long long)res[k].disagree, (long long)res[k].count);
-        snprintf(msg + used, cap - used, " beyond tolerance");
-        *failure = msg;
+        *failure = msg.s;
         rc = 1;
     }
 done:
@@ -730,8 +756,7 @@ int run_crosscheck(options *o)
     if (opened) return opened;
     static const char *const OUTPUT_FILES[] = {"output.npy", "grad_value.npy", "grad_sampling_locations.npy",
                                                "grad_attention_weights.npy", NULL};
-    opened = source_strays(&src, "--expect", OUTPUT_FILES,
-                           "output.npy, grad_value.npy, grad_sampling_locations.npy, grad_attention_weights.npy");
+    opened = source_strays(&src, "--expect", OUTPUT_FILES, TEXT_OUTPUT_LIST);
     if (opened) {
         source_close(&src);
         return opened;
@@ -745,7 +770,7 @@ int run_crosscheck(options *o)
         char name[64], err[320];
         snprintf(name, sizeof name, "%s.npy", CC_NAMES[k]);
         path[k] = source_path(&src, name);
-        if (!path[k]) { code = report(EXIT_OTHER, "out of memory"); break; }
+        if (!path[k]) { code = report(EXIT_OTHER, TEXT_OUT_OF_MEMORY); break; }
         if (!source_has(&src, path[k], name)) {
             free(path[k]);
             path[k] = NULL;
@@ -756,17 +781,16 @@ int run_crosscheck(options *o)
         int rc = source_load(&src, path[k], name, 0, &arr[k], &loaded, &io_error, err, sizeof err);
         data[k] = loaded;
         if (rc == 0) { found++; continue; }
-        if (code) append(&problems, "; also: ");
+        if (code) append(&problems, TEXT_ALSO);
         code = EXIT_BAD_INPUT;
         if (arr[k].bad_dtype) dtype_hint(&problems, path[k], name, arr[k].descr, 0);
-        else append(&problems, "%s: %s", path[k], err);
+        else append(&problems, TEXT_FILE_SAYS, path[k], err);
     }
-    if (code == EXIT_BAD_INPUT) report(code, "%s", problems.s ? problems.s : "out of memory");
+    if (code == EXIT_BAD_INPUT) report(code, "%s", problems.s ? problems.s : TEXT_OUT_OF_MEMORY);
     free(problems.s);
     source_close(&src);
     if (!code && !found)
-        code = report(EXIT_BAD_INPUT, "--expect %s: none of output.npy, grad_value.npy, grad_sampling_locations.npy, "
-                      "grad_attention_weights.npy is there", o->expect);
+        code = report(EXIT_BAD_INPUT, TEXT_EXPECT_NONE, o->expect, TEXT_OUTPUT_LIST);
     case_data c;
     memset(&c, 0, sizeof c);
     msda_problem p;
@@ -784,7 +808,7 @@ int run_crosscheck(options *o)
         const int64_t *shape = k == CC_OUTPUT ? out_shape : want->shape;
         if (!same_shape(&arr[k], ndim, shape)) {
             shape_text got, expected;
-            code = report(EXIT_BAD_INPUT, "%s: shape %s, expected %s (the shape of %s)", path[k], shape_of(&arr[k], got),
+            code = report(EXIT_BAD_INPUT, TEXT_EXPECT_SHAPE, path[k], shape_of(&arr[k], got),
                           npy_format_shape(ndim, shape, expected, sizeof expected), CC_NAMES[k]);
         }
     }
@@ -799,7 +823,7 @@ int run_crosscheck(options *o)
         s.rtol = o->rtol;
         s.atol = o->atol;
         s.dtype = o->dtype;
-        s.dtype_from = "--dtype";
+        s.dtype_from = TEXT_DTYPE_FROM_FLAG;
         if (o->dtype == DTYPE_NO_DTYPE && !o->have_rtol && !o->have_atol) {
             /* the files' own dtype when all are float16, or all bfloat16 */
             int f2 = 0, bf = 0, all = 0;
@@ -810,7 +834,7 @@ int run_crosscheck(options *o)
                 bf += arr[k].dtype == NPY_BF16;
             }
             s.dtype = f2 == all ? DTYPE_FLOAT16 : bf == all ? DTYPE_BFLOAT16 : DTYPE_FLOAT32;
-            s.dtype_from = s.dtype == DTYPE_FLOAT32 ? "the default" : "the dtype of the files";
+            s.dtype_from = s.dtype == DTYPE_FLOAT32 ? TEXT_DTYPE_FROM_DEFAULT : TEXT_DTYPE_FROM_FILES;
         }
         const int inputs[4] = {F_VALUE, F_LOCATIONS, F_WEIGHTS, F_GRAD_OUTPUT};
         for (int k = 0; k < 4; k++) {
@@ -829,7 +853,7 @@ int run_crosscheck(options *o)
         int rc = cc_run(&p, c.f32[F_VALUE], c.f32[F_LOCATIONS], c.f32[F_WEIGHTS], c.f32[F_GRAD_OUTPUT], files, &s, stdout,
                         &failure);
         fflush(stdout);
-        if (rc < 0) code = report(EXIT_OTHER, "out of memory");
+        if (rc < 0) code = report(EXIT_OTHER, TEXT_OUT_OF_MEMORY);
         else if (rc) code = report(EXIT_OTHER, "%s", failure);
         free(failure);
     }

@@ -4,6 +4,7 @@
 #include "args.h"
 #include "messages.h"
 #include "npy.h"
+#include "texts.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,16 +23,16 @@ int prepare_out(const char *dir)
     /* The private directory's name must fit (checked here, before computing, not after). */
     size_t d = strlen(dir);
     if (d + (dir[d - 1] == '/' ? 0 : 1) + strlen(".msda-XXXXXX") >= sizeof staging_dir)
-        return report(EXIT_BAD_INPUT, "--out %s: path too long", dir);
+        return report(EXIT_BAD_INPUT, TEXT_OUT_PATH_TOO_LONG, dir);
     char *p = strdup(dir);
-    if (!p) return report(EXIT_OTHER, "out of memory");
+    if (!p) return report(EXIT_OTHER, TEXT_OUT_OF_MEMORY);
     for (char *s = p + 1; ; s++) {
         if (*s == '/' || *s == '\0') {
             char keep = *s;
             *s = '\0';
             if (mkdir(p, 0777) != 0 && errno != EEXIST) {
                 int e = errno;
-                int code = report(EXIT_BAD_INPUT, "--out %s: cannot create directory %s: %s", dir, p, strerror(e));
+                int code = report(EXIT_BAD_INPUT, TEXT_OUT_CANNOT_CREATE_DIR, dir, p, strerror(e));
                 free(p);
                 return code;
             }
@@ -41,9 +42,9 @@ int prepare_out(const char *dir)
     }
     free(p);
     struct stat st;
-    if (stat(dir, &st) != 0) return report(EXIT_BAD_INPUT, "--out %s: %s", dir, strerror(errno));
-    if (!S_ISDIR(st.st_mode)) return report(EXIT_BAD_INPUT, "--out %s: not a directory", dir);
-    if (access(dir, W_OK | X_OK) != 0) return report(EXIT_BAD_INPUT, "--out %s: not writable: %s", dir, strerror(errno));
+    if (stat(dir, &st) != 0) return report(EXIT_BAD_INPUT, TEXT_OUT_SAYS, dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode)) return report(EXIT_BAD_INPUT, TEXT_OUT_NOT_DIRECTORY, dir);
+    if (access(dir, W_OK | X_OK) != 0) return report(EXIT_BAD_INPUT, TEXT_OUT_NOT_WRITABLE, dir, strerror(errno));
     return 0;
 }
 
@@ -59,11 +60,11 @@ int check_destinations(const char *dir, const char *const *names, int n, int cod
 {
     for (int i = 0; i < n; i++) {
         char *p = join(dir, names[i]);
-        if (!p) return report(EXIT_OTHER, "out of memory");
+        if (!p) return report(EXIT_OTHER, TEXT_OUT_OF_MEMORY);
         struct stat st;
         int rc = 0;
         if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
-            rc = report(code, "--out %s: %s is a directory, so the output cannot replace it", dir, p);
+            rc = report(code, TEXT_OUT_IS_DIRECTORY, dir, p);
         free(p);
         if (rc) return rc;
     }
@@ -122,7 +123,7 @@ static int write_one(int fd, const output_file *f, int out_dtype, char *err, siz
     for (int i = 0; i < f->ndim; i++) count *= f->shape[i];
     void *buf = malloc((size_t)(count ? count : 1) * (out_dtype == DTYPE_FLOAT16 ? 2 : 4));
     if (!buf) {
-        snprintf(err, errlen, "out of memory for %lld elements", (long long)count);
+        snprintf(err, errlen, TEXT_OUT_OF_MEMORY_ELEMENTS, (long long)count);
         return -1;
     }
     for (int64_t i = 0; i < count; i++) {
@@ -154,11 +155,11 @@ int write_outputs(const char *dir, const output_file *files, int n, int out_dtyp
     for (int i = 0; i < n; i++) {
         names[i] = files[i].name;
         final[i] = join(dir, files[i].name);
-        if (!final[i]) code = report(EXIT_OTHER, "out of memory");
+        if (!final[i]) code = report(EXIT_OTHER, TEXT_OUT_OF_MEMORY);
     }
     int len = snprintf(staging_dir, sizeof staging_dir, dir[strlen(dir) - 1] == '/' ? "%s.msda-XXXXXX" : "%s/.msda-XXXXXX", dir);
     if (!code && (len < 0 || (size_t)len >= sizeof staging_dir))
-        code = report(EXIT_BAD_INPUT, "--out %s: path too long", dir);
+        code = report(EXIT_BAD_INPUT, TEXT_OUT_PATH_TOO_LONG, dir);
     if (code) goto done;
 
     install_signal_cleanup();
@@ -166,7 +167,7 @@ int write_outputs(const char *dir, const output_file *files, int n, int out_dtyp
     if (!mkdtemp(staging_dir)) {
         int e = errno;
         block_signals(SIG_UNBLOCK);
-        code = report(EXIT_OTHER, "--out %s: cannot create a private directory for the outputs: %s", dir, strerror(e));
+        code = report(EXIT_OTHER, TEXT_OUT_NO_PRIVATE_DIR, dir, strerror(e));
         goto done;
     }
     staging_files = n;
@@ -178,12 +179,12 @@ int write_outputs(const char *dir, const output_file *files, int n, int out_dtyp
         char err[320];
         int fd = open(staging_file[i], O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
         if (fd < 0) {
-            code = report(EXIT_OTHER, "%s: cannot create: %s", final[i], strerror(errno));
+            code = report(EXIT_OTHER, TEXT_CANNOT_CREATE, final[i], strerror(errno));
             break;
         }
         if (write_one(fd, &files[i], out_dtype, err, sizeof err))
-            code = report(EXIT_OTHER, "%s: %s", final[i], err);
-        if (close(fd) != 0 && !code) code = report(EXIT_OTHER, "%s: write error: %s", final[i], strerror(errno));
+            code = report(EXIT_OTHER, TEXT_FILE_SAYS, final[i], err);
+        if (close(fd) != 0 && !code) code = report(EXIT_OTHER, TEXT_WRITE_ERROR, final[i], strerror(errno));
     }
     /* From here a signal waits until the renames are done: all outputs appear, or none. */
     block_signals(SIG_BLOCK);
@@ -200,10 +201,10 @@ int write_outputs(const char *dir, const output_file *files, int n, int out_dtyp
             snprintf(done_list + used, sizeof done_list - used, "%s%s", k ? ", " : "", files[k].name);
         }
         if (renamed)
-            code = report(EXIT_OTHER, "%s: cannot rename into place: %s (--out changed during the run; this run already replaced %s)",
+            code = report(EXIT_OTHER, TEXT_CANNOT_RENAME_AFTER,
                           final[i], strerror(e), done_list);
         else
-            code = report(EXIT_OTHER, "%s: cannot rename into place: %s", final[i], strerror(e));
+            code = report(EXIT_OTHER, TEXT_CANNOT_RENAME, final[i], strerror(e));
     }
     remove_staging();
     staging_armed = 0;
