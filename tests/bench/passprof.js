@@ -124,6 +124,9 @@ export function gpuTensors(device, c) {
   return { forward, backward, destroy: () => destroyTensors(backward) };
 }
 
+/** A GPUAdapterInfo's fields as a plain object (its own JSON is empty). */
+export const adapterFields = (i) => ({ vendor: i.vendor, architecture: i.architecture, device: i.device, description: i.description });
+
 /** Destroys the GPU tensors of a dispatch* result (one tensor or an object of them). */
 export const destroyTensors = (r) => { for (const t of Object.values(r.buffer ? { r } : r)) t?.buffer?.destroy(); };
 
@@ -175,7 +178,7 @@ async function main(argv) {
   }
   console.log(`\nnumerics: ${JSON.stringify(msda.numerics)}`);
   for (const line of passTable(results)) console.log(line);
-  if (opt('--json')) writeFileSync(opt('--json'), JSON.stringify({ adapter: info, numerics: msda.numerics, bitsDiffer, results }, null, 1));
+  if (opt('--json')) writeFileSync(opt('--json'), JSON.stringify({ adapter: adapterFields(info), numerics: msda.numerics, bitsDiffer, results }, null, 1));
   profiler.dispose();
   msda.dispose();
   cpu.dispose();

@@ -25,7 +25,7 @@ import { performance } from 'node:perf_hooks';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { CONFIGS, makeCase, H, C, P } from './cases.js';
 import { defineCase } from './gpu_model.js';
-import { bitsAgainstCpu, destroyTensors, gpuTensors, passProfiler, passRows, passTable } from './passprof.js';
+import { adapterFields, bitsAgainstCpu, destroyTensors, gpuTensors, passProfiler, passRows, passTable } from './passprof.js';
 import { elementwiseModel, graphModel } from '../webgpu/onnx.js';
 
 const argv = process.argv.slice(2);
@@ -342,7 +342,7 @@ for (const name of cases) {
   }
   const ratio = (what, x, y, target, missing) => {
     const v = x && y ? min(x.wall) / min(y.wall) : NaN;
-    ratios.push({ case: name, what, value: v, target, met: target === undefined || !Number.isFinite(v) ? undefined : v <= target, missing });
+    ratios.push({ case: name, what, value: v, target, met: target === undefined || !Number.isFinite(v) ? undefined : v <= target, missing: Number.isFinite(v) ? undefined : missing });
   };
   const noTfjs = 'not run (--with-tfjs)';
   ratio('ours forward / ORT PyTorch-export forward', oursF, by['ORT PyTorch-export forward'], 0.35, 'no export');
@@ -379,7 +379,7 @@ if (passRowsOut.length) {
     + ' and the cost model\'s estimate (tests/bench/gpu_model.js; iGPU: 100 GB/s, 1 µs a dependent access; dGPU: 1 TB/s, 0.5 µs):');
   for (const line of passTable(passRowsOut)) console.log(line);
 }
-if (opt('--json')) writeFileSync(opt('--json'), JSON.stringify({ adapter: info, emulated, reps, numerics: msda.numerics, methods: report, ratios, passes: passRowsOut }, null, 1));
+if (opt('--json')) writeFileSync(opt('--json'), JSON.stringify({ adapter: adapterFields(info), emulated, reps, numerics: msda.numerics, methods: report, ratios, passes: passRowsOut }, null, 1));
 console.log(`\nload average at the end: ${load()}`);
 progress('done');
 profiler?.dispose();
