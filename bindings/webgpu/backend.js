@@ -279,7 +279,7 @@ class WebGPUBackend {
           if (!this.pipelines.has(key)) this.pipelines.set(key, pipeline);
         })().then(() => this.compiling.delete(key), (e) => {
           this.compiling.delete(key);
-          if (!this.pipelines.has(key)) this.compiled.splice(this.compiled.indexOf(key), 1);
+          if (!this.pipelines.has(key)) this.forget(key);
           throw e;
         }));
       }
@@ -293,17 +293,35 @@ class WebGPUBackend {
   }
 
   // The pipeline of `prog` for `variant`: one prepare() made or, where `now` (the synchronous
-  // calls), one made here with createComputePipeline.
-  pipeline(prog, variant, now) {
+  // calls), one made here with createComputePipeline, in an error scope of its own: one that
+  // fails to compile is dropped (a later call compiles it again) and its error, naming the
+  // kernel, goes into `checks` (the call's, as submitCall reports them).
+  pipeline(prog, variant, now, checks = []) {
     const key = prog.key(variant);
     let p = this.pipelines.get(key);
     if (p !== undefined) return p;
     if (!now) throw new Error(`ms-deform-attn: the WebGPU pipeline '${key}' was dispatched before it was compiled`);
-    const label = `msda ${key}`;
-    p = this.device.createComputePipeline({ label, layout: 'auto', compute: { module: this.device.createShaderModule({ code: prog.code(variant), label }), entryPoint: 'main' } });
+    const d = this.device, label = `msda ${key}`;
+    d.pushErrorScope('validation');
+    p = d.createComputePipeline({ label, layout: 'auto', compute: { module: d.createShaderModule({ code: prog.code(variant), label }), entryPoint: 'main' } });
+    const made = p;
+    checks.push(d.popErrorScope().then((err) => {
+      if (err === null) return null;
+      if (this.pipelines.get(key) === made) {
+        this.pipelines.delete(key);
+        if (!this.compiling.has(key)) this.forget(key);
+      }
+      return new Error(`the WebGPU kernel '${label}' failed to compile here: ${err.message}`);
+    }, () => null));
     this.pipelines.set(key, p);
     if (!this.compiled.includes(key)) this.compiled.push(key);
     return p;
+  }
+
+  // `key` off the list of pipelines made or being made.
+  forget(key) {
+    const at = this.compiled.indexOf(key);
+    if (at >= 0) this.compiled.splice(at, 1);
   }
 
   // A Promise that also rejects when the device is lost (nothing waits forever on a dead device).
@@ -372,8 +390,8 @@ class WebGPUBackend {
     if (n === 0) return;
     const groups = Math.ceil(n / perGroup);
     const [x, y] = this.grid(groups);
-    const { variant, now } = this.encoding;
-    const p = this.pipeline(KERNELS[name], variant, now);
+    const { variant, now, checks } = this.encoding;
+    const p = this.pipeline(KERNELS[name], variant, now, checks);
     const u = this.uniform(n, name === 'scan' ? x : x * perGroup, first, extra);
     temps.push(u);
     const bg = this.device.createBindGroup({
@@ -609,9 +627,9 @@ function checkOwnBuffer(b, fn, name, data) {
 
 // An input as a binding: a GPU tensor in place (or copied when its offset is not aligned for a
 // binding), a CPU one uploaded.
-function bindInput(b, fn, name, data, temps, encoder, owned) {
+function bindInput(b, fn, name, data, temps, encoder, checks) {
   if (data instanceof GpuTensor) {
-    owned.push(checkOwnBuffer(b, fn, name, data));
+    checks.push(checkOwnBuffer(b, fn, name, data));
     const align = b.limits.minStorageBufferOffsetAlignment ?? 256;
     if (data.byteOffset % align === 0) return { buffer: data.buffer, offset: data.byteOffset, size: data.bytes };
     if ((data.usage & COPY_SRC) === 0) {
@@ -643,17 +661,18 @@ function bindInput(b, fn, name, data, temps, encoder, owned) {
 // prepared before, or made now where `now` (dispatch*).
 function submitCall(b, fn, problem, inputs, plan, readBack, variant, now) {
   const d = b.device;
-  b.encoding = { variant, now };
+  // what the scopes cannot name (a foreign buffer, a kernel that failed to compile): Promises of an Error or null
+  const checks = [];
+  b.encoding = { variant, now, checks };
   const temps = [];
   const made = [];
   d.pushErrorScope('out-of-memory');
   d.pushErrorScope('validation');
   let results, staging = null, at = null;
-  const owned = [];
   try {
     const encoder = d.createCommandEncoder({ label: `msda ${fn}` });
     const bind = {};
-    for (const [name, data] of Object.entries(inputs)) bind[name] = bindInput(b, fn, name, data, temps, encoder, owned);
+    for (const [name, data] of Object.entries(inputs)) bind[name] = bindInput(b, fn, name, data, temps, encoder, checks);
     const out = (name, bytes) => {
       const buf = b.buffer(bytes, OUTPUT_USAGE, `msda ${name}`);
       made.push(buf);
@@ -689,8 +708,8 @@ function submitCall(b, fn, problem, inputs, plan, readBack, variant, now) {
   }
   const validation = d.popErrorScope();
   const oom = d.popErrorScope();
-  const scopes = Promise.all([validation, oom, ...owned]).then(([v, o, ...foreign]) => {
-    const other = foreign.find((e) => e !== null);
+  const scopes = Promise.all([validation, oom, ...checks]).then(([v, o, ...named]) => {
+    const other = named.find((e) => e !== null);
     if (other !== undefined) return other;
     const err = v ?? o;
     return err ? new Error(`${fn}: WebGPU ${o && !v ? 'ran out of memory' : 'refused the call'}: ${err.message}`) : null;

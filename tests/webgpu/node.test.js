@@ -535,6 +535,32 @@ test('a kernel the device cannot compile: the first call that needs it rejects n
   }
 });
 
+test('a kernel that fails to compile in a synchronous call: the error names it, and the next call compiles it again', async () => {
+  const device = await ownDevice();
+  const create = device.createShaderModule;
+  let breaks = 1;
+  device.createShaderModule = function (desc) {
+    const broken = desc.label === 'msda forward narrow' && breaks-- > 0;
+    return create.call(this, broken ? { ...desc, code: `${desc.code}\nfn broken( {` } : desc);
+  };
+  const msda = await init({ backend: 'webgpu', device });
+  const log = console.error;
+  try {
+    const c = problem(884, { shapes: [[4, 4]], Q: 6 });
+    const logged = new Promise((resolve) => { console.error = resolve; });
+    msda.dispatchForward(c.args).buffer.destroy();
+    assert.match(await logged, /^ms-deform-attn: the WebGPU kernel 'msda forward narrow' failed to compile here: /);
+    assert.deepEqual(msda.compiled, ['probe']);
+    const want = wasm.forward(c.args), got = await msda.forward(c.args);
+    assert.equal(sameBits(got.data, want.data), want.data.length, firstDiff(got.data, want.data));
+    assert.deepEqual(msda.compiled, ['probe', 'forward narrow']);
+  } finally {
+    console.error = log;
+    msda.dispose();
+    device.destroy();
+  }
+});
+
 test('a lost device: the pending call and later ones reject with MSDA_WEBGPU_DEVICE_LOST, nothing hangs', async () => {
   const device = await ownDevice();
   const msda = await init({ backend: 'webgpu', device });
