@@ -251,7 +251,7 @@ export interface MsdaWebGPU {
   /** Encoded and submitted now, the result on the GPU at once (for code that cannot await). */
   dispatchForward(args: WebGPUForwardArgs): GPUTensor;
   dispatchBackward(args: WebGPUBackwardArgs): GPUGradients;
-  /** Frees what the instance holds; destroys the device only if init made it. Idempotent. */
+  /** Frees what the instance holds (calls still pending reject); destroys the device only if init made it. Idempotent. */
   dispose(): void;
   readonly disposed: boolean;
 }

@@ -220,7 +220,7 @@ class WebGPUBackend {
     this.owned = owned;
     this.info = info ? { vendor: info.vendor ?? '', architecture: info.architecture ?? '', device: info.device ?? '', description: info.description ?? '' } : null;
     this.lost = null;
-    this.refs = 0;
+    this.closed = null;   // dispose()'s Error, which calls still pending reject with
     this.pending = new Set();
     // Pipelines by key (program() key: label and variant flags), those compiling, and the keys in
     // the order they were asked for (the instance's `compiled`).
@@ -241,6 +241,13 @@ class WebGPUBackend {
       for (const reject of this.pending) reject(err);
       this.pending.clear();
     });
+  }
+
+  // Calls still pending reject with `err` (dispose()), as do later waits.
+  close(err) {
+    this.closed = err;
+    for (const reject of this.pending) reject(err);
+    this.pending.clear();
   }
 
   lostError() {
@@ -324,9 +331,13 @@ class WebGPUBackend {
     if (at >= 0) this.compiled.splice(at, 1);
   }
 
-  // A Promise that also rejects when the device is lost (nothing waits forever on a dead device).
+  // A Promise that also rejects when the device is lost (nothing waits forever on a dead device)
+  // or the instance disposed.
   guard(promise) {
-    if (this.lost) return Promise.reject(this.lostError());
+    if (this.closed || this.lost) {
+      promise.catch(() => {});
+      return Promise.reject(this.closed ?? this.lostError());
+    }
     return new Promise((resolve, reject) => {
       this.pending.add(reject);
       promise.then((v) => { this.pending.delete(reject); resolve(v); },
@@ -478,11 +489,12 @@ export class MsdaWebGPU {
     return new MsdaWebGPU(WebGPUBackend.createSync(device, device.adapterInfo));
   }
 
-  /** Frees what this instance holds; destroys the device only when init() created it. */
+  /** Frees what this instance holds (calls still pending reject); destroys the device only when init() created it. */
   dispose() {
     const b = this._b;
     if (b === null) return;
     this._b = null;
+    b.close(new Error('ms-deform-attn: the call was pending on a disposed instance (dispose() was called)'));
     if (b.owned) b.device.destroy();
   }
 
@@ -727,6 +739,7 @@ async function run(b, fn, problem, inputs, plan, outputs) {
       inputs[name].set(data);
     }
     await b.prepare(plan.programs, variant);
+    if (b.closed) throw b.closed;
     if (b.lost) throw b.lostError();
   }
   const call = submitCall(b, fn, problem, inputs, plan, outputs === 'cpu', variant, false);

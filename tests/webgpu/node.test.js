@@ -576,6 +576,40 @@ test('a lost device: the pending call and later ones reject with MSDA_WEBGPU_DEV
   await assert.rejects(msda.forward(c.args), /forward on a disposed instance/);
 });
 
+test('dispose() while calls wait for a compile or for the GPU: they reject saying so, on a caller\'s device and on the instance\'s own, and leave no buffer', async () => {
+  const pendingOnDisposed = /^ms-deform-attn: the call was pending on a disposed instance \(dispose\(\) was called\)$/;
+  const c = problem(810, { shapes: [[4, 4], [2, 2]], Q: 10, C: 4, P: 2 });
+  const b = { ...c.args, gradOutput: c.gradOutput };
+  const device = await ownDevice();
+  const live = new Set();
+  device.createBuffer = function (desc) {
+    const buf = Object.getPrototypeOf(device).createBuffer.call(this, desc);
+    live.add(buf);
+    buf.destroy = function () { live.delete(buf); return Object.getPrototypeOf(buf).destroy.call(this); };
+    return buf;
+  };
+  try {
+    const own = await init({ backend: 'webgpu', device });
+    const waiting = [own.forward(c.args), own.backward(b)];   // both wait for their pipelines
+    own.dispose();
+    for (const call of waiting) await assert.rejects(call, { message: pendingOnDisposed });
+    // compiled, so waiting for the GPU (inputs, outputs and staging made)
+    const again = await init({ backend: 'webgpu', device });
+    await again.forward(c.args);
+    const onGpu = [again.forward(c.args), again.forward(c.args, { outputs: 'gpu' })];
+    again.dispose();
+    for (const call of onGpu) await assert.rejects(call, { message: pendingOnDisposed });
+    assert.deepEqual([...live].map((buf) => buf.label), []);
+  } finally {
+    device.destroy();
+  }
+  // the instance's own device, destroyed by dispose(): the same error, not a lost device's
+  const mine = await init({ backend: 'webgpu' });
+  const call = mine.forward(c.args);
+  mine.dispose();
+  await assert.rejects(call, { message: pendingOnDisposed });
+});
+
 test('init: no adapter, bad gpu or device, and backend "auto" never picks the GPU', async () => {
   await assert.rejects(init({ backend: 'webgpu', gpu: { requestAdapter: async () => null } }), (e) => {
     assert.equal(e.code, 'MSDA_WEBGPU_UNAVAILABLE');
