@@ -514,6 +514,32 @@ test('pipelines are compiled when a call first needs them, once per variant: ini
   }
 });
 
+test('calls at once on a fresh instance: each pipeline compiled once, and problems that differ only in vec4 each run their own', async () => {
+  const device = await ownDevice();
+  const asked = [];
+  const compile = device.createComputePipelineAsync;
+  device.createComputePipelineAsync = function (desc) { asked.push(desc.label); return compile.call(this, desc); };
+  const msda = await init({ backend: 'webgpu', device });
+  try {
+    // the same problem but for its channels: 'narrow', then 'narrow vec4', two forwards and two backwards each
+    const cases = [5, 8].map((C) => problem(885, { shapes: [[5, 4], [2, 3]], Q: 9, C, P: 3 }));
+    const calls = cases.flatMap((c) => [0, 1].flatMap(() => {
+      const b = { ...c.args, gradOutput: c.gradOutput };
+      return [['forward', c.args, msda.forward(c.args)], ['backward', b, msda.backward(b)]];
+    }));
+    for (const [i, [fn, args, call]] of calls.entries()) {
+      const got = await call;
+      compare(`call ${i}`, fn === 'forward' ? { output: got } : got, fn === 'forward' ? { output: wasm.forward(args) } : wasm.backward(args), !msda.numerics.fusedMultiplyAdd);
+    }
+    assert.deepEqual(asked, msda.compiled.map((k) => `msda ${k}`), 'each compiled once');
+    assert.deepEqual(msda.compiled.filter((k) => /^(forward|samples)/.test(k)).sort(),
+      ['forward narrow', 'forward narrow vec4', 'samples narrow', 'samples narrow vec4']);
+  } finally {
+    msda.dispose();
+    device.destroy();
+  }
+});
+
 test('a kernel the device cannot compile: the first call that needs it rejects naming it, and other calls still run', async () => {
   const device = await ownDevice();
   const create = device.createShaderModule;
