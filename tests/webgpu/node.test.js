@@ -116,6 +116,12 @@ test('forward and backward against wasm SIMD: awkward sizes, levels wider than 1
     // points on 3 levels take 9 chunks of taps a workgroup
     ['C 258, 9 points', { shapes: [[4, 5], [2, 3], [2, 2]], C: 258, P: 9, Q: 3, H: 1 }],
     ['C 2, 9 points', { shapes: [[4, 5], [2, 3], [2, 2]], C: 2, P: 9, Q: 7, H: 3 }],
+    // 260 channels as vec4s, two workgroups a group (the second one quad wide); 1 channel, 64
+    // groups a workgroup, 33 points on 4 levels: one point group a chunk, 36 chunks
+    ['C 260, vec4, batch 2', { shapes: [[3, 4], [2, 2]], B: 2, C: 260, P: 3, Q: 3, H: 1, valueLayout: 'BNLC' }],
+    ['C 1, 33 points on 4 levels', { shapes: [[4, 5], [2, 3], [2, 2], [1, 1]], C: 1, P: 33, Q: 3, H: 2, samplingLocationsLayout: 'B2QHLP' }],
+    // one level wider than 1024 among narrow ones, vec4
+    ['one wide level of three, C 8', { shapes: [[3, 3], [2, 1500], [2, 2]], C: 8, Q: 20, P: 3, lo: -0.01, hi: 1.01 }],
   ];
   for (const alignCorners of [false, true]) {
     for (const paddingMode of ['zeros', 'border']) {
@@ -278,29 +284,30 @@ async function download(device, buffer, bytes) {
 
 test('GPU tensors in, GPU tensors out ({ outputs: "gpu" }), byteOffset aligned or not, mixed with CPU ones', async () => {
   const d = gpu.device;
-  const c = problem(600, { shapes: [[4, 4], [2, 3]], Q: 10, C: 5, P: 3, H: 2 });
-  const want = wasm.forward(c.args);
-  const wantB = wasm.backward({ ...c.args, gradOutput: c.gradOutput });
   const made = [];
   const onGpu = (t, offset = 0) => {
     const buffer = upload(d, t.data, offset);
     made.push(buffer);
     return { buffer, shape: t.shape, byteOffset: offset };
   };
-  for (const offset of [0, 256, 4]) {   // 4: not a binding alignment, copied first
+  // 5 channels, and 8: value and grad_output read as vec4s from a binding at that offset
+  for (const C of [5, 8]) for (const offset of [0, 256, 4]) {   // 4: not a binding alignment, copied first
+    const c = problem(C === 5 ? 600 : 601, { shapes: [[4, 4], [2, 3]], Q: 10, C, P: 3, H: 2 });
+    const want = wasm.forward(c.args);
+    const wantB = wasm.backward({ ...c.args, gradOutput: c.gradOutput });
     const args = { ...c.args, value: onGpu(c.args.value, offset), samplingLocations: onGpu(c.args.samplingLocations, offset) };
     const cpuOut = await gpu.forward(args);
-    assert.equal(sameBits(cpuOut.data, want.data), want.data.length, `offset ${offset}, CPU output`);
+    assert.equal(sameBits(cpuOut.data, want.data), want.data.length, `C ${C} offset ${offset}, CPU output`);
     const out = await gpu.forward(args, { outputs: 'gpu' });
     assert.deepEqual(out.shape, want.shape);
     assert.ok((out.buffer.usage & 0x80) && (out.buffer.usage & 0x4), 'the output buffer can be bound and copied');
-    assert.equal(sameBits(await download(d, out.buffer, 4 * want.data.length), want.data), want.data.length, `offset ${offset}, GPU output`);
+    assert.equal(sameBits(await download(d, out.buffer, 4 * want.data.length), want.data), want.data.length, `C ${C} offset ${offset}, GPU output`);
     out.buffer.destroy();
     const grads = await gpu.backward({ ...args, attentionWeights: onGpu(c.args.attentionWeights, offset), gradOutput: onGpu(c.gradOutput, offset) }, { outputs: 'gpu' });
     for (const [name, t] of Object.entries(grads)) {
       assert.deepEqual(t.shape, wantB[name].shape);
       const got = await download(d, t.buffer, 4 * wantB[name].data.length);
-      assertClose(got, wantB[name].data, `offset ${offset}, ${name}`);
+      assertClose(got, wantB[name].data, `C ${C} offset ${offset}, ${name}`);
       if (name !== 'gradValue') assert.equal(sameBits(got, wantB[name].data), got.length, name);
       t.buffer.destroy();
     }
