@@ -253,6 +253,8 @@ export interface MsdaWebGPU {
   /** What the startup probe saw: a*b+c fused, subnormal inputs flushed (null until known on an instance made without awaiting). */
   readonly numerics: { fusedMultiplyAdd: boolean; flushesSubnormals: boolean } | null;
   readonly limits: Record<string, number>;
+  /** The pipelines compiled so far (or compiling), in the order calls first needed them: a program's name and its variant's flags, e.g. 'forwardSum narrow'. */
+  readonly compiled: string[];
   readonly threads: 1;
   /** options.dtype: the results rounded to a half precision (nearest, ties to even) on the GPU. */
   forward(args: WebGPUForwardArgs, options?: { outputs?: 'cpu'; dtype?: 'float32' }): Promise<Tensor>;

@@ -667,12 +667,72 @@ test("a backward whose query order's histogram does not fit one buffer counts it
   }
 });
 
-test('a lost device: the pending call and later ones reject with MSDA_WEBGPU_DEVICE_LOST, nothing hangs', async () => {
-  // the entry's own Dawn instance (one per process): a second one has crashed Dawn on SwiftShader
+// A device of its own from the entry's Dawn instance (one per process: a second one has crashed
+// Dawn on SwiftShader).
+async function ownDevice() {
   const { nodeGpu } = await import('../../bindings/webgpu/node-gpu.js');
-  const instance = await nodeGpu((m) => new Error(m));
-  const adapter = await instance.requestAdapter();
-  const device = await adapter.requestDevice();
+  const adapter = await (await nodeGpu((m) => new Error(m))).requestAdapter();
+  return adapter.requestDevice();
+}
+
+test('pipelines are compiled when a call first needs them, once per variant: init compiles the probe, a forward none of the backward\'s', async () => {
+  const device = await ownDevice();
+  const asked = [];
+  const compile = device.createComputePipelineAsync;
+  device.createComputePipelineAsync = function (desc) { asked.push(desc.label); return compile.call(this, desc); };
+  const msda = await init({ backend: 'webgpu', device });
+  try {
+    assert.deepEqual(msda.compiled, ['probe']);
+    const narrow = problem(880, { shapes: [[5, 4], [2, 3]], Q: 12, C: 5, P: 3 });
+    const wide = problem(881, { shapes: [[2, 1500], [3, 3]], Q: 12, C: 2, P: 2, H: 1 });
+    // two calls at once share each compile
+    const want = wasm.forward(narrow.args);
+    for (const got of await Promise.all([msda.forward(narrow.args), msda.forward(narrow.args)])) {
+      assert.equal(sameBits(got.data, want.data), want.data.length, firstDiff(got.data, want.data));
+    }
+    assert.deepEqual(msda.compiled, ['probe', 'forwardTaps narrow', 'forwardSum narrow']);
+    assert.deepEqual(asked, msda.compiled.map((k) => `msda ${k}`));
+    // a level wider than 1024: the pipelines with the wide levels' code, made at once by the
+    // synchronous call (createComputePipeline)
+    const out = msda.dispatchForward(wide.args);
+    const wantWide = wasm.forward(wide.args);
+    assert.equal(sameBits(await download(device, out.buffer, 4 * wantWide.data.length), wantWide.data), wantWide.data.length);
+    out.buffer.destroy();
+    assert.deepEqual(msda.compiled.slice(3), ['forwardTaps', 'forwardSum']);
+    assert.equal(asked.length, 3);
+    // the backward's, narrow: none of the wide ones
+    const grads = await msda.backward({ ...narrow.args, gradOutput: narrow.gradOutput });
+    compare('narrow backward', grads, wasm.backward({ ...narrow.args, gradOutput: narrow.gradOutput }), !msda.numerics.fusedMultiplyAdd);
+    assert.deepEqual(msda.compiled.slice(5).sort(), ['cells', 'gather', 'orderCount', 'orderPlace', 'place', 'rank', 'samples narrow', 'scan', 'scanAdd']);
+    assert.deepEqual(asked.slice(3), msda.compiled.slice(5).map((k) => `msda ${k}`));
+  } finally {
+    msda.dispose();
+    device.destroy();
+  }
+});
+
+test('a kernel the device cannot compile: the first call that needs it rejects naming it, and other calls still run', async () => {
+  const device = await ownDevice();
+  const create = device.createShaderModule;
+  device.createShaderModule = function (desc) {
+    return create.call(this, desc.label === 'msda forwardSum narrow' ? { ...desc, code: `${desc.code}\nfn broken( {` } : desc);
+  };
+  const msda = await init({ backend: 'webgpu', device });
+  try {
+    const c = problem(882, { shapes: [[4, 4]], Q: 6 });
+    for (let i = 0; i < 2; i++) {
+      await assert.rejects(msda.forward(c.args), { message: /^ms-deform-attn: the WebGPU kernel 'msda forwardSum narrow' failed to compile here: \d+:\d+ / });
+    }
+    const b = { ...c.args, gradOutput: c.gradOutput };
+    compare('backward beside a broken forward', await msda.backward(b), wasm.backward(b), !msda.numerics.fusedMultiplyAdd);
+  } finally {
+    msda.dispose();
+    device.destroy();
+  }
+});
+
+test('a lost device: the pending call and later ones reject with MSDA_WEBGPU_DEVICE_LOST, nothing hangs', async () => {
+  const device = await ownDevice();
   const msda = await init({ backend: 'webgpu', device });
   assert.equal(msda.device, device);
   const c = problem(800, { shapes: [[8, 8], [4, 4]], Q: 200, P: 4, H: 2, C: 8 });
@@ -684,7 +744,6 @@ test('a lost device: the pending call and later ones reject with MSDA_WEBGPU_DEV
   await assert.rejects(msda.forward(c.args), lost);
   msda.dispose();   // the caller's device: not ours to destroy, and nothing left to free
   await assert.rejects(msda.forward(c.args), /forward on a disposed instance/);
-  assert.ok(instance);
 });
 
 test('init: no adapter, bad gpu or device, and backend "auto" never picks the GPU', async () => {
