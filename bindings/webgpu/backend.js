@@ -2,7 +2,8 @@
 // run the WGSL programs of kernels/ on a GPUDevice (its own, or the caller's) and return
 // Promises. Arguments are read and checked by the core (problemFromTensors, the same messages
 // as the other backends); tensors may be CPU ({ data, shape }) or GPU ({ buffer, shape,
-// byteOffset? }) ones. What is computed: SEMANTICS.md; how and what differs: docs/webgpu.md.
+// byteOffset?, dtype? }) ones, float32 or half precision (results too, with options.dtype).
+// What is computed: SEMANTICS.md; how and what differs: docs/webgpu.md.
 
 import { DISPOSE } from '../core/api.js';
 import { problemFromTensors } from '../core/problem.js';

@@ -711,6 +711,27 @@ test('pipelines are compiled when a call first needs them, once per variant: ini
   }
 });
 
+test('the half passes are compiled by the first call with a half input or half results, which reads CPU halves as they were when it was made', async () => {
+  const device = await ownDevice();
+  const msda = await init({ backend: 'webgpu', device });
+  try {
+    const c = problem(883, { shapes: [[4, 3]], Q: 5, C: 3 });
+    const want = await gpu.forward(c.args);
+    assert.deepEqual(await msda.forward(c.args).then((o) => sameBits(o.data, want.data)), want.data.length);
+    assert.ok(!msda.compiled.includes('widen') && !msda.compiled.includes('narrow'));
+    const bits = narrowToHalf(c.args.value.data, 'float16');
+    const exact = await gpu.forward({ ...c.args, value: { data: widenHalf(bits, 'float16'), shape: c.args.value.shape } });
+    const pending = msda.forward({ ...c.args, value: { data: bits, shape: c.args.value.shape, dtype: 'float16' } }, { dtype: 'bfloat16' });
+    bits.fill(0x7c00);   // changed while the call's pipelines compile: not seen
+    const got = await pending;
+    assert.deepEqual(msda.compiled.slice(-2).sort(), ['narrow', 'widen']);
+    assertSameBits(got.data, narrowToHalf(exact.data, 'bfloat16'), 'float16 in, bfloat16 out');
+  } finally {
+    msda.dispose();
+    device.destroy();
+  }
+});
+
 test('a kernel the device cannot compile: the first call that needs it rejects naming it, and other calls still run', async () => {
   const device = await ownDevice();
   const create = device.createShaderModule;
