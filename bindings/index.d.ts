@@ -253,7 +253,7 @@ export interface MsdaWebGPU {
   /** What the startup probe saw: a*b+c fused, subnormal inputs flushed (null until known on an instance made without awaiting). */
   readonly numerics: { fusedMultiplyAdd: boolean; flushesSubnormals: boolean } | null;
   readonly limits: Record<string, number>;
-  /** The pipelines compiled so far (or compiling), in the order calls first needed them: a program's name and its variant's flags, e.g. 'forwardSum narrow'. */
+  /** The pipelines compiled so far (or compiling; not one that failed to), in the order calls first needed them: a program's name and its variant's flags, e.g. 'forward narrow vec4'. */
   readonly compiled: string[];
   readonly threads: 1;
   /** options.dtype: the results rounded to a half precision (nearest, ties to even) on the GPU. */

@@ -12,7 +12,7 @@ import { describe } from '../core/errors.js';
 import { readDtype } from '../core/args.js';
 import { HalfBits } from '../core/half.js';
 import { BACKWARD_STRIP, CANONICAL_NAN, FLOAT_SIDE, ORDER_CELLS, ORDER_CHUNK, SCAN_BLOCK, WORKGROUP, encodeProblem } from './kernels/problem.js';
-import { FORWARD, FORWARD_SUM, FORWARD_TAPS } from './kernels/forward.js';
+import { FORWARD, forwardWorkgroups } from './kernels/forward.js';
 import { PLACE, SAMPLES, SCAN, SCAN_ADD } from './kernels/backward.js';
 import { CELLS, ORDER_COUNT, ORDER_PLACE, ORDER_TILE } from './kernels/walks.js';
 import { GATHER, RANK } from './kernels/segments.js';
@@ -30,7 +30,7 @@ const MAP_MODE_READ = 0x1;
 const COMPUTE = 0x4;   // GPUShaderStage.COMPUTE
 const OUTPUT_USAGE = STORAGE | COPY_SRC | COPY_DST;
 
-const KERNELS = Object.fromEntries([FORWARD, FORWARD_TAPS, FORWARD_SUM, SAMPLES, SCAN, SCAN_ADD, CELLS, ORDER_COUNT, ORDER_PLACE, PLACE, RANK, GATHER, WIDEN, NARROW, PROBE].map((k) => [k.label, k]));
+const KERNELS = Object.fromEntries([FORWARD, SAMPLES, SCAN, SCAN_ADD, CELLS, ORDER_COUNT, ORDER_PLACE, PLACE, RANK, GATHER, WIDEN, NARROW, PROBE].map((k) => [k.label, k]));
 // The programs each call may dispatch: compiled (once per variant) before its first call runs
 // (with WIDEN where an input is half precision, NARROW where the results are).
 const BACKWARD_PROGRAMS = [CELLS, ORDER_COUNT, SCAN, SCAN_ADD, ORDER_PLACE, SAMPLES, PLACE, RANK, GATHER];
@@ -67,10 +67,11 @@ function narrowLevel(h, w, px) {
 const pixelStride = (problem) => (problem.valueLayout === 'BLNC' ? problem.numHeads * problem.channels : problem.channels);
 
 // The pipelines' variant a problem allows (kernels/problem.js program()): `narrow` when every
-// level is narrow, so that the wide levels' integer code is left out.
+// level is narrow, so that the wide levels' integer code is left out; `vec4` when the channels
+// are a multiple of 4, so that value and grad_output rows are read as vec4s.
 export function variantOf(problem) {
   const px = pixelStride(problem);
-  return { narrow: problem.spatialShapes.every(([h, w]) => narrowLevel(h, w, px)) };
+  return { narrow: problem.spatialShapes.every(([h, w]) => narrowLevel(h, w, px)), vec4: problem.channels % 4 === 0 };
 }
 
 function metaOf(problem, { gradWeightsOffset = 0, grid = { bands: 0, cols: 0 } } = {}) {
@@ -294,7 +295,11 @@ class WebGPUBackend {
           }
           const pipeline = await d.createComputePipelineAsync({ label, layout: 'auto', compute: { module, entryPoint: 'main' } });
           if (!this.pipelines.has(key)) this.pipelines.set(key, pipeline);
-        })().finally(() => this.compiling.delete(key)));
+        })().then(() => this.compiling.delete(key), (e) => {
+          this.compiling.delete(key);
+          if (!this.pipelines.has(key)) this.compiled.splice(this.compiled.indexOf(key), 1);
+          throw e;
+        }));
       }
       wait.push(this.compiling.get(key));
     }
@@ -461,8 +466,9 @@ export class MsdaWebGPU {
 
   get disposed() { return this._b === null; }
 
-  /** The pipelines this instance has compiled or is compiling, in the order calls asked for them:
-   *  each a program's name, then the variant's flags it was made for ('forwardSum narrow'). */
+  /** The pipelines this instance has compiled or is compiling (not one that failed to), in the
+   *  order calls asked for them: each a program's name, then the variant's flags it was made for
+   *  ('forward narrow vec4'). */
   get compiled() { return [...this._backendKept.compiled]; }
 
   /** For benchmarks: timestamps of every pass into querySet (a 'timestamp' GPUQuerySet of
@@ -531,7 +537,7 @@ export class MsdaWebGPU {
     const b = this._live(fn);
     const { problem, inputs } = problemFromTensors(fn, args, kind === 'backward', undefined, gpuReader, true);
     this._live(fn);
-    const plan = kind === 'forward' ? planForward(b, problem) : planBackward(b, problem);
+    const plan = kind === 'forward' ? planForward(problem) : planBackward(b, problem);
     for (const [name, data] of Object.entries(inputs)) {
       const gpuHalf = data instanceof GpuTensor && data.elementBytes === 2;
       if (gpuHalf || data instanceof HalfBits) {
@@ -552,14 +558,12 @@ export class MsdaWebGPU {
 // ---------------------------------------------------------------------------------------------
 // Plans: every buffer a call makes, its bytes checked against the device's limits first.
 
-function planForward(b, problem) {
+function planForward(problem) {
   const s = problem.shapes;
-  const samples = product(s.attentionWeights);
-  // Two passes (each sample's corners once) where their scratch fits one buffer, else one.
-  const twoPass = 32 * samples <= Math.min(b.limits.maxStorageBufferBindingSize, b.limits.maxBufferSize) && samples < 2 ** 31;
+  const groups = problem.batch * problem.numQueries * problem.numHeads;
   return {
-    fn: 'forward', twoPass, programs: twoPass ? [FORWARD_TAPS, FORWARD_SUM] : [FORWARD],
-    buffers: { output: 4 * product(s.output) }, invocations: { forward: product(s.output) / problem.channels * Math.ceil(problem.channels / 4) },
+    fn: 'forward', programs: [FORWARD],
+    buffers: { output: 4 * product(s.output) }, invocations: { forward: WORKGROUP * forwardWorkgroups(groups, problem.channels) },
   };
 }
 
@@ -730,16 +734,9 @@ function submitCall(b, fn, problem, inputs, plan, readBack, dtype, variant, now)
     if (fn === 'forward') {
       const md = metaBuffer(b, metaOf(problem), temps);
       const output = out('output', plan.buffers.output);
-      const sums = { problem: { buffer: md }, value: bind.value, locs: bind.samplingLocations, weights: bind.attentionWeights, out: { buffer: output } };
-      const samples = product(problem.shapes.attentionWeights);
-      if (plan.twoPass) {
-        const taps = b.buffer(32 * samples, STORAGE, 'msda taps');
-        temps.push(taps);
-        b.dispatch(encoder, 'forwardTaps', samples, { problem: { buffer: md }, locs: bind.samplingLocations, weights: bind.attentionWeights, taps: { buffer: taps } }, temps);
-        b.dispatch(encoder, 'forwardSum', plan.invocations.forward, { ...sums, taps: { buffer: taps } }, temps);
-      } else {
-        b.dispatch(encoder, 'forward', plan.invocations.forward, sums, temps);
-      }
+      b.dispatch(encoder, 'forward', plan.invocations.forward, {
+        problem: { buffer: md }, value: bind.value, locs: bind.samplingLocations, weights: bind.attentionWeights, out: { buffer: output },
+      }, temps);
       results = { output };
     } else {
       results = encodeBackward(b, encoder, problem, plan, bind, out, temps);

@@ -108,10 +108,10 @@ export function program(label, { problem = true, dispatch = true, bindings, uses
     const [access, type] = (typeof decl === 'function' ? decl(variant) : decl).split(/ (.*)/);
     return `@group(0) @binding(${i}) var<storage, ${access}> ${name}: ${type};`;
   });
-  const flags = [...new Set([...variants, ...uses.flatMap((u) => (typeof u === 'string' ? [] : u.flags))])];
+  const flags = [...new Set([...variants, ...uses.flatMap((u) => (typeof u === 'string' ? [] : u.flags))])].sort();
   const code = (variant = {}) => [dispatch ? BASICS : '', problem ? LAYOUTS : '', ...uses.map((u) => (typeof u === 'string' ? u : u.make(variant))),
     decls(variant).join('\n'), typeof body === 'function' ? body(variant) : body].join('\n');
-  // The pipeline's name: the label, then the flags it reads that the variant sets.
+  // The pipeline's name: the label, then the flags it reads that the variant sets, in name order.
   const key = (variant = {}) => [label, ...flags.filter((f) => variant[f])].join(' ');
   return { label, code, key, bindings: names };
 }
