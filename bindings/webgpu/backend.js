@@ -383,10 +383,14 @@ class WebGPUBackend {
     const staging = this.buffer(io.byteLength, MAP_READ | COPY_DST, 'msda probe readback');
     enc.copyBufferToBuffer(buf, 0, staging, 0, io.byteLength);
     this.device.queue.submit([enc.finish()]);
-    await this.guard(staging.mapAsync(MAP_MODE_READ));
-    const out = new Float32Array(staging.getMappedRange().slice(0));
-    staging.destroy();
-    buf.destroy();
+    let out;
+    try {
+      await this.guard(staging.mapAsync(MAP_MODE_READ));
+      out = new Float32Array(staging.getMappedRange().slice(0));
+    } finally {   // also when disposed or lost before it answers
+      staging.destroy();
+      buf.destroy();
+    }
     return {
       fusedMultiplyAdd: out[4] !== 0,
       flushesSubnormals: out[5] === 0 || out[6] === 0,

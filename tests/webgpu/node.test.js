@@ -8,7 +8,7 @@ import { SWIFTSHADER_ICD, firstDiff, nonFiniteCase, sameBits } from './helpers.j
 import { OPTION_COMBOS, assertClose, randomCase, rng } from '../js/helpers.js';
 import { init } from '../../bindings/node.js';
 import { narrowToHalf, widenHalf } from '../../bindings/core/half.js';
-import { sampleGrid } from '../../bindings/webgpu/backend.js';
+import { MsdaWebGPU, sampleGrid } from '../../bindings/webgpu/backend.js';
 import { noAdapterHint } from '../../bindings/webgpu/node-gpu.js';
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -838,7 +838,7 @@ test('a lost device: the pending call and later ones reject with MSDA_WEBGPU_DEV
   await assert.rejects(msda.forward(c.args), /forward on a disposed instance/);
 });
 
-test('dispose() while calls wait for a compile or for the GPU: they reject saying so, on a caller\'s device and on the instance\'s own, and leave no buffer', async () => {
+test('dispose() while calls wait for a compile or for the GPU: they reject saying so, on a caller\'s device and on the instance\'s own, and leave no buffer (nor does a probe still waiting)', async () => {
   const pendingOnDisposed = /^ms-deform-attn: the call was pending on a disposed instance \(dispose\(\) was called\)$/;
   const c = problem(810, { shapes: [[4, 4], [2, 2]], Q: 10, C: 4, P: 2 });
   const b = { ...c.args, gradOutput: c.gradOutput };
@@ -861,6 +861,11 @@ test('dispose() while calls wait for a compile or for the GPU: they reject sayin
     const onGpu = [again.forward(c.args), again.forward(c.args, { outputs: 'gpu' })];
     again.dispose();
     for (const call of onGpu) await assert.rejects(call, { message: pendingOnDisposed });
+    // made without awaiting (as for the tfjs op), disposed before its probe answers
+    const sync = MsdaWebGPU.onDeviceSync(device);
+    sync.dispose();
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(sync.numerics, null);
     assert.deepEqual([...live].map((buf) => buf.label), []);
   } finally {
     device.destroy();
