@@ -776,11 +776,12 @@ test('the half passes are compiled by the first call with a half input or half r
   }
 });
 
-test('a kernel the device cannot compile: the first call that needs it rejects naming it, and other calls still run', async () => {
+test('a kernel the device cannot compile: the first call that needs it rejects naming it, other calls still run, and a later call compiles it again', async () => {
   const device = await ownDevice();
   const create = device.createShaderModule;
+  let broken = true;
   device.createShaderModule = function (desc) {
-    return create.call(this, desc.label === 'msda forward narrow' ? { ...desc, code: `${desc.code}\nfn broken( {` } : desc);
+    return create.call(this, broken && desc.label === 'msda forward narrow' ? { ...desc, code: `${desc.code}\nfn broken( {` } : desc);
   };
   const msda = await init({ backend: 'webgpu', device });
   try {
@@ -791,6 +792,10 @@ test('a kernel the device cannot compile: the first call that needs it rejects n
     assert.deepEqual(msda.compiled, ['probe']);
     const b = { ...c.args, gradOutput: c.gradOutput };
     compare('backward beside a broken forward', await msda.backward(b), wasm.backward(b), !msda.numerics.fusedMultiplyAdd);
+    // the failure is not kept: once the driver compiles it, the next forward runs
+    broken = false;
+    compare('forward compiled again', { output: await msda.forward(c.args) }, { output: wasm.forward(c.args) }, !msda.numerics.fusedMultiplyAdd);
+    assert.equal(msda.compiled.at(-1), 'forward narrow');
   } finally {
     msda.dispose();
     device.destroy();
