@@ -297,10 +297,11 @@ class WebGPUBackend {
         this.compiling.set(key, (async () => {
           const info = module.getCompilationInfo ? await module.getCompilationInfo() : { messages: [] };
           const errors = info.messages.filter((m) => m.type === 'error');
-          if (errors.length > 0) {
-            throw new Error(`ms-deform-attn: the WebGPU kernel '${label}' failed to compile here: ${errors.map((m) => `${m.lineNum}:${m.linePos} ${m.message}`).join('; ')}`);
-          }
-          const pipeline = await d.createComputePipelineAsync({ label, layout: 'auto', compute: { module, entryPoint: 'main' } });
+          const failed = (detail, cause) => new Error(`ms-deform-attn: the WebGPU kernel '${label}' failed to compile here: ${detail}`, cause ? { cause } : undefined);
+          if (errors.length > 0) throw failed(errors.map((m) => `${m.lineNum}:${m.linePos} ${m.message}`).join('; '));
+          // the WGSL is valid, the pipeline may still not be (a device limit: GPUPipelineError)
+          const pipeline = await d.createComputePipelineAsync({ label, layout: 'auto', compute: { module, entryPoint: 'main' } })
+            .catch((e) => { throw failed(e.message, e); });
           if (!this.pipelines.has(key)) this.pipelines.set(key, pipeline);
         })().then(() => this.compiling.delete(key), (e) => {
           this.compiling.delete(key);

@@ -779,9 +779,10 @@ test('the half passes are compiled by the first call with a half input or half r
 test('a kernel the device cannot compile: the first call that needs it rejects naming it, other calls still run, and a later call compiles it again', async () => {
   const device = await ownDevice();
   const create = device.createShaderModule;
-  let broken = true;
+  // WGSL that does not parse, then WGSL that does but whose pipeline the device refuses (32 KiB of workgroup memory), then the kernel
+  let broken = (code) => `${code}\nfn broken( {`;
   device.createShaderModule = function (desc) {
-    return create.call(this, broken && desc.label === 'msda forward narrow' ? { ...desc, code: `${desc.code}\nfn broken( {` } : desc);
+    return create.call(this, broken && desc.label === 'msda forward narrow' ? { ...desc, code: broken(desc.code) } : desc);
   };
   const msda = await init({ backend: 'webgpu', device });
   try {
@@ -792,8 +793,11 @@ test('a kernel the device cannot compile: the first call that needs it rejects n
     assert.deepEqual(msda.compiled, ['probe']);
     const b = { ...c.args, gradOutput: c.gradOutput };
     compare('backward beside a broken forward', await msda.backward(b), wasm.backward(b), !msda.numerics.fusedMultiplyAdd);
+    broken = (code) => code.replace(/array<Tap, \d+>/, 'array<Tap, 1024>');
+    await assert.rejects(msda.forward(c.args), { message: /^ms-deform-attn: the WebGPU kernel 'msda forward narrow' failed to compile here: .*workgroup storage/ });
+    assert.deepEqual(msda.compiled.filter((k) => k.startsWith('forward')), []);
     // the failure is not kept: once the driver compiles it, the next forward runs
-    broken = false;
+    broken = null;
     compare('forward compiled again', { output: await msda.forward(c.args) }, { output: wasm.forward(c.args) }, !msda.numerics.fusedMultiplyAdd);
     assert.equal(msda.compiled.at(-1), 'forward narrow');
   } finally {
