@@ -68,6 +68,22 @@ export class HalfBits {
   }
 }
 
+/**
+ * Whether a half-precision value of `dtype` goes to the kernels of `op` ('forward' | 'backward') as
+ * its bits, each row widened as it is read (the same bits: widening is exact), rather than widened
+ * up front. Measured (docs/benchmark.md, Half precision): bfloat16 widens with one shift; float16
+ * with F16C's instruction natively ('avx2', 'avx512'), but by a bit rule of about ten operations in
+ * wasm SIMD and SSE2, slower than one pass up front. The native backward converts each value row
+ * on every read (4-lane loads, beside grad_value's updates), which costs more than one pass over
+ * the value where the samples' corners outnumber its rows (an encoder: 64 per row).
+ */
+export function halfRows(backend, dtype, problem, op) {
+  const f16c = backend.isa === 'avx2' || backend.isa === 'avx512';
+  if (dtype !== 'bfloat16' && !f16c) return false;
+  if (backend.memory || op === 'forward') return true;
+  return problem.numQueries * problem.numLevels * problem.numPoints * 4 <= problem.valueLength;
+}
+
 const scratch = new Float32Array(1), scratchBits = new Uint32Array(scratch.buffer);
 
 /** The number element i of `data`: a Float32Array's, or a HalfBits' widened (for the few elements JS reads). */
