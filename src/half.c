@@ -13,13 +13,13 @@ void msda_widen_half(const uint16_t *src, float *dst, int64_t n, int bfloat16)
      * so nothing assumes src and dst apart. */
     int64_t i = 0;
     for (; i + 4 <= n; i += 4) {
-        const v4i w = v4i_widen_half(v4i_load_u16(src + i), bfloat16);
+        const v4i w = v4i_widen_half(v4i_load_s16(src + i), bfloat16);
         memcpy(dst + i, &w, sizeof w);
     }
     if (i < n) {   /* the last one to three through the same lanes */
         uint16_t h[4] = {0, 0, 0, 0};
         memcpy(h, src + i, (size_t)(n - i) * sizeof *h);
-        const v4i w = v4i_widen_half(v4i_load_u16(h), bfloat16);
+        const v4i w = v4i_widen_half(v4i_load_s16(h), bfloat16);
         memcpy(dst + i, &w, (size_t)(n - i) * sizeof *dst);
     }
 }

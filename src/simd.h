@@ -54,10 +54,11 @@ static inline v4i v4i_xor(v4i a, v4i b) { return a ^ b; }
 static inline v4i v4i_lt(v4i a, v4i b) { return a < b; }
 static inline void v4i_store(int32_t *p, v4i v) { memcpy(p, &v, sizeof v); }
 static inline v4i v4i_shl(v4i a, int n) { return (v4i)((__attribute__((vector_size(16))) uint32_t)a << n); }
-/* four uint16 zero-extended: one widening load (wasm i32x4.load16x4_u, NEON vmovl, SSE2 unpack) */
-static inline v4i v4i_load_u16(const uint16_t *p)
+static inline v4i v4i_eq(v4i a, v4i b) { return a == b; }
+/* four 16-bit patterns sign-extended: one widening load (wasm i32x4.load16x4_s, NEON vmovl, SSE2 unpack) */
+static inline v4i v4i_load_s16(const uint16_t *p)
 {
-    __attribute__((vector_size(8))) uint16_t h;
+    __attribute__((vector_size(8))) int16_t h;
     memcpy(&h, p, sizeof h);
     return __builtin_convertvector(h, v4i);
 }
@@ -102,7 +103,8 @@ static inline v4i v4i_xor(v4i a, v4i b) MSDA_LANES_I(a.x[i] ^ b.x[i])
 static inline v4i v4i_lt(v4i a, v4i b) MSDA_LANES_I(-(a.x[i] < b.x[i]))
 static inline void v4i_store(int32_t *p, v4i v) { for (int i = 0; i < 4; i++) p[i] = v.x[i]; }
 static inline v4i v4i_shl(v4i a, int n) MSDA_LANES_I((int32_t)((uint32_t)a.x[i] << n))
-static inline v4i v4i_load_u16(const uint16_t *p) MSDA_LANES_I(p[i])
+static inline v4i v4i_eq(v4i a, v4i b) MSDA_LANES_I(-(a.x[i] == b.x[i]))
+static inline v4i v4i_load_s16(const uint16_t *p) MSDA_LANES_I((int16_t)p[i])
 static inline v4 v4i_as_v4(v4i a) { v4 r; memcpy(&r, &a, sizeof r); return r; }
 static inline v4i v4_as_v4i(v4 a) { v4i r; memcpy(&r, &a, sizeof r); return r; }
 
@@ -111,20 +113,20 @@ static inline v4i v4_as_v4i(v4 a) { v4i r; memcpy(&r, &a, sizeof r); return r; }
 #endif
 
 /* ---- half-precision elements, widened exactly on load ----
- * binary16: the 15 low bits moved to float32's place (<< 13) are, read as a float32, the value
- * times 2^-112 (a subnormal half lands on a subnormal float32), so one exact multiply by 2^112
- * gives the magnitude. Exponent 31 (Inf, NaN with its payload) lands on 2^16 and up, keeping its
- * mantissa: ORing in float32's exponent 255 (one float compare picks those lanes; an integer one
- * measured 3x slower in wasm, as V8 lowers the unsigned 16-bit compare clang makes of it) makes
- * it Inf or the NaN. Then the sign goes back. bfloat16 is float32's upper half. */
-static inline v4i v4i_widen_half(v4i h, int bfloat16)
+ * s: the 16-bit patterns sign-extended to 32 bits. binary16: s << 13 puts the 15 low bits in
+ * float32's place and copies of the sign in bits 28 to 31; keeping bit 31 of those, the lanes read as
+ * float32 are the values times 2^-112 (a subnormal half lands on a subnormal float32), so one
+ * exact multiply by 2^112 gives the value, its sign included. Exponent 31 (Inf, NaN with its
+ * payload) lands on 2^16 and up, keeping its mantissa: ORing in float32's exponent 255 (the lanes
+ * an integer compare of the exponent bits picks) makes it Inf or the NaN. Eight operations a
+ * vector in all (an unsigned 16-bit compare, as clang makes of some other forms, V8 lowers slowly:
+ * 3x in wasm). bfloat16 is float32's upper half: s << 16. */
+static inline v4i v4i_widen_half(v4i s, int bfloat16)
 {
-    if (bfloat16) return v4i_shl(h, 16);
-    const v4i mag = v4i_and(h, v4i_splat(0x7fff));
-    const v4 scaled = v4_mul(v4i_as_v4(v4i_shl(mag, 13)), v4_splat(0x1p112f));
-    const v4i special = v4_ge(scaled, v4_splat(65536.0f));   /* the largest finite half is 65504 */
-    const v4i top = v4i_or(v4i_shl(v4i_xor(h, mag), 16), v4i_and(special, v4i_splat(0x7f800000)));
-    return v4i_or(v4_as_v4i(scaled), top);
+    if (bfloat16) return v4i_shl(s, 16);
+    const v4 scaled = v4_mul(v4i_as_v4(v4i_and(v4i_shl(s, 13), v4i_splat((int32_t)0x8fffe000u))), v4_splat(0x1p112f));
+    const v4i special = v4i_eq(v4i_and(s, v4i_splat(0x7c00)), v4i_splat(0x7c00));
+    return v4i_or(v4_as_v4i(scaled), v4i_and(special, v4i_splat(0x7f800000)));
 }
 
 /* Element kinds a kernel reads its value rows in (msda_dtype's numbers): float32, or
@@ -140,14 +142,13 @@ static inline float f_load_as(const void *p, ptrdiff_t i, int dtype)
     if (dtype == MSDA_F32) return ((const float *)p)[i];
     const uint32_t h = ((const uint16_t *)p)[i];
     uint32_t bits = h << 16;
-    if (dtype == MSDA_F16) {
-        const uint32_t mag = h & 0x7fffu;
+    if (dtype == MSDA_F16) {   /* v4i_widen_half's rule */
+        const uint32_t shifted = (h & 0x8000u) << 16 | (h & 0x7fffu) << 13;
         float scaled;
-        const uint32_t shifted = mag << 13;
         memcpy(&scaled, &shifted, sizeof scaled);
         scaled *= 0x1p112f;
         memcpy(&bits, &scaled, sizeof bits);
-        bits |= (h ^ mag) << 16 | (scaled >= 65536.0f ? 0x7f800000u : 0u);
+        bits |= (h & 0x7c00u) == 0x7c00u ? 0x7f800000u : 0u;
     }
     float f;
     memcpy(&f, &bits, sizeof f);
@@ -170,9 +171,11 @@ static inline v4 v4_load_as(const void *p, ptrdiff_t i, int dtype)
 {
     if (dtype == MSDA_F32) return v4_load((const float *)p + i);
 #if MSDA_F16C
-    if (dtype == MSDA_F16) return (v4)_mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)((const uint16_t *)p + i)));
+    const __m128i h = _mm_loadl_epi64((const __m128i *)(const void *)((const uint16_t *)p + i));
+    if (dtype == MSDA_F16) return (v4)_mm_cvtph_ps(h);
+    return (v4)_mm_unpacklo_epi16(_mm_setzero_si128(), h);   /* each pattern above 16 zero bits */
 #endif
-    return v4i_as_v4(v4i_widen_half(v4i_load_u16((const uint16_t *)p + i), dtype == MSDA_BF16));
+    return v4i_as_v4(v4i_widen_half(v4i_load_s16((const uint16_t *)p + i), dtype == MSDA_BF16));
 }
 
 #if MSDA_F16C

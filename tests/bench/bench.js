@@ -162,10 +162,13 @@ function halfArgs(kase, dtype) {
   return { half: { fwd: forward(half), bwd: half }, wide: { fwd: forward(wide), bwd: wide } };
 }
 
+// The process's CPU time (one thread: the call's own, plus an idle GC), as tests/bench/kernel_bench.c
+// takes: on a shared machine a descheduled call is not its cost, and these ratios compare two calls.
+const cpuNow = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; };
 function timeHalf(msda, config, args, backend, dtype) {
   const reps = repeatsFor(config, backend);
   const best = { fwd: Infinity, bwd: Infinity, fwd32: Infinity, bwd32: Infinity };
-  const keep = (k, f) => { const t0 = now(); f(); best[k] = Math.min(best[k], now() - t0); };
+  const keep = (k, f) => { const t0 = cpuNow(); f(); best[k] = Math.min(best[k], cpuNow() - t0); };
   for (let i = 0; i < 2; i++) {   // warm-up
     msda.forward(args.wide.fwd); msda.backward(args.wide.bwd);
     msda.forward(args.half.fwd); msda.backward(args.half.bwd);
@@ -289,7 +292,7 @@ function printHalvesTable() {
   const f = (x, d = 1) => x.toFixed(d);
   console.log('');
   console.log('half precision (float16 and bfloat16 inputs through the JS API against float32 inputs of the same values; the');
-  console.log('copying API, interleaved, min over repeats, ms; x float32: half time / float32 time, > 1 is slower). Path of the value:');
+  console.log('copying API, interleaved, min over repeats, CPU ms; x float32: half time / float32 time, > 1 is slower). Path of the value:');
   for (const [name, text] of Object.entries(HALF_PATHS)) console.log(`  ${name}: ${text}`);
   const hr = [['config', 'backend', 'dtype', 'fwd path', 'fwd float32', 'fwd half', 'fwd x float32', 'bwd path', 'bwd float32', 'bwd half', 'bwd x float32']];
   for (const r of halves) {
