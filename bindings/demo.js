@@ -1,6 +1,6 @@
 // msda demo: serves the interactive page (web/) from this package with node/serve.js, on
 // 127.0.0.1 unless another host is asked for, cross-origin isolated so the wasm threads run.
-// bindings/cli.js dispatches `msda demo ...` here; the server runs until SIGINT or SIGTERM.
+// bindings/cli/main.js dispatches `msda demo ...` here; the server runs until SIGINT or SIGTERM.
 import { startServer, missingFiles } from './node/serve.js';
 
 export const DEMO_USAGE = `usage: msda demo [--port N] [--host H]

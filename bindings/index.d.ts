@@ -241,6 +241,8 @@ export interface MsdaWebGPU {
   /** What the startup probe saw: a*b+c fused, subnormal inputs flushed (null until known on an instance made without awaiting). */
   readonly numerics: { fusedMultiplyAdd: boolean; flushesSubnormals: boolean } | null;
   readonly limits: Record<string, number>;
+  /** The pipelines compiled so far (or compiling; not one that failed to), in the order calls first needed them: a program's name and its variant's flags, e.g. 'forward narrow vec4'. */
+  readonly compiled: string[];
   readonly threads: 1;
   forward(args: WebGPUForwardArgs, options?: { outputs?: 'cpu' }): Promise<Tensor>;
   forward(args: WebGPUForwardArgs, options: { outputs: 'gpu' }): Promise<GPUTensor>;

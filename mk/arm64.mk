@@ -29,10 +29,7 @@ $(ARM64)/libmsda.a: $(ARM64_OBJ)
 	rm -f $@
 	$(ARM64_AR) rcs $@ $^
 
-$(ARM64)/msda: $(CLI_SRC) $(CLI_HDR) $(LIB_HDR) $(ARM64)/libmsda.a mk/cli.mk package.json
-	$(ARM64_CC) $(ARM64_FLAGS) $(CLI_DEFS) -static -Isrc -Isrc/cli $(CLI_SRC) $(ARM64)/libmsda.a $(CLI_LDLIBS) -o $@
-
-# The CLI library (mk/cli.mk) for the tests that link it, as natively.
+# The CLI library (mk/cli.mk), which msda and the tests that need it link, as natively.
 $(ARM64)/cli-obj/%.o: src/cli/%.c $(CLI_HDR) $(LIB_HDR)
 	@mkdir -p $(dir $@)
 	$(ARM64_CC) $(ARM64_FLAGS) -Isrc -Isrc/cli -c $< -o $@
@@ -40,6 +37,9 @@ $(ARM64)/cli-obj/%.o: src/cli/%.c $(CLI_HDR) $(LIB_HDR)
 $(ARM64)/libmsdacli.a: $(patsubst src/cli/%.c,$(ARM64)/cli-obj/%.o,$(CLI_LIB_SRC))
 	rm -f $@
 	$(ARM64_AR) rcs $@ $^
+
+$(ARM64)/msda: src/cli/main.c $(CLI_HDR) $(LIB_HDR) $(ARM64)/libmsdacli.a $(ARM64)/libmsda.a mk/cli.mk package.json
+	$(ARM64_CC) $(ARM64_FLAGS) $(CLI_DEFS) -static -Isrc -Isrc/cli src/cli/main.c $(ARM64)/libmsdacli.a $(ARM64)/libmsda.a $(CLI_LDLIBS) -o $@
 
 $(ARM64)/tests/%: tests/c/%.c $(C_TEST_SUPPORT) $(wildcard tests/c/*.h) $(ARM64)/libmsda.a
 	@mkdir -p $(dir $@)

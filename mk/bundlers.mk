@@ -16,9 +16,10 @@ $(DIST)/threads-worker.js: bindings/workers/threads-worker.js bindings/wasm/cont
 	$(ESBUILD) $< --bundle --platform=neutral --format=esm --log-level=warning --outfile=$@
 	chmod 644 $@
 
-# initWorker's browser worker in one file (what remote-worker.js imports, no Node code), for
-# the same copy of dist/.
+# initWorker's browser worker in one file (what remote-worker.js imports, no Node code, the
+# WebGPU backend that bindings/browser.js imports on demand included), for the same copy of dist/.
 $(DIST)/msda-worker.js: bindings/workers/remote-worker.js bindings/core/remote.js bindings/browser.js $(wildcard bindings/core/*.js) \
+                        $(wildcard bindings/webgpu/*.js bindings/webgpu/kernels/*.js) \
                         bindings/wasm/loader.js bindings/wasm/threads.js bindings/wasm/control.js bindings/wasm/delays.js mk/bundlers.mk | $(DIST)
 	@test -x $(ESBUILD) || { echo "mk/bundlers.mk: $(ESBUILD) missing (make setup installs the npm dev dependencies)" >&2; exit 1; }
 	$(ESBUILD) $< --bundle --platform=browser --format=esm --log-level=warning --outfile=$@

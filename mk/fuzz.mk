@@ -32,7 +32,7 @@ $(FUZZ_DIR)/fuzz_kernel: tests/fuzz/fuzz_kernel.c tests/c/reference.c tests/c/re
 	$(FUZZ_CC) -fsanitize=fuzzer,$(FUZZ_SAN) $(patsubst src/%.c,$(FUZZ_DIR)/obj-kernel/lib-%.o,$(LIB_SRC)) \
 	  $(FUZZ_DIR)/obj-kernel/harness.o $(FUZZ_DIR)/obj-kernel/reference.o -lm -pthread -o $@
 
-$(FUZZ_DIR)/fuzz_npy: tests/fuzz/fuzz_npy.c src/cli/npy.c src/cli/npy.h mk/fuzz.mk
+$(FUZZ_DIR)/fuzz_npy: tests/fuzz/fuzz_npy.c src/cli/npy.c src/cli/npy.h src/cli/texts.h mk/fuzz.mk
 	@mkdir -p $(FUZZ_DIR)/obj-npy
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,$(FUZZ_SAN) -Isrc/cli -c src/cli/npy.c -o $(FUZZ_DIR)/obj-npy/npy.o
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=$(FUZZ_SAN) -Isrc/cli -c tests/fuzz/fuzz_npy.c -o $(FUZZ_DIR)/obj-npy/harness.o

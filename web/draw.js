@@ -127,6 +127,46 @@ export function label(g, text, x, y, colour = '#fff') {
   g.fillText(text, lx + 4, ly + h / 2 + 0.5);
 }
 
+// Numbers beside rings ({ x, y, r, text, colour }), each where it covers no ring and no other
+// number: the first free spot of a few around its ring, upper right first, else the least covered
+// one. Points of a head often sit close together, so a fixed offset would pile the numbers up.
+// Returns each number's box (logical units) as drawn.
+export function ringLabels(g, rings, size, halo) {
+  g.font = `bold ${size}px sans-serif`; g.textAlign = 'center'; g.textBaseline = 'middle';
+  const boxes = [];
+  const overlap = (a, b) => Math.max(0, Math.min(a.x + a.w, b.x + b.w) - Math.max(a.x, b.x)) * Math.max(0, Math.min(a.y + a.h, b.y + b.h) - Math.max(a.y, b.y));
+  // The part of a box inside a ring's disc, roughly: the box against the disc's bounding square
+  // when the disc reaches the box at all.
+  const onRing = (b, c) => {
+    const dx = Math.max(b.x - c.x, 0, c.x - b.x - b.w), dy = Math.max(b.y - c.y, 0, c.y - b.y - b.h);
+    return Math.hypot(dx, dy) < c.r ? Math.max(1, overlap(b, { x: c.x - c.r, y: c.y - c.r, w: 2 * c.r, h: 2 * c.r })) : 0;
+  };
+  for (const ring of rings) {
+    const m = g.measureText(ring.text);
+    const w = m.width + 2 * halo, up = m.actualBoundingBoxAscent + halo, down = m.actualBoundingBoxDescent + halo;
+    let best = null;
+    for (const extra of [3, 12, 24]) {
+      for (const a of LABEL_ANGLES) {
+        // Far enough along a that the whole box clears the ring by `extra`.
+        const d = ring.r + extra + Math.abs(Math.cos(a)) * w / 2 + Math.abs(Math.sin(a)) * (up + down) / 2;
+        const lx = ring.x + d * Math.cos(a), ly = ring.y + d * Math.sin(a);
+        const box = { x: lx - w / 2, y: ly - up, w, h: up + down };
+        if (box.x < 0 || box.y < 0 || box.x + box.w > CANVAS_W || box.y + box.h > CANVAS_H) continue;
+        const cost = boxes.reduce((s, b) => s + 100 * overlap(box, b), 0) + rings.reduce((s, c) => s + onRing(box, c), 0);
+        if (!best || cost < best.cost) best = { cost, lx, ly, box };
+        if (cost === 0) break;
+      }
+      if (best && best.cost === 0) break;
+    }
+    g.lineWidth = 2 * halo; g.strokeStyle = '#000'; g.strokeText(ring.text, best.lx, best.ly);
+    g.fillStyle = ring.colour; g.fillText(ring.text, best.lx, best.ly);
+    boxes.push(best.box);
+  }
+  return boxes;
+}
+// Upper right, right, up, upper left, lower right, left, down, lower left.
+const LABEL_ANGLES = [-45, 0, -90, -135, 45, 180, 90, 135].map((d) => (d * Math.PI) / 180);
+
 // Rings stay wider than a point's 2×2 corner pixels on the fine map, so its glow shows inside.
 export const pointRadius = (w) => 8 + 10 * Math.sqrt(clamp01(w));
 

@@ -156,8 +156,8 @@ export function renderPull(ctx) {
     cell(formatGrad(c.pull[0]), 'mono pull');
     cell(formatGrad(c.pull[1]), 'mono pull');
   });
-  cell('sum of the four', 'name total'); cell('', ''); cell('', '');
+  cell('sum of the four', 'name total');
   cell(formatGrad(f.sum[0]), 'mono total'); cell(formatGrad(f.sum[1]), 'mono total');
-  cell('backward: −∂loss/∂loc', 'name total'); cell('', ''); cell('', '');
+  cell('backward: −∂loss/∂loc', 'name total');
   cell(formatGrad(f.backward[0]), 'mono total backward'); cell(formatGrad(f.backward[1]), 'mono total backward');
 }

@@ -3,7 +3,7 @@
 import { LEVELS, NUM_HEADS, CHANNELS, NUM_POINTS, HEADS } from './scene.js';
 import { MIN_WEIGHT } from './model.js';
 import { $, NL, SLOTS, CANVAS_W, CANVAS_H, POINT_COLOURS, slot, clamp01 } from './page-state.js';
-import { rgbOf, css, beginCanvas, imageRect, toNormalised, arrowMoves } from './draw.js';
+import { rgbOf, css, beginCanvas, imageRect, toNormalised, arrowMoves, ringLabels } from './draw.js';
 
 // What each point reads on its own: query l·N_p + p has weight 1 on point (l, p) of every head
 // and 0 elsewhere, so its output is that point's reading.
@@ -153,11 +153,12 @@ function drawPyramid(ctx) {
     const g = beginCanvas(canvas);
     const r = imageRect(ui.opts, l);
     g.drawImage(images[l][ui.head], r.x, r.y, r.w, r.h);
+    const rings = [];
     for (let p = 0; p < NUM_POINTS; p++) {
       const i = slot(ui.head, l, p);
       const x = state.samplingLocations[2 * i] * CANVAS_W, y = state.samplingLocations[2 * i + 1] * CANVAS_H;
       const rad = ringRadius(state.attentionWeights[i], wmax);
-      ctx.drawn.rings.push({ level: l, point: p, radius: rad });
+      ctx.drawn.rings.push({ level: l, point: p, radius: rad, x, y });
       g.beginPath(); g.arc(x, y, rad, 0, 2 * Math.PI);
       g.lineWidth = 6; g.strokeStyle = 'rgba(0,0,0,0.85)'; g.stroke();
       g.lineWidth = 3.5; g.strokeStyle = POINT_COLOURS[p]; g.stroke();
@@ -166,11 +167,10 @@ function drawPyramid(ctx) {
         g.beginPath(); g.arc(x, y, rad + 6, 0, 2 * Math.PI);
         g.lineWidth = 2.5; g.strokeStyle = '#fff'; g.setLineDash([5, 4]); g.stroke(); g.setLineDash([]);
       }
-      const lx = Math.min(CANVAS_W - 10, Math.max(10, x + rad + 8)), ly = Math.min(CANVAS_H - 10, Math.max(10, y - rad));
-      g.font = 'bold 20px sans-serif'; g.textAlign = 'center'; g.textBaseline = 'middle';
-      g.lineWidth = 5; g.strokeStyle = '#000'; g.strokeText(String(p + 1), lx, ly);
-      g.fillStyle = POINT_COLOURS[p]; g.fillText(String(p + 1), lx, ly);
+      // The outer edge of the ring's dark outline.
+      rings.push({ x, y, r: rad + 3, text: String(p + 1), colour: POINT_COLOURS[p] });
     }
+    ringLabels(g, rings, 20, 2.5).forEach((label, p) => { ctx.drawn.rings[l * NUM_POINTS + p].label = label; });
   });
 }
 

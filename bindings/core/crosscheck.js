@@ -29,8 +29,6 @@ import { pad, pixel } from './geometry.js';
 export const UNIT_ROUNDOFF = Object.freeze({ float32: 2 ** -24, float16: 2 ** -11, bfloat16: 2 ** -8 });
 const TINY = Object.freeze({ float32: 2 ** -150, float16: 2 ** -25, bfloat16: 2 ** -134 });
 const U32 = 2 ** -24;
-export const BOUND_RULE = '|yours - ours| <= 4*u*M + 2*(n+4)*2^-24*M + P (M: sum of |contributions|, n: their count, '
-  + 'P: the change when pixel positions move by float32 rounding)';
 
 export const OUTPUT_NAMES = ['output', 'grad_value', 'grad_sampling_locations', 'grad_attention_weights'];
 

@@ -9,7 +9,7 @@ import { problemFromTensors } from '../core/problem.js';
 import { typedArrayBuffer, typedArrayByteOffset, typedArrayLength } from '../core/typed.js';
 import { describe } from '../core/errors.js';
 import { BACKWARD_STRIP, CANONICAL_NAN, FLOAT_SIDE, ORDER_CELLS, ORDER_CHUNK, SCAN_BLOCK, WORKGROUP, encodeProblem } from './kernels/problem.js';
-import { FORWARD, FORWARD_SUM, FORWARD_TAPS } from './kernels/forward.js';
+import { FORWARD, forwardWorkgroups } from './kernels/forward.js';
 import { PLACE, SAMPLES, SCAN, SCAN_ADD } from './kernels/backward.js';
 import { CELLS, ORDER_COUNT, ORDER_PLACE, ORDER_TILE } from './kernels/walks.js';
 import { GATHER, RANK } from './kernels/segments.js';
@@ -26,7 +26,9 @@ const MAP_MODE_READ = 0x1;
 const COMPUTE = 0x4;   // GPUShaderStage.COMPUTE
 const OUTPUT_USAGE = STORAGE | COPY_SRC | COPY_DST;
 
-const KERNELS = Object.fromEntries([FORWARD, FORWARD_TAPS, FORWARD_SUM, SAMPLES, SCAN, SCAN_ADD, CELLS, ORDER_COUNT, ORDER_PLACE, PLACE, RANK, GATHER, PROBE].map((k) => [k.label, k]));
+const KERNELS = Object.fromEntries([FORWARD, SAMPLES, SCAN, SCAN_ADD, CELLS, ORDER_COUNT, ORDER_PLACE, PLACE, RANK, GATHER, PROBE].map((k) => [k.label, k]));
+// The programs each call may dispatch: compiled (once per variant) before its first call runs.
+const BACKWARD_PROGRAMS = [CELLS, ORDER_COUNT, SCAN, SCAN_ADD, ORDER_PLACE, SAMPLES, PLACE, RANK, GATHER];
 
 const INT32_MAX = 2 ** 31 - 1;
 const MAX_GRID = 65535;
@@ -52,11 +54,26 @@ export function sampleGrid(problem) {
   return { bands, cols: Math.min(cols, Math.floor((ORDER_CELLS - 1) / bands)) };
 }
 
+// A level whose positions are formed in float (geometry.h axis4) and whose element offsets fit i32.
+function narrowLevel(h, w, px) {
+  return h <= FLOAT_SIDE && w <= FLOAT_SIDE && (w + 1) * (h + 1) <= Math.floor(INT32_MAX / px);
+}
+
+const pixelStride = (problem) => (problem.valueLayout === 'BLNC' ? problem.numHeads * problem.channels : problem.channels);
+
+// The pipelines' variant a problem allows (kernels/problem.js program()): `narrow` when every
+// level is narrow, so that the wide levels' integer code is left out; `vec4` when the channels
+// are a multiple of 4, so that value and grad_output rows are read as vec4s.
+export function variantOf(problem) {
+  const px = pixelStride(problem);
+  return { narrow: problem.spatialShapes.every(([h, w]) => narrowLevel(h, w, px)), vec4: problem.channels % 4 === 0 };
+}
+
 function metaOf(problem, { gradWeightsOffset = 0, grid = { bands: 0, cols: 0 } } = {}) {
   const { numHeads: H, channels: C } = problem;
   const blnc = problem.valueLayout === 'BLNC';
   const ac = problem.alignCorners;
-  const px = blnc ? H * C : C;
+  const px = pixelStride(problem);
   return encodeProblem({
     batch: problem.batch, queries: problem.numQueries, heads: H, channels: C, num_levels: problem.numLevels,
     points: problem.numPoints, length: problem.valueLength, blnc: blnc ? 1 : 0,
@@ -64,9 +81,8 @@ function metaOf(problem, { gradWeightsOffset = 0, grid = { bands: 0, cols: 0 } }
     half_shift: ac ? 0 : 1, grad_weights_at: gradWeightsOffset, bands: grid.bands, cols: grid.cols,
   }, problem.spatialShapes.map(([h, w], l) => {
     const sx = ac ? w - 1 : w, sy = ac ? h - 1 : h;
-    const narrow = h <= FLOAT_SIDE && w <= FLOAT_SIDE && (w + 1) * (h + 1) <= Math.floor(INT32_MAX / px);
     return {
-      h, w, start: problem.levelStartIndex[l], narrow: narrow ? 1 : 0,
+      h, w, start: problem.levelStartIndex[l], narrow: narrowLevel(h, w, px) ? 1 : 0,
       scale_x: sx, scale_y: sy, last_x: w - 1, last_y: h - 1, size_x: w, size_y: h, iscale_x: sx, iscale_y: sy,
       degen_x: ac && w === 1 ? 1 : 0, degen_y: ac && h === 1 ? 1 : 0, px, row: w * px,
     };
@@ -189,15 +205,11 @@ class WebGPUBackend {
     return b;
   }
 
-  // Without awaiting (for synchronous callers such as a tfjs kernel): pipelines made with
-  // createComputePipeline (compiled in the background; a compile error surfaces in the first
+  // Without awaiting (for synchronous callers such as a tfjs kernel): each pipeline made with
+  // createComputePipeline by the first call that needs it (a compile error surfaces in that
   // call's error scope), the probe's answer filled in when it comes.
   static createSync(device, info) {
     const b = new WebGPUBackend(device, false, info);
-    b.pipelines = {};
-    for (const [k, { code }] of Object.entries(KERNELS)) {
-      b.pipelines[k] = device.createComputePipeline({ label: `msda ${k}`, layout: 'auto', compute: { module: device.createShaderModule({ code, label: `msda ${k}` }), entryPoint: 'main' } });
-    }
     b.numerics = null;
     b.probe().then((n) => { b.numerics = n; }, () => {});
     return b;
@@ -210,6 +222,11 @@ class WebGPUBackend {
     this.lost = null;
     this.refs = 0;
     this.pending = new Set();
+    // Pipelines by key (program() key: label and variant flags), those compiling, and the keys in
+    // the order they were asked for (the instance's `compiled`).
+    this.pipelines = new Map();
+    this.compiling = new Map();
+    this.compiled = [];
     const lim = device.limits;
     this.limits = {
       maxStorageBufferBindingSize: lim.maxStorageBufferBindingSize,
@@ -234,25 +251,59 @@ class WebGPUBackend {
   }
 
   async _start() {
-    const d = this.device;
-    d.pushErrorScope('validation');
-    const make = async (code, label) => {
-      const module = d.createShaderModule({ code, label });
-      const info = module.getCompilationInfo ? await module.getCompilationInfo() : { messages: [] };
-      const errors = info.messages.filter((m) => m.type === 'error');
-      if (errors.length > 0) {
-        throw new Error(`ms-deform-attn: the WebGPU kernel '${label}' failed to compile here: ${errors.map((m) => `${m.lineNum}:${m.linePos} ${m.message}`).join('; ')}`);
-      }
-      return d.createComputePipelineAsync({ label, layout: 'auto', compute: { module, entryPoint: 'main' } });
-    };
-    const t0 = performance.now();
-    const names = KERNELS;
-    const pipelines = await this.guard(Promise.all(Object.entries(names).map(([k, { code }]) => make(code, `msda ${k}`))));
-    this.pipelines = Object.fromEntries(Object.keys(names).map((k, i) => [k, pipelines[i]]));
-    const err = await d.popErrorScope();
-    if (err) throw new Error(`ms-deform-attn: WebGPU kernels failed to compile: ${err.message}`);
-    this.compileMs = performance.now() - t0;
+    await this.prepare([PROBE], {});
     this.numerics = await this.probe();
+  }
+
+  // The pipelines of `programs` for `variant`, each compiled once (createComputePipelineAsync; a
+  // compile in flight is shared): resolves when all are ready, rejects naming a kernel that fails
+  // to compile, or when the device is lost.
+  prepare(programs, variant) {
+    const d = this.device;
+    const wait = [];
+    d.pushErrorScope('validation');   // popped at once: it holds only these modules' creation
+    for (const prog of programs) {
+      const key = prog.key(variant);
+      if (this.pipelines.has(key)) continue;
+      if (!this.compiling.has(key)) {
+        const label = `msda ${key}`;
+        const module = d.createShaderModule({ code: prog.code(variant), label });
+        this.compiled.push(key);
+        this.compiling.set(key, (async () => {
+          const info = module.getCompilationInfo ? await module.getCompilationInfo() : { messages: [] };
+          const errors = info.messages.filter((m) => m.type === 'error');
+          if (errors.length > 0) {
+            throw new Error(`ms-deform-attn: the WebGPU kernel '${label}' failed to compile here: ${errors.map((m) => `${m.lineNum}:${m.linePos} ${m.message}`).join('; ')}`);
+          }
+          const pipeline = await d.createComputePipelineAsync({ label, layout: 'auto', compute: { module, entryPoint: 'main' } });
+          if (!this.pipelines.has(key)) this.pipelines.set(key, pipeline);
+        })().then(() => this.compiling.delete(key), (e) => {
+          this.compiling.delete(key);
+          if (!this.pipelines.has(key)) this.compiled.splice(this.compiled.indexOf(key), 1);
+          throw e;
+        }));
+      }
+      wait.push(this.compiling.get(key));
+    }
+    const scope = d.popErrorScope();
+    return this.guard(Promise.all(wait).then(async () => {
+      const err = await scope;
+      if (err) throw new Error(`ms-deform-attn: WebGPU kernels failed to compile: ${err.message}`);
+    }, (e) => { scope.catch(() => {}); throw e; }));
+  }
+
+  // The pipeline of `prog` for `variant`: one prepare() made or, where `now` (the synchronous
+  // calls), one made here with createComputePipeline.
+  pipeline(prog, variant, now) {
+    const key = prog.key(variant);
+    let p = this.pipelines.get(key);
+    if (p !== undefined) return p;
+    if (!now) throw new Error(`ms-deform-attn: the WebGPU pipeline '${key}' was dispatched before it was compiled`);
+    const label = `msda ${key}`;
+    p = this.device.createComputePipeline({ label, layout: 'auto', compute: { module: this.device.createShaderModule({ code: prog.code(variant), label }), entryPoint: 'main' } });
+    this.pipelines.set(key, p);
+    if (!this.compiled.includes(key)) this.compiled.push(key);
+    return p;
   }
 
   // A Promise that also rejects when the device is lost (nothing waits forever on a dead device).
@@ -277,8 +328,9 @@ class WebGPUBackend {
     this.device.queue.writeBuffer(buf, 0, io);
     const enc = this.device.createCommandEncoder();
     const pass = enc.beginComputePass();
-    pass.setPipeline(this.pipelines.probe);
-    pass.setBindGroup(0, this.device.createBindGroup({ layout: this.pipelines.probe.getBindGroupLayout(0), entries: bindings(PROBE, { io: { buffer: buf } }) }));
+    const probe = this.pipeline(PROBE, {}, true);
+    pass.setPipeline(probe);
+    pass.setBindGroup(0, this.device.createBindGroup({ layout: probe.getBindGroupLayout(0), entries: bindings(PROBE, { io: { buffer: buf } }) }));
     pass.dispatchWorkgroups(1);
     pass.end();
     const staging = this.buffer(io.byteLength, MAP_READ | COPY_DST, 'msda probe readback');
@@ -314,14 +366,16 @@ class WebGPUBackend {
   }
 
   // One compute pass of `name` over n invocations (n values for the scan), bindings by name;
-  // first and extra: the uniform's first and extra.
+  // first and extra: the uniform's first and extra. The pipeline is the variant's of the call
+  // being encoded (submitCall).
   dispatch(encoder, name, n, entries, temps, perGroup = WORKGROUP, first = 0, extra = 0) {
     if (n === 0) return;
     const groups = Math.ceil(n / perGroup);
     const [x, y] = this.grid(groups);
+    const { variant, now } = this.encoding;
+    const p = this.pipeline(KERNELS[name], variant, now);
     const u = this.uniform(n, name === 'scan' ? x : x * perGroup, first, extra);
     temps.push(u);
-    const p = this.pipelines[name];
     const bg = this.device.createBindGroup({
       layout: p.getBindGroupLayout(0),
       entries: bindings(KERNELS[name], { ...entries, dispatch: { buffer: u } }),
@@ -387,6 +441,11 @@ export class MsdaWebGPU {
 
   get disposed() { return this._b === null; }
 
+  /** The pipelines this instance has compiled or is compiling (not one that failed to), in the
+   *  order calls asked for them: each a program's name, then the variant's flags it was made for
+   *  ('forward narrow vec4'). */
+  get compiled() { return [...this._backendKept.compiled]; }
+
   /** For benchmarks: timestamps of every pass into querySet (a 'timestamp' GPUQuerySet of
    *  `capacity` entries) from index 0 on, until profile(null); returns how many were written. */
   profile(querySet, capacity = 0) {
@@ -448,7 +507,7 @@ export class MsdaWebGPU {
     const b = this._live(fn);
     const { problem, inputs } = problemFromTensors(fn, args, kind === 'backward', undefined, gpuReader);
     this._live(fn);
-    const plan = kind === 'forward' ? planForward(b, problem) : planBackward(b, problem);
+    const plan = kind === 'forward' ? planForward(problem) : planBackward(b, problem);
     for (const [name, data] of Object.entries(inputs)) plan.buffers[`${name} (input)`] = data instanceof GpuTensor ? data.bytes : 4 * typedArrayLength(data);
     checkPlan(fn, b, plan);
     return go(b, kind, problem, inputs, plan);
@@ -458,9 +517,13 @@ export class MsdaWebGPU {
 // ---------------------------------------------------------------------------------------------
 // Plans: every buffer a call makes, its bytes checked against the device's limits first.
 
-function planForward(b, problem) {
+function planForward(problem) {
   const s = problem.shapes;
-  return { fn: 'forward', buffers: { output: 4 * product(s.output) }, invocations: { forward: product(s.output) / problem.channels * Math.ceil(problem.channels / 4) } };
+  const groups = problem.batch * problem.numQueries * problem.numHeads;
+  return {
+    fn: 'forward', programs: [FORWARD],
+    buffers: { output: 4 * product(s.output) }, invocations: { forward: WORKGROUP * forwardWorkgroups(groups, problem.channels) },
+  };
 }
 
 // The backward's scratch (corner records, placed and ranked, per-pixel counts) is made for a
@@ -482,6 +545,7 @@ function planBackward(b, problem) {
   const rangesPerGroup = Math.max(1, Math.min(ranges, Math.floor(limit / (4 * (perRange + 1)))));
   return {
     fn: 'backward',
+    programs: BACKWARD_PROGRAMS,
     samples,
     pairs,
     pairsPerPart,
@@ -575,9 +639,11 @@ function bindInput(b, fn, name, data, temps, encoder, owned) {
 // Encodes and submits one call, synchronously, inside its own error scopes (pushed and popped
 // here, so that calls in flight together never pop each other's): the result buffers, a staging
 // copy of them when `readBack`, and a Promise of what the scopes caught. Scratch buffers are
-// destroyed at once (the submitted work keeps them).
-function submitCall(b, fn, problem, inputs, plan, readBack) {
+// destroyed at once (the submitted work keeps them). The passes run the pipelines of `variant`:
+// prepared before, or made now where `now` (dispatch*).
+function submitCall(b, fn, problem, inputs, plan, readBack, variant, now) {
   const d = b.device;
+  b.encoding = { variant, now };
   const temps = [];
   const made = [];
   d.pushErrorScope('out-of-memory');
@@ -596,17 +662,9 @@ function submitCall(b, fn, problem, inputs, plan, readBack) {
     if (fn === 'forward') {
       const md = metaBuffer(b, metaOf(problem), temps);
       const output = out('output', plan.buffers.output);
-      const sums = { problem: { buffer: md }, value: bind.value, locs: bind.samplingLocations, weights: bind.attentionWeights, out: { buffer: output } };
-      // Two passes (each sample's corners once) where their scratch fits one buffer, else one.
-      const samples = product(problem.shapes.attentionWeights);
-      if (32 * samples <= Math.min(b.limits.maxStorageBufferBindingSize, b.limits.maxBufferSize) && samples < 2 ** 31) {
-        const taps = b.buffer(32 * samples, STORAGE, 'msda taps');
-        temps.push(taps);
-        b.dispatch(encoder, 'forwardTaps', samples, { problem: { buffer: md }, locs: bind.samplingLocations, weights: bind.attentionWeights, taps: { buffer: taps } }, temps);
-        b.dispatch(encoder, 'forwardSum', plan.invocations.forward, { ...sums, taps: { buffer: taps } }, temps);
-      } else {
-        b.dispatch(encoder, 'forward', plan.invocations.forward, sums, temps);
-      }
+      b.dispatch(encoder, 'forward', plan.invocations.forward, {
+        problem: { buffer: md }, value: bind.value, locs: bind.samplingLocations, weights: bind.attentionWeights, out: { buffer: output },
+      }, temps);
       results = { output };
     } else {
       results = encodeBackward(b, encoder, problem, plan, bind, out, temps);
@@ -626,6 +684,7 @@ function submitCall(b, fn, problem, inputs, plan, readBack) {
     d.popErrorScope().catch(() => {});
     throw e;
   } finally {
+    b.encoding = null;
     for (const t of temps) t.destroy();
   }
   const validation = d.popErrorScope();
@@ -640,7 +699,18 @@ function submitCall(b, fn, problem, inputs, plan, readBack) {
 }
 
 async function run(b, fn, problem, inputs, plan, outputs) {
-  const call = submitCall(b, fn, problem, inputs, plan, outputs === 'cpu');
+  const variant = variantOf(problem);
+  if (plan.programs.some((prog) => !b.pipelines.has(prog.key(variant)))) {
+    // CPU inputs as they are now, not after the compile
+    for (const [name, data] of Object.entries(inputs)) {
+      if (data instanceof GpuTensor) continue;
+      inputs[name] = new Float32Array(typedArrayLength(data));
+      inputs[name].set(data);
+    }
+    await b.prepare(plan.programs, variant);
+    if (b.lost) throw b.lostError();
+  }
+  const call = submitCall(b, fn, problem, inputs, plan, outputs === 'cpu', variant, false);
   const names = Object.keys(call.results);
   const shapes = (name) => problem.shapes[name].slice();
   let result = {};
@@ -670,7 +740,7 @@ async function run(b, fn, problem, inputs, plan, outputs) {
 // The synchronous form (dispatchForward / dispatchBackward): submitted, results on the GPU at
 // once; an error the device reports later goes to the console, as WebGPU's own do.
 function dispatchNow(b, fn, problem, inputs, plan) {
-  const call = submitCall(b, fn, problem, inputs, plan, false);
+  const call = submitCall(b, fn, problem, inputs, plan, false, variantOf(problem), true);
   call.scopes.then((err) => { if (err) console.error(`ms-deform-attn: ${err.message}`); });
   const result = {};
   for (const [name, buffer] of Object.entries(call.results)) result[name] = { buffer, shape: problem.shapes[name].slice() };

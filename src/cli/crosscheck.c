@@ -1,10 +1,13 @@
 /* crosscheck --expect (see crosscheck.h): a line-for-line port of bindings/core/crosscheck.js and
- * the report of bindings/cli.js, in the same order of floating-point operations, so both CLIs
+ * the report of bindings/cli/crosscheck.js, in the same order of floating-point operations, so both CLIs
  * decide every element alike and print the same numbers. */
 #define _POSIX_C_SOURCE 200809L
 #include "crosscheck.h"
+#include "cases.h"
+#include "messages.h"
 #include "npy.h"
 #include "numbers.h"
+#include "texts.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -16,9 +19,6 @@ static const double UNIT_ROUNDOFF[3] = {0x1p-24, 0x1p-11, 0x1p-8};
 static const double TINY[3] = {0x1p-150, 0x1p-25, 0x1p-134};
 static const int U_EXPONENT[3] = {-24, -11, -8};
 #define U32 0x1p-24
-static const char BOUND_RULE[] =
-    "|yours - ours| <= 4*u*M + 2*(n+4)*2^-24*M + P (M: sum of |contributions|, n: their count, "
-    "P: the change when pixel positions move by float32 rounding)";
 
 /* ---- the bounded reference ---------------------------------------------------------------- */
 
@@ -315,7 +315,7 @@ static void reference(const dims *d, const msda_problem *p, const float *value, 
 
 static double bound_of(const bounded *r, int64_t i, const cc_settings *s)
 {
-    if (s->dtype == CC_NO_DTYPE) return s->atol + s->rtol * fabs(r->ref[i]);
+    if (s->dtype == DTYPE_NO_DTYPE) return s->atol + s->rtol * fabs(r->ref[i]);
     const double u = UNIT_ROUNDOFF[s->dtype], n = r->n[i] + 4;
     return 4 * u * r->M[i] + 2 * n * U32 * r->M[i] + r->P[i] + n * TINY[s->dtype];
 }
@@ -421,7 +421,7 @@ typedef struct cc_result {
  * is the underflow term alone), or the --rtol/--atol bound is 0 (crosscheck.js noBound). */
 static int no_bound(const bounded *r, int64_t i, const cc_settings *s)
 {
-    if (s->dtype == CC_NO_DTYPE) return bound_of(r, i, s) == 0;
+    if (s->dtype == DTYPE_NO_DTYPE) return bound_of(r, i, s) == 0;
     return r->M[i] == 0 && r->P[i] == 0;
 }
 
@@ -465,11 +465,12 @@ static int compare(int which, const float *yours, const bounded *r, const dims *
     return 0;
 }
 
-static void print_coordinates(FILE *out, const char *name, const coords *co)
+/* name[b=0, q=12, ...], as bindings/core/crosscheck.js formatCoordinates writes it. */
+static void append_coordinates(text *t, const char *name, const coords *co)
 {
-    fprintf(out, "%s[", name);
-    for (int k = 0; k < co->count; k++) fprintf(out, "%s%s=%lld", k ? ", " : "", co->key[k], (long long)co->v[k]);
-    fputc(']', out);
+    append(t, "%s[", name);
+    for (int k = 0; k < co->count; k++) append(t, "%s%s=%lld", k ? ", " : "", co->key[k], (long long)co->v[k]);
+    append(t, "]");
 }
 
 /* Does dtype hold x exactly (the bits back through it)? */
@@ -477,11 +478,11 @@ static int holds(float x, int dtype)
 {
     uint32_t u;
     memcpy(&u, &x, 4);
-    return (dtype == CC_FLOAT16 ? npy_f16_to_f32(npy_f32_to_f16(u)) : npy_bf16_to_f32(npy_f32_to_bf16(u))) == u;
+    return (dtype == DTYPE_FLOAT16 ? npy_f16_to_f32(npy_f32_to_f16(u)) : npy_bf16_to_f32(npy_f32_to_bf16(u))) == u;
 }
 
-/* Does dtype hold every value of data (NaN aside), which has a value other than 0? (cli.js
- * halfDtypeHolding) */
+/* Does dtype hold every value of data (NaN aside), which has a value other than 0?
+ * (bindings/cli/crosscheck.js halfDtypeHolding) */
 static int holds_all(const float *data, int64_t n, int dtype)
 {
     int nonzero = 0;
@@ -536,36 +537,32 @@ int cc_run(const msda_problem *p, const float *value, const float *locations, co
         rc = -1;
         goto done;
     }
-    if (s->dtype == CC_FLOAT16 || s->dtype == CC_BFLOAT16)
+    if (s->dtype == DTYPE_FLOAT16 || s->dtype == DTYPE_BFLOAT16)
         for (int k = 0; k < 4; k++) {
             if (!s->input_path[k]) continue;
             int64_t i = not_representable(s->input_data[k], s->input_count[k], s->dtype);
             if (i >= 0)
-                snprintf(notes[nnotes++], sizeof notes[0],
-                         "%s holds values that %s cannot (element %lld: %s); if your kernel read them rounded to %s, "
-                         "save the rounded inputs", s->input_path[k], DTYPE_NAMES[s->dtype], (long long)i,
+                snprintf(notes[nnotes++], sizeof notes[0], TEXT_NOTE_NOT_REPRESENTABLE, s->input_path[k], DTYPE_NAMES[s->dtype], (long long)i,
                          js_number(s->input_data[k][i], num), DTYPE_NAMES[s->dtype]);
         }
-    if (!strcmp(s->dtype_from, "the default"))
+    if (!strcmp(s->dtype_from, TEXT_DTYPE_FROM_DEFAULT))
         for (int k = 0; k < CC_COUNT; k++) {
             if (!files[k].path || !res[k].disagree) continue;
             /* bfloat16 first: its values within float16's range are float16 values too */
-            const int half = holds_all(files[k].data, res[k].count, CC_BFLOAT16) ? CC_BFLOAT16
-                           : holds_all(files[k].data, res[k].count, CC_FLOAT16)  ? CC_FLOAT16 : CC_NO_DTYPE;
-            if (half != CC_NO_DTYPE)
-                snprintf(notes[nnotes++], sizeof notes[0], "every value in %s is a %s value: if your kernel stores %s, "
-                         "give --dtype %s", files[k].path, DTYPE_NAMES[half], DTYPE_NAMES[half], DTYPE_NAMES[half]);
+            const int half = holds_all(files[k].data, res[k].count, DTYPE_BFLOAT16) ? DTYPE_BFLOAT16
+                           : holds_all(files[k].data, res[k].count, DTYPE_FLOAT16)  ? DTYPE_FLOAT16 : DTYPE_NO_DTYPE;
+            if (half != DTYPE_NO_DTYPE)
+                snprintf(notes[nnotes++], sizeof notes[0], TEXT_NOTE_HALF_VALUES, files[k].path, DTYPE_NAMES[half], DTYPE_NAMES[half], DTYPE_NAMES[half]);
         }
     if (s->backend)
-        snprintf(notes[nnotes++], sizeof notes[0], "--backend %s is not used with --expect: ours is the float64 reference",
-                 s->backend);
+        snprintf(notes[nnotes++], sizeof notes[0], TEXT_NOTE_BACKEND, s->backend);
 
     char rule[512];
-    if (s->dtype == CC_NO_DTYPE) {
+    if (s->dtype == DTYPE_NO_DTYPE) {
         char a[40], b[40];
-        snprintf(rule, sizeof rule, "|yours - ours| <= %s + %s*|ours|", js_number(s->atol, a), js_number(s->rtol, b));
+        snprintf(rule, sizeof rule, TEXT_RULE_GIVEN, js_number(s->atol, a), js_number(s->rtol, b));
     } else {
-        snprintf(rule, sizeof rule, "%s, u = 2^%d", BOUND_RULE, U_EXPONENT[s->dtype]);
+        snprintf(rule, sizeof rule, TEXT_RULE_OF_DTYPE, TEXT_BOUND_RULE, U_EXPONENT[s->dtype]);
     }
     int nresults = 0, nfail = 0;
     for (int k = 0; k < CC_COUNT; k++) {
@@ -580,16 +577,19 @@ int cc_run(const msda_problem *p, const float *value, const float *locations, co
         fputs(",\n  \"expect\": ", out);
         json_string(out, s->expect);
         fputs(",\n  \"yours\": ", out);
-        char *yours = malloc(strlen(s->expect) + 16);
-        if (!yours) {
+        text yours = {NULL, 0, 0};
+        append(&yours, TEXT_YOURS, s->expect);
+        if (yours.failed) {
+            free(yours.s);
             rc = -1;
             goto done;
         }
-        sprintf(yours, "the files in %s", s->expect);
-        json_string(out, yours);
-        free(yours);
-        fputs(",\n  \"ours\": \"the float64 reference (docs/SEMANTICS.md)\",\n  \"tolerance\": {\n", out);
-        if (s->dtype == CC_NO_DTYPE) {
+        json_string(out, yours.s);
+        free(yours.s);
+        fputs(",\n  \"ours\": ", out);
+        json_string(out, TEXT_OURS);
+        fputs(",\n  \"tolerance\": {\n", out);
+        if (s->dtype == DTYPE_NO_DTYPE) {
             fprintf(out, "    \"rtol\": %s,\n    \"atol\": %s,\n", js_number(s->rtol, x), js_number(s->atol, y));
         } else {
             fprintf(out, "    \"dtype\": \"%s\",\n    \"from\": \"%s\",\n    \"unitRoundoff\": %s,\n", DTYPE_NAMES[s->dtype],
@@ -646,66 +646,94 @@ int cc_run(const msda_problem *p, const float *value, const float *locations, co
         }
         fputs(first ? "}\n}\n" : "\n  }\n}\n", out);
     } else {
-        fprintf(out, "crosscheck %s: yours = the files in %s, ours = the float64 reference (docs/SEMANTICS.md)\n", s->in, s->expect);
-        if (s->dtype == CC_NO_DTYPE) fprintf(out, "  tolerance (--rtol/--atol): %s, per element\n", rule);
-        else fprintf(out, "  tolerance for %s (%s): %s, per element\n", DTYPE_NAMES[s->dtype], s->dtype_from, rule);
-        for (int k = 0; k < nnotes; k++) fprintf(out, "  note: %s\n", notes[k]);
-        for (int k = 0; k < CC_COUNT; k++) {
+        text yours = {NULL, 0, 0};
+        append(&yours, TEXT_YOURS, s->expect);
+        if (!yours.failed) fprintf(out, TEXT_HEADER "\n", s->in, yours.s, TEXT_OURS);
+        rc = yours.failed ? -1 : 0;
+        free(yours.s);
+        if (rc) goto done;
+        if (s->dtype == DTYPE_NO_DTYPE) fprintf(out, TEXT_TOLERANCE_GIVEN "\n", rule);
+        else fprintf(out, TEXT_TOLERANCE_FOR "\n", DTYPE_NAMES[s->dtype], s->dtype_from, rule);
+        for (int k = 0; k < nnotes; k++) fprintf(out, TEXT_NOTE "\n", notes[k]);
+        for (int k = 0; k < CC_COUNT && !rc; k++) {
             if (!files[k].path) continue;
             const cc_result *q = &res[k];
-            if (q->disagree) {
-                fprintf(out, "  %-24s DISAGREE  %lld of %lld elements beyond their bound", CC_NAMES[k], (long long)q->disagree,
-                        (long long)q->count);
-                fputs(" (", out);
-                if (q->per_level) {
-                    fputs("per level: ", out);
-                    for (int64_t l = 0; l < d.NL; l++) fprintf(out, "%sl=%lld: %lld", l ? ", " : "", (long long)l, (long long)q->per_level[l]);
-                    fputs("; ", out);
-                }
-                fputs("per head: ", out);
-                for (int64_t h = 0; h < d.H; h++) fprintf(out, "%sh=%lld: %lld", h ? ", " : "", (long long)h, (long long)q->per_head[h]);
-                fputs("); ", out);
-            } else {
-                fprintf(out, "  %-24s ok        %lld elements; ", CC_NAMES[k], (long long)q->count);
-            }
-            fprintf(out, "max |yours - ours| %s", js_fmt(q->max_abs, f1));
+            text max = {NULL, 0, 0}, per = {NULL, 0, 0};
+            append(&max, TEXT_MAX_DIFF, js_fmt(q->max_abs, f1));
             /* a ratio to the bound of an element with none (ours exactly 0) would say nothing */
-            if (!q->no_bound || q->max_ratio > 0)
-                fprintf(out, ", max |yours - ours| / bound %s", js_fmt(q->max_ratio, f2));
-            if (q->no_bound) fprintf(out, ", %lld with no bound to compare (ours exactly 0)", (long long)q->no_bound);
-            fputc('\n', out);
-            for (int w = 0; w < q->nworst; w++) {
+            if (!q->no_bound || q->max_ratio > 0) {
+                append(&max, ", ");
+                append(&max, TEXT_MAX_RATIO, js_fmt(q->max_ratio, f2));
+            }
+            if (q->no_bound) {
+                append(&max, ", ");
+                append(&max, TEXT_NO_BOUND, (long long)q->no_bound);
+            }
+            if (q->disagree) {
+                text levels = {NULL, 0, 0}, heads = {NULL, 0, 0};
+                for (int64_t l = 0; q->per_level && l < d.NL; l++) {
+                    if (l) append(&levels, ", ");
+                    append(&levels, TEXT_LEVEL_COUNT, (long long)l, (long long)q->per_level[l]);
+                }
+                for (int64_t h = 0; h < d.H; h++) {
+                    if (h) append(&heads, ", ");
+                    append(&heads, TEXT_HEAD_COUNT, (long long)h, (long long)q->per_head[h]);
+                }
+                if (q->per_level && !levels.failed) {
+                    append(&per, TEXT_PER_LEVEL, levels.s);
+                    append(&per, "; ");
+                }
+                if (!heads.failed) append(&per, TEXT_PER_HEAD, heads.s);
+                rc = levels.failed || heads.failed || per.failed ? -1 : 0;
+                if (!rc && !max.failed)
+                    fprintf(out, TEXT_VERDICT_DISAGREE "\n", CC_NAMES[k], (long long)q->disagree, (long long)q->count,
+                            per.s, max.s);
+                free(levels.s);
+                free(heads.s);
+            } else if (!max.failed) {
+                fprintf(out, TEXT_VERDICT_OK "\n", CC_NAMES[k], (long long)q->count, max.s);
+            }
+            if (max.failed) rc = -1;
+            free(max.s);
+            free(per.s);
+            for (int w = 0; w < q->nworst && !rc; w++) {
                 const int64_t i = q->worst[w].index;
                 const coords co = coordinates(k, i, &d);
-                fputs("    ", out);
-                print_coordinates(out, CC_NAMES[k], &co);
+                text where = {NULL, 0, 0};
+                append_coordinates(&where, CC_NAMES[k], &co);
                 js_pair(files[k].data[i], r[k].ref[i], x, y);
-                fprintf(out, ": yours %s, ours %s, |diff| %s > bound %s\n", x, y,
-                        js_fmt(fabs((double)files[k].data[i] - r[k].ref[i]), f1), js_fmt(bound_of(&r[k], i, s), f2));
+                if (!where.failed)
+                    fprintf(out, TEXT_WORST "\n", where.s, x, y, js_fmt(fabs((double)files[k].data[i] - r[k].ref[i]), f1),
+                            js_fmt(bound_of(&r[k], i, s), f2));
+                else
+                    rc = -1;
+                free(where.s);
             }
         }
+        if (rc) goto done;
         if (!nfail && nresults == 1) {
             for (int k = 0; k < CC_COUNT; k++)
-                if (files[k].path) fprintf(out, "crosscheck: %s agrees\n", CC_NAMES[k]);
+                if (files[k].path) fprintf(out, TEXT_AGREES "\n", CC_NAMES[k]);
         } else if (!nfail) {
-            fprintf(out, "crosscheck: all %d outputs agree\n", nresults);
+            fprintf(out, TEXT_ALL_AGREE "\n", nresults);
         }
     }
     if (nfail) {
-        size_t cap = 64 + 96 * CC_COUNT, used = 0;
-        char *msg = malloc(cap);
-        if (!msg) {
+        text list = {NULL, 0, 0}, msg = {NULL, 0, 0};
+        int n = 0;
+        for (int k = 0; k < CC_COUNT; k++) {
+            if (!files[k].path || !res[k].disagree) continue;
+            if (n++) append(&list, ", ");
+            append(&list, TEXT_OUTPUT_FAILED, CC_NAMES[k], (long long)res[k].disagree, (long long)res[k].count);
+        }
+        if (!list.failed) append(&msg, TEXT_FAILED, list.s);
+        free(list.s);
+        if (list.failed || msg.failed) {
+            free(msg.s);
             rc = -1;
             goto done;
         }
-        used += (size_t)snprintf(msg, cap, "crosscheck: ");
-        int n = 0;
-        for (int k = 0; k < CC_COUNT; k++)
-            if (files[k].path && res[k].disagree)
-                used += (size_t)snprintf(msg + used, cap - used, "%s%s (%lld of %lld elements)", n++ ? ", " : "", CC_NAMES[k],
-                                         (long long)res[k].disagree, (long long)res[k].count);
-        snprintf(msg + used, cap - used, " beyond tolerance");
-        *failure = msg;
+        *failure = msg.s;
         rc = 1;
     }
 done:
@@ -718,4 +746,121 @@ done:
     free(work);
     free(notes);
     return rc;
+}
+
+/* In the JS CLI's order of checks, so that both name the same problem first. */
+int run_crosscheck(options *o)
+{
+    source src;
+    int opened = source_open(&src, "--expect", o->expect);
+    if (opened) return opened;
+    static const char *const OUTPUT_FILES[] = {"output.npy", "grad_value.npy", "grad_sampling_locations.npy",
+                                               "grad_attention_weights.npy", NULL};
+    opened = source_strays(&src, "--expect", OUTPUT_FILES, TEXT_OUTPUT_LIST);
+    if (opened) {
+        source_close(&src);
+        return opened;
+    }
+    char *path[CC_COUNT] = {0};
+    npy_array arr[CC_COUNT];
+    float *data[CC_COUNT] = {0};
+    text problems = {NULL, 0, 0};
+    int code = 0, found = 0;
+    for (int k = 0; k < CC_COUNT && code != EXIT_OTHER; k++) {
+        char name[64], err[320];
+        snprintf(name, sizeof name, "%s.npy", CC_NAMES[k]);
+        path[k] = source_path(&src, name);
+        if (!path[k]) { code = report(EXIT_OTHER, TEXT_OUT_OF_MEMORY); break; }
+        if (!source_has(&src, path[k], name)) {
+            free(path[k]);
+            path[k] = NULL;
+            continue;
+        }
+        int io_error = 0;
+        void *loaded = NULL;
+        int rc = source_load(&src, path[k], name, 0, &arr[k], &loaded, &io_error, err, sizeof err);
+        data[k] = loaded;
+        if (rc == 0) { found++; continue; }
+        if (code) append(&problems, TEXT_ALSO);
+        code = EXIT_BAD_INPUT;
+        if (arr[k].bad_dtype) dtype_hint(&problems, path[k], name, arr[k].descr, 0);
+        else append(&problems, TEXT_FILE_SAYS, path[k], err);
+    }
+    if (code == EXIT_BAD_INPUT) report(code, "%s", problems.s ? problems.s : TEXT_OUT_OF_MEMORY);
+    free(problems.s);
+    source_close(&src);
+    if (!code && !found)
+        code = report(EXIT_BAD_INPUT, TEXT_EXPECT_NONE, o->expect, TEXT_OUTPUT_LIST);
+    case_data c;
+    memset(&c, 0, sizeof c);
+    msda_problem p;
+    if (!code) {
+        o->backward = data[CC_GRAD_VALUE] || data[CC_GRAD_LOCATIONS] || data[CC_GRAD_WEIGHTS];
+        code = load_case(o, &c);
+    }
+    if (!code) code = derive_problem(o, &c, &p);
+    for (int k = 0; k < CC_COUNT && !code; k++) {
+        if (!data[k]) continue;
+        const int64_t out_shape[3] = {p.batch, p.num_queries, p.num_heads * p.channels};
+        const npy_array *want = k == CC_GRAD_VALUE ? &c.arr[F_VALUE] : k == CC_GRAD_LOCATIONS ? &c.arr[F_LOCATIONS]
+                              : &c.arr[F_WEIGHTS];
+        const int ndim = k == CC_OUTPUT ? 3 : want->ndim;
+        const int64_t *shape = k == CC_OUTPUT ? out_shape : want->shape;
+        if (!same_shape(&arr[k], ndim, shape)) {
+            shape_text got, expected;
+            code = report(EXIT_BAD_INPUT, TEXT_EXPECT_SHAPE, path[k], shape_of(&arr[k], got),
+                          npy_format_shape(ndim, shape, expected, sizeof expected), CC_NAMES[k]);
+        }
+    }
+    if (!code) {
+        cc_settings s;
+        memset(&s, 0, sizeof s);
+        s.in = o->in;
+        s.expect = o->expect;
+        s.top = o->top;
+        s.json = o->json;
+        s.backend = o->backend;
+        s.rtol = o->rtol;
+        s.atol = o->atol;
+        s.dtype = o->dtype;
+        s.dtype_from = TEXT_DTYPE_FROM_FLAG;
+        if (o->dtype == DTYPE_NO_DTYPE && !o->have_rtol && !o->have_atol) {
+            /* the files' own dtype when all are float16, or all bfloat16 */
+            int f2 = 0, bf = 0, all = 0;
+            for (int k = 0; k < CC_COUNT; k++) {
+                if (!data[k]) continue;
+                all++;
+                f2 += arr[k].dtype == NPY_F2;
+                bf += arr[k].dtype == NPY_BF16;
+            }
+            s.dtype = f2 == all ? DTYPE_FLOAT16 : bf == all ? DTYPE_BFLOAT16 : DTYPE_FLOAT32;
+            s.dtype_from = s.dtype == DTYPE_FLOAT32 ? TEXT_DTYPE_FROM_DEFAULT : TEXT_DTYPE_FROM_FILES;
+        }
+        const int inputs[4] = {F_VALUE, F_LOCATIONS, F_WEIGHTS, F_GRAD_OUTPUT};
+        for (int k = 0; k < 4; k++) {
+            if (!c.f32[inputs[k]]) continue;
+            s.input_path[k] = c.path[inputs[k]];
+            s.input_data[k] = c.f32[inputs[k]];
+            s.input_count[k] = c.arr[inputs[k]].count;
+        }
+        cc_file files[CC_COUNT];
+        for (int k = 0; k < CC_COUNT; k++) {
+            files[k].path = data[k] ? path[k] : NULL;
+            files[k].descr = data[k] ? npy_dtype_name(arr[k].dtype) : NULL;
+            files[k].data = data[k];
+        }
+        char *failure = NULL;
+        int rc = cc_run(&p, c.f32[F_VALUE], c.f32[F_LOCATIONS], c.f32[F_WEIGHTS], c.f32[F_GRAD_OUTPUT], files, &s, stdout,
+                        &failure);
+        fflush(stdout);
+        if (rc < 0) code = report(EXIT_OTHER, TEXT_OUT_OF_MEMORY);
+        else if (rc) code = report(EXIT_OTHER, "%s", failure);
+        free(failure);
+    }
+    case_free(&c);
+    for (int k = 0; k < CC_COUNT; k++) {
+        free(path[k]);
+        free(data[k]);
+    }
+    return code;
 }

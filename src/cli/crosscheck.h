@@ -1,17 +1,17 @@
 /* msda crosscheck --expect for the native CLI: your dumps against the float64 reference, each
  * element against its own bound, with the JS CLI's rule, report and JSON, character for
- * character (bindings/core/crosscheck.js and bindings/cli.js are the other half; the tests run
- * both and compare their output). */
+ * character (bindings/core/crosscheck.js and bindings/cli/crosscheck.js are the other half; the
+ * tests run both and compare their output). */
 #ifndef MSDA_CLI_CROSSCHECK_H
 #define MSDA_CLI_CROSSCHECK_H
 
+#include "args.h"
 #include "msda.h"
 
 #include <stdint.h>
 #include <stdio.h>
 
 enum { CC_OUTPUT, CC_GRAD_VALUE, CC_GRAD_LOCATIONS, CC_GRAD_WEIGHTS, CC_COUNT };
-enum { CC_FLOAT32, CC_FLOAT16, CC_BFLOAT16, CC_NO_DTYPE = -1 };
 
 typedef struct cc_file {
     const char *path;  /* NULL: not compared */
@@ -21,7 +21,7 @@ typedef struct cc_file {
 
 typedef struct cc_settings {
     const char *in, *expect;
-    int dtype;          /* CC_FLOAT32.., or CC_NO_DTYPE with rtol/atol */
+    int dtype;          /* DTYPE_FLOAT32.., or DTYPE_NO_DTYPE with rtol/atol */
     const char *dtype_from;
     double rtol, atol;
     int top, json;
@@ -39,5 +39,9 @@ extern const char *const CC_NAMES[CC_COUNT];
  * stderr line, without "msda: "), -1 when out of memory. */
 int cc_run(const msda_problem *p, const float *value, const float *locations, const float *weights,
            const float *grad_output, const cc_file files[CC_COUNT], const cc_settings *s, FILE *out, char **failure);
+
+/* msda crosscheck --in DIR --expect DIR: reads both, checks their shapes, runs cc_run; the exit
+ * status. */
+int run_crosscheck(options *o);
 
 #endif

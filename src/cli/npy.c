@@ -1,6 +1,7 @@
 /* Strict .npy reader and writer; see npy.h for what is accepted. */
 #define _POSIX_C_SOURCE 200809L
 #include "npy.h"
+#include "texts.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -387,17 +388,17 @@ static int read_file(const char *path, unsigned char **bytes, size_t *len, int *
     int fd = open(path, O_RDONLY | O_NONBLOCK);
     if (fd < 0) {
         if (io_error) *io_error = 0;
-        return fail(err, errlen, "cannot open: %s", strerror(errno));
+        return fail(err, errlen, TEXT_CANNOT_OPEN, strerror(errno));
     }
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int e = errno;
         close(fd);
-        return fail(err, errlen, "cannot stat: %s", strerror(e));
+        return fail(err, errlen, TEXT_CANNOT_STAT, strerror(e));
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        return fail(err, errlen, "not a regular file");
+        return fail(err, errlen, TEXT_NOT_REGULAR_FILE);
     }
     if ((uint64_t)st.st_size > (uint64_t)SIZE_MAX - 1) {
         close(fd);
@@ -408,7 +409,7 @@ static int read_file(const char *path, unsigned char **bytes, size_t *len, int *
     if (!buf) {
         close(fd);
         if (io_error) *io_error = 1;
-        return fail(err, errlen, "out of memory reading %zu bytes", size);
+        return fail(err, errlen, TEXT_OUT_OF_MEMORY_READING, size);
     }
     while (got < size) {
         ssize_t n = read(fd, buf + got, size - got);
@@ -418,7 +419,7 @@ static int read_file(const char *path, unsigned char **bytes, size_t *len, int *
             free(buf);
             close(fd);
             if (io_error) *io_error = 1;
-            return fail(err, errlen, "read error: %s", strerror(e));
+            return fail(err, errlen, TEXT_READ_ERROR, strerror(e));
         }
         if (n == 0) break; /* shrank while reading: parse what is there */
         got += (size_t)n;

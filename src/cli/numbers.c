@@ -130,7 +130,7 @@ static const char *js_precision(double x, int p, char *buf)
     return js_number(strtod(text, NULL), buf);
 }
 
-/* Numbers as short as tell two apart (bindings/cli.js pair). */
+/* Numbers as short as tell two apart (bindings/cli/numbers.js pair). */
 void js_pair(double a, double b, char *x, char *y)
 {
     for (int digits = 6; digits < 17; digits++) {

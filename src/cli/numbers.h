@@ -12,10 +12,10 @@ double js_max(double a, double b);
 /* Number.prototype.toString of x, into buf (at least 32 bytes). */
 const char *js_number(double x, char *buf);
 
-/* '0' for zero, else x.toExponential(2) (cli.js fmt), into buf (at least 32 bytes). */
+/* '0' for zero, else x.toExponential(2) (bindings/cli/numbers.js fmt), into buf (at least 32 bytes). */
 const char *js_fmt(double x, char *buf);
 
-/* a and b with as few significant digits (6 to 16) as tell them apart (cli.js pair). */
+/* a and b with as few significant digits (6 to 16) as tell them apart (numbers.js pair). */
 void js_pair(double a, double b, char *x, char *y);
 
 /* JSON.stringify of a string, and of a number (a non-finite one as its name, a string). */

@@ -97,11 +97,11 @@ export function analyse(name) {
 // instruction, summed) and the longest dependent chain (dependent global accesses of the longest
 // invocation). A pass the table lacks is reported as unmodelled; update the table with the passes.
 export const FORMULAS = {
-  forwardTaps: (a) => ({ dir: 'fwd', inv: a.S, wg: 64, work: '1 sample: point(), a*w_k', instr: 110, readB: 12 * a.S, writeB: 32 * a.S, wave: a.S / 32 * 3, chain: 2 }),
-  forwardSum: (a) => ({ dir: 'fwd', inv: a.BQH * a.C / 4, wg: 64, work: '(b,q,h,4 ch): 16 taps x <=4 corners', instr: 16 * 2 * 10 + (a.R / a.S) * 16 * 30 + 16 * 8 + 40,
-    readB: 32 * a.S + a.valueTouched + 4 * a.S, writeB: a.out, wave: (a.BQH / 4) * ((a.R / a.S) * 16 * 4 * 4 + 16 * 2 * 4 + 16 * 4), chain: 3 }),
-  forward: (a) => ({ dir: 'fwd', inv: a.BQH * a.C / 4, wg: 64, work: 'one pass: (b,q,h,4 ch), every sample\'s point() and corners', instr: 16 * 110 + (a.R / a.S) * 16 * 30,
-    readB: 12 * a.S + a.valueTouched, writeB: a.out, wave: (a.BQH / 4) * ((a.R / a.S) * 16 * 4 * 4 + 16 * 3 * 4), chain: 3 }),
+  // 4 units in turn a workgroup (kernels/forward.js TURNS); a unit's chain: locations, its point
+  // groups' value loads (a loop, 4 on DETR), the store
+  forward: (a) => ({ dir: 'fwd', inv: a.BQH * a.C / 16, wg: 64, work: '4 units of (b,q,h,4 ch): the workgroup forms each sample\'s taps once (workgroup memory), then <=64 corners x one vec4 load',
+    instr: 4 * ((4 * a.S / (a.BQH * a.C)) * 110 + 16 * 2 * 4 + (a.R / a.S) * 16 * 10 + 40),
+    readB: 12 * a.S + a.valueTouched, writeB: a.out, wave: a.S / 32 * 3 + (a.BQH / 4) * ((a.R / a.S) * 16 * 4), chain: 4 * (2 + a.NL * Math.ceil(a.P / 4)) }),
   cells: (a) => ({ dir: 'bwd', inv: a.B * a.Q, wg: 64, work: 'query cell from the first valid level', instr: 120, readB: 48 * a.B * a.Q, writeB: 4 * a.B * a.Q, wave: a.B * a.Q / 32 * 12 * 4, chain: 2 }),
   orderCount: (a) => ({ dir: 'bwd', inv: a.B * a.Q, wg: 256, work: 'cell histogram per tile (atomics)', instr: 20, readB: 4 * a.B * a.Q, writeB: 4 * a.hist, wave: a.B * a.Q / 32 * 2, chain: 2, atomics: a.B * a.Q }),
   orderPlace: (a) => ({ dir: 'bwd', inv: a.B * a.Q, wg: 256, work: 'stable place of each query by cell', instr: 40, readB: 4 * a.B * a.Q + 4 * a.hist, writeB: 8 * a.B * a.Q, wave: a.B * a.Q / 32 * 4, chain: 3 }),

@@ -31,7 +31,7 @@ const ALLOWED = /^(package\.json|README\.md|LICENSE|bindings\/((core|cli|wasm|wo
 const REQUIRED = ['package.json', 'README.md', 'LICENSE', 'docs/SEMANTICS.md', 'docs/CONTRACT.md', 'docs/demo.webp',
   'bindings/index.js', 'bindings/wasm/loader.js', 'bindings/index.d.ts', 'bindings/native.js', 'bindings/node/addon.js', 'bindings/node/serve.js', 'bindings/reference.js',
   'bindings/wasm/threads.js', 'bindings/workers/threads-worker.js', 'dist/msda-simd.wasm', 'dist/msda-scalar.wasm',
-  'dist/msda-simd-threads.wasm', 'dist/threads-worker.js', 'dist/msda-worker.js', 'bindings/browser.js', 'bindings/node.js', 'bindings/core/api.js', 'bindings/webgpu/backend.js', 'bindings/webgpu/kernels/problem.js', 'bindings/webgpu/kernels/geometry.js', 'bindings/webgpu/kernels/forward.js', 'bindings/webgpu/kernels/backward.js', 'bindings/webgpu/kernels/walks.js', 'bindings/webgpu/kernels/segments.js', 'bindings/webgpu/kernels/probe.js', 'bindings/webgpu/node-gpu.js', 'bindings/core/args.js', 'bindings/core/init.js', 'bindings/cli/numbers.js',
+  'dist/msda-simd-threads.wasm', 'dist/threads-worker.js', 'dist/msda-worker.js', 'bindings/browser.js', 'bindings/node.js', 'bindings/core/api.js', 'bindings/webgpu/backend.js', 'bindings/webgpu/kernels/problem.js', 'bindings/webgpu/kernels/geometry.js', 'bindings/webgpu/kernels/forward.js', 'bindings/webgpu/kernels/backward.js', 'bindings/webgpu/kernels/walks.js', 'bindings/webgpu/kernels/segments.js', 'bindings/webgpu/kernels/probe.js', 'bindings/webgpu/node-gpu.js', 'bindings/core/args.js', 'bindings/core/init.js', 'bindings/cli/numbers.js', 'bindings/cli/main.js', 'bindings/cli/texts.js',
   'prebuilds/linux-x64/ms-deform-attn.node'];
 
 let dir;      // temporary directory holding the tarball and the user's project

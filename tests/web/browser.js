@@ -56,6 +56,21 @@ export async function openPage(browser, url, viewport = { width: 1280, height: 8
 
 export const NO_ADAPTER = 'No available adapters.';
 
+// How many lines each element matching `selector` is drawn on: the distinct tops of its text's
+// line boxes (1 for a cell that does not wrap; a snippet's count of lines of code when none wraps).
+export function lineCounts(page, selector) {
+  return page.$$eval(selector, (els) => els.map((el) => {
+    const tops = new Set();
+    const walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    const range = document.createRange();
+    for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+      range.selectNodeContents(n);
+      for (const r of range.getClientRects()) if (r.width > 0) tops.add(Math.round(r.top));
+    }
+    return tops.size;
+  }));
+}
+
 export function screenshotPath(name) {
   fs.mkdirSync(SCREENSHOTS, { recursive: true });
   return path.join(SCREENSHOTS, name);

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { init } from '../../bindings/index.js';
 import { compareBits, mergeComparisons, forwardArgs, targetArgs } from '../../web/model.js';
 import { buildPyramid, drawPicture } from '../../web/scene.js';
-import { launch, openPage, screenshotPath, WEBGPU_ARGS } from './browser.js';
+import { launch, openPage, screenshotPath, lineCounts, WEBGPU_ARGS } from './browser.js';
 import { PATIENCE_MS } from '../patience.js';
 
 // What the page shows and computed: its texts, and its numbers as bits (base64 of the bytes).
@@ -129,6 +129,10 @@ test('WebGPU shows wasm\'s loss and readings to the last digit, Step and Play wo
   assert.match(onWebGPU.code, /const msda = await init\(\{ backend: 'webgpu' \}\);/);
   assert.match(onWebGPU.code, /const output = await msda\.forward\(args\);/);
   assert.match(onWebGPU.code, /await msda\.backward\(\{ \.\.\.args, gradOutput \}\);/);
+  // At phone width its lines stay lines too (phone.test.js holds the wasm text).
+  await page.setViewportSize({ width: 390, height: 844 });
+  assert.deepEqual(await lineCounts(page, '#use-snippet'), [onWebGPU.code.split('\n').length], 'the WebGPU snippet at 390 px: no line wraps');
+  await page.setViewportSize({ width: 1280, height: 800 });
   const gpu0 = await snapshot(page);
   assert.ok(onGpu(gpu0), `computed on WebGPU: ${JSON.stringify([gpu0.backend, gpu0.computedBy, gpu0.sampleComputedBy, gpu0.moduleBackend])}`);
   sameNumbers(gpu0, wasm0, 'WebGPU at the start vs wasm');

@@ -37,10 +37,10 @@ const count = (shape) => shape.reduce((a, b) => a * b, 1);
  * corner weight of exactly 0) and between them, NaN weights, NaN / +-Inf / +-1e30 coordinates,
  * NaN and Inf in value and in grad_output, coordinates exactly on the edges.
  */
-export function nonFiniteCase(seed, options) {
+export function nonFiniteCase(seed, options, C = 5) {
   const r = rng(seed);
   const spatialShapes = [[4, 5], [2, 3], [1, 1]];
-  const dims = { B: 1, Q: 8, H: 2, C: 5, P: 4, spatialShapes };
+  const dims = { B: 1, Q: 8, H: 2, C, P: 4, spatialShapes };
   const s = shapesFor(dims, options);
   const fill = (shape, f) => Float32Array.from({ length: count(shape) }, f);
   const value = fill(s.value, () => r.uniform(-1, 1));

@@ -112,11 +112,15 @@ test('forward and backward against wasm SIMD: awkward sizes, levels wider than 1
     ['C 1, one level, one point', { shapes: [[3, 4]], C: 1, P: 1, Q: 5 }],
     ['C 33, 5 points, batch 2', { shapes: [[4, 3], [2, 2]], B: 2, C: 33, P: 5, Q: 6, H: 3 }],
     ['a 1 x 1 and a 1 x n level, BNLC', { shapes: [[1, 1], [1, 9], [5, 1]], valueLayout: 'BNLC', samplingLocationsLayout: 'B2QHLP', C: 5 }],
+    // the forward: 258 channels take two workgroups a (batch, query, head); 2 channels, 9
+    // points on 3 levels take 9 chunks of taps a workgroup
+    ['C 258, 9 points', { shapes: [[4, 5], [2, 3], [2, 2]], C: 258, P: 9, Q: 3, H: 1 }],
+    ['C 2, 9 points', { shapes: [[4, 5], [2, 3], [2, 2]], C: 2, P: 9, Q: 7, H: 3 }],
   ];
   for (const alignCorners of [false, true]) {
     for (const paddingMode of ['zeros', 'border']) {
       // sides past 1024: the CPU's double positions, integers here
-      cases.push([`wide ${alignCorners} ${paddingMode}`, { shapes: [[2, 1500], [1030, 2]], C: 2, Q: 40, P: 4, H: 1, lo: -0.01, hi: 1.01, alignCorners, paddingMode }]);
+      cases.push([`wide ${alignCorners} ${paddingMode}`, { shapes: [[2, 1500], [1030, 2]], C: alignCorners ? 4 : 2, Q: 40, P: 4, H: 1, lo: -0.01, hi: 1.01, alignCorners, paddingMode }]);
     }
   }
   // one query per pixel (the CPU walks queries by place: grad_value's summation order)
@@ -145,9 +149,10 @@ test('levels wider than 1024: coordinates down to 2^-80, where the CPU\'s double
 });
 
 test('the non-finite rules: +-Inf weights at pixel centres, NaN and Inf everywhere, one canonical NaN', async () => {
-  for (const [i, options] of OPTION_COMBOS.entries()) {
-    const c = nonFiniteCase(400 + i, options);
-    await both(`non-finite ${JSON.stringify(options)}`, c.args, c.gradOutput);
+  // 5 channels, and 8: value and grad_output rows read as vec4s
+  for (const [C, seed] of [[5, 400], [8, 450]]) for (const [i, options] of OPTION_COMBOS.entries()) {
+    const c = nonFiniteCase(seed + i, options, C);
+    await both(`non-finite C ${C} ${JSON.stringify(options)}`, c.args, c.gradOutput);
     const out = await gpu.forward(c.args);
     const bits = new Uint32Array(out.data.buffer);
     for (let k = 0; k < bits.length; k++) if (Number.isNaN(out.data[k])) assert.equal(bits[k], 0x7fc00000);
@@ -400,23 +405,20 @@ test('limits: what one buffer cannot hold is refused with a RangeError naming th
   await assert.rejects(gpu.backward(big), { name: 'RangeError', message: new RegExp(`corner records of one \\(batch, head\\) part \\(scratch\\) needs ${32 * Q} bytes`) });
 });
 
-test('a forward whose taps do not fit one buffer runs in one pass, with the same bits', async () => {
-  const c = problem(860, { shapes: [[6, 5], [3, 3]], B: 2, H: 3, Q: 30, P: 4, C: 5 });
-  const want = wasm.forward(c.args);
-  const limits = gpu._backendKept.limits;
-  const saved = limits.maxStorageBufferBindingSize;
-  limits.maxStorageBufferBindingSize = 32 * 1440 - 4;   // 1,440 samples' taps, 32 bytes each: not quite
+test('the forward makes no scratch: its buffers are its inputs, its output, the problem, the dispatch and the readback', async () => {
+  const d = gpu.device;
+  const made = [];
+  d.createBuffer = function (desc) { made.push(`${desc.label} ${desc.size}`); return Object.getPrototypeOf(d).createBuffer.call(this, desc); };
   try {
+    const c = problem(860, { shapes: [[6, 5], [3, 3]], B: 2, H: 3, Q: 30, P: 4, C: 5 });
+    const want = wasm.forward(c.args);
     const got = await gpu.forward(c.args);
     assert.equal(sameBits(got.data, want.data), want.data.length, firstDiff(got.data, want.data));
-    // infinite weights in one pass: the samples' taps (32 bytes each) do not fit, the rest does
-    const n = nonFiniteCase(470, OPTION_COMBOS[0]);
-    limits.maxStorageBufferBindingSize = 32 * n.args.attentionWeights.data.length - 4;
-    const wantN = wasm.forward(n.args), gotN = await gpu.forward(n.args);
-    assert.ok(wantN.data.some((x) => x === Infinity), 'the case has infinite terms');
-    assert.equal(sameBits(gotN.data, wantN.data), wantN.data.length, firstDiff(gotN.data, wantN.data));
+    const bytes = (t) => 4 * t.data.length;
+    assert.deepEqual(made.map((m) => m.replace(/ \d+$/, '')).sort(), ['msda attentionWeights', 'msda dispatch', 'msda output', 'msda problem', 'msda readback', 'msda samplingLocations', 'msda value']);
+    assert.ok(made.includes(`msda output ${bytes(want)}`) && made.includes(`msda value ${bytes(c.args.value)}`));
   } finally {
-    limits.maxStorageBufferBindingSize = saved;
+    delete d.createBuffer;
   }
 });
 
@@ -459,12 +461,82 @@ test("a backward whose query order's histogram does not fit one buffer counts it
   }
 });
 
-test('a lost device: the pending call and later ones reject with MSDA_WEBGPU_DEVICE_LOST, nothing hangs', async () => {
-  // the entry's own Dawn instance (one per process): a second one has crashed Dawn on SwiftShader
+// A device of its own from the entry's Dawn instance (one per process: a second one has crashed
+// Dawn on SwiftShader).
+async function ownDevice() {
   const { nodeGpu } = await import('../../bindings/webgpu/node-gpu.js');
-  const instance = await nodeGpu((m) => new Error(m));
-  const adapter = await instance.requestAdapter();
-  const device = await adapter.requestDevice();
+  const adapter = await (await nodeGpu((m) => new Error(m))).requestAdapter();
+  return adapter.requestDevice();
+}
+
+test('pipelines are compiled when a call first needs them, once per variant: init compiles the probe, a forward none of the backward\'s', async () => {
+  const device = await ownDevice();
+  const asked = [];
+  const compile = device.createComputePipelineAsync;
+  device.createComputePipelineAsync = function (desc) { asked.push(desc.label); return compile.call(this, desc); };
+  const msda = await init({ backend: 'webgpu', device });
+  try {
+    assert.deepEqual(msda.compiled, ['probe']);
+    const narrow = problem(880, { shapes: [[5, 4], [2, 3]], Q: 12, C: 5, P: 3 });
+    const wide = problem(881, { shapes: [[2, 1500], [3, 3]], Q: 12, C: 2, P: 2, H: 1 });
+    const vec4 = problem(883, { shapes: [[5, 4], [2, 3]], Q: 12, C: 8, P: 3 });
+    // two calls at once share each compile; the first one's inputs are read when it is made
+    // (changed while it waits for the compile, they do not change its result)
+    const want = wasm.forward(narrow.args);
+    const changing = { ...narrow.args, value: { data: narrow.args.value.data.slice(), shape: narrow.args.value.shape } };
+    const first = msda.forward(changing);
+    changing.value.data.fill(7);
+    for (const got of await Promise.all([first, msda.forward(narrow.args)])) {
+      assert.equal(sameBits(got.data, want.data), want.data.length, firstDiff(got.data, want.data));
+    }
+    assert.deepEqual(msda.compiled, ['probe', 'forward narrow']);
+    // channels a multiple of 4: vector loads
+    const wantVec = wasm.forward(vec4.args), gotVec = await msda.forward(vec4.args);
+    assert.equal(sameBits(gotVec.data, wantVec.data), wantVec.data.length, firstDiff(gotVec.data, wantVec.data));
+    assert.deepEqual(msda.compiled, ['probe', 'forward narrow', 'forward narrow vec4']);
+    assert.deepEqual(asked, msda.compiled.map((k) => `msda ${k}`));
+    // a level wider than 1024: the pipelines with the wide levels' code, made at once by the
+    // synchronous call (createComputePipeline)
+    const out = msda.dispatchForward(wide.args);
+    const wantWide = wasm.forward(wide.args);
+    assert.equal(sameBits(await download(device, out.buffer, 4 * wantWide.data.length), wantWide.data), wantWide.data.length);
+    out.buffer.destroy();
+    assert.deepEqual(msda.compiled.slice(3), ['forward']);
+    assert.equal(asked.length, 3);
+    // the backward's, narrow: none of the wide ones
+    const grads = await msda.backward({ ...narrow.args, gradOutput: narrow.gradOutput });
+    compare('narrow backward', grads, wasm.backward({ ...narrow.args, gradOutput: narrow.gradOutput }), !msda.numerics.fusedMultiplyAdd);
+    assert.deepEqual(msda.compiled.slice(4).sort(), ['cells', 'gather', 'orderCount', 'orderPlace', 'place', 'rank', 'samples narrow', 'scan', 'scanAdd']);
+    assert.deepEqual(asked.slice(3), msda.compiled.slice(4).map((k) => `msda ${k}`));
+  } finally {
+    msda.dispose();
+    device.destroy();
+  }
+});
+
+test('a kernel the device cannot compile: the first call that needs it rejects naming it, and other calls still run', async () => {
+  const device = await ownDevice();
+  const create = device.createShaderModule;
+  device.createShaderModule = function (desc) {
+    return create.call(this, desc.label === 'msda forward narrow' ? { ...desc, code: `${desc.code}\nfn broken( {` } : desc);
+  };
+  const msda = await init({ backend: 'webgpu', device });
+  try {
+    const c = problem(882, { shapes: [[4, 4]], Q: 6 });
+    for (let i = 0; i < 2; i++) {
+      await assert.rejects(msda.forward(c.args), { message: /^ms-deform-attn: the WebGPU kernel 'msda forward narrow' failed to compile here: \d+:\d+ / });
+    }
+    assert.deepEqual(msda.compiled, ['probe']);
+    const b = { ...c.args, gradOutput: c.gradOutput };
+    compare('backward beside a broken forward', await msda.backward(b), wasm.backward(b), !msda.numerics.fusedMultiplyAdd);
+  } finally {
+    msda.dispose();
+    device.destroy();
+  }
+});
+
+test('a lost device: the pending call and later ones reject with MSDA_WEBGPU_DEVICE_LOST, nothing hangs', async () => {
+  const device = await ownDevice();
   const msda = await init({ backend: 'webgpu', device });
   assert.equal(msda.device, device);
   const c = problem(800, { shapes: [[8, 8], [4, 4]], Q: 200, P: 4, H: 2, C: 8 });
@@ -476,7 +548,6 @@ test('a lost device: the pending call and later ones reject with MSDA_WEBGPU_DEV
   await assert.rejects(msda.forward(c.args), lost);
   msda.dispose();   // the caller's device: not ours to destroy, and nothing left to free
   await assert.rejects(msda.forward(c.args), /forward on a disposed instance/);
-  assert.ok(instance);
 });
 
 test('init: no adapter, bad gpu or device, and backend "auto" never picks the GPU', async () => {

@@ -18,9 +18,10 @@ export async function use(buffer: GPUBufferLike, device: object): Promise<number
   // @ts-expect-error: forward returns a Promise
   const notNow: GPUTensor = gpu.forward(args, { outputs: 'gpu' });
   const fused: boolean | undefined = gpu.numerics?.fusedMultiplyAdd;
+  const compiled: readonly string[] = gpu.compiled;
   // @ts-expect-error: dispose returns nothing
   const nothing: Promise<void> = gpu.dispose();
   out.buffer.destroy();
   gpu.dispose();
-  return cpu.length + now.shape.length + (fused ? 1 : 0) + notNow.shape.length;
+  return cpu.length + now.shape.length + (fused ? 1 : 0) + notNow.shape.length + compiled.length;
 }

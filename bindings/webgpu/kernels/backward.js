@@ -9,18 +9,23 @@
 import { GEOMETRY } from './geometry.js';
 import { SCAN_BLOCK, WORKGROUP, program } from './problem.js';
 
+// The `vec4` variant (channels a multiple of 4: backend.js variantOf) reads value and
+// grad_output rows as vec4s; the dot products add in the same order either way.
+const row = ({ vec4 = false }) => (vec4 ? 'read array<vec4<f32>>' : 'read array<f32>');
+
 export const SAMPLES = program('samples', {
   bindings: {
-    value: 'read array<f32>',
+    value: row,
     locs: 'read array<f32>',
     weights: 'read array<f32>',
-    gout: 'read array<f32>',
+    gout: row,
     grads: 'read_write array<f32>', // grad locations, then grad weights
     recs: 'read_write array<vec2<u32>>', // per (sample, corner): pixel, a * w_k
     counts: 'read_write array<atomic<u32>>',
   },
-  uses: [GEOMETRY]
-}, /* wgsl */ `
+  uses: [GEOMETRY],
+  variants: ['vec4'],
+}, ({ vec4 = false }) => /* wgsl */ `
 @compute @workgroup_size(${WORKGROUP})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   // This dispatch's samples: those of (batch, head) pairs disp.first, disp.first + 1, ..., each pair's
@@ -45,13 +50,14 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let v0 = u32(vlev + pt.off + corner_delta(l, k));
     var acc = vec4<f32>(0.0);
     for (var c = 0u; c < CB; c = c + 4u) {
-      let gc = vec4<f32>(gout[go + c], gout[go + c + 1u], gout[go + c + 2u], gout[go + c + 3u]);
-      let vc = vec4<f32>(value[v0 + c], value[v0 + c + 1u], value[v0 + c + 2u], value[v0 + c + 3u]);
+${vec4 ? `      let gc = gout[(go + c) / 4u];   // go and v0 are multiples of C, so of 4
+      let vc = value[(v0 + c) / 4u];` : `      let gc = vec4<f32>(gout[go + c], gout[go + c + 1u], gout[go + c + 2u], gout[go + c + 3u]);
+      let vc = vec4<f32>(value[v0 + c], value[v0 + c + 1u], value[v0 + c + 2u], value[v0 + c + 3u]);`}
       acc = acc + gc * vc;
     }
     var dk = (acc.x + acc.y) + (acc.z + acc.w);
-    for (var c = CB; c < C; c = c + 1u) { dk = dk + gout[go + c] * value[v0 + c]; }
-    d[k] = dk;
+${vec4 ? '' : `    for (var c = CB; c < C; c = c + 1u) { dk = dk + gout[go + c] * value[v0 + c]; }
+`}    d[k] = dk;
   }
   let w = pt.w; let fx = pt.fx; let fy = pt.fy;
   var ga = ((w.x * d.x + w.y * d.y) + w.z * d.z) + w.w * d.w;
@@ -76,6 +82,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 `);
 
 // Exclusive prefix sums of blocks of SCAN_BLOCK values (disp.per_row counts workgroups here); each block's total to sums.
+// Each invocation adds 4 consecutive values, the invocations' sums scan in workgroup memory: few
+// barriers (an emulator such as SwiftShader switches coroutines at each, per 4 invocations).
 export const SCAN = program('scan', {
   problem: false,
   bindings: {
@@ -84,25 +92,30 @@ export const SCAN = program('scan', {
     sums: 'read_write array<u32>',
   }
 }, /* wgsl */ `
-var<workgroup> tmp: array<u32, ${SCAN_BLOCK}>;
+var<workgroup> tmp: array<u32, ${SCAN_BLOCK / 4}>;
 
-@compute @workgroup_size(${SCAN_BLOCK})
+@compute @workgroup_size(${SCAN_BLOCK / 4})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
   let block = wid.x + wid.y * disp.per_row;
-  let i = block * ${SCAN_BLOCK}u + li;
-  var v = 0u;
-  if (i < disp.n) { v = src[i]; }
-  tmp[li] = v;
+  let i = block * ${SCAN_BLOCK}u + li * 4u;
+  var v = vec4<u32>(0u);
+  for (var k = 0u; k < 4u; k = k + 1u) { if (i + k < disp.n) { v[k] = src[i + k]; } }
+  let total = (v.x + v.y) + (v.z + v.w);
+  tmp[li] = total;
   workgroupBarrier();
-  for (var off = 1u; off < ${SCAN_BLOCK}u; off = off * 2u) {
+  for (var off = 1u; off < ${SCAN_BLOCK / 4}u; off = off * 2u) {
     var add = 0u;
     if (li >= off) { add = tmp[li - off]; }
     workgroupBarrier();
     tmp[li] = tmp[li] + add;
     workgroupBarrier();
   }
-  if (i < disp.n) { dst[i] = tmp[li] - v; }
-  if (li == ${SCAN_BLOCK - 1}u) { sums[block] = tmp[li]; }
+  var run = tmp[li] - total;
+  for (var k = 0u; k < 4u; k = k + 1u) {
+    if (i + k < disp.n) { dst[i + k] = run; }
+    run = run + v[k];
+  }
+  if (li == ${SCAN_BLOCK / 4 - 1}u) { sums[block] = tmp[li]; }
 }
 `);
 

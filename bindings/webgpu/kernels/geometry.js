@@ -1,8 +1,11 @@
 // Where a sample falls (src/kernel/geometry.h): its position on each axis, exactly as the CPU
 // forms it (float arithmetic for narrow levels, integers standing in for the CPU's doubles for
-// wide ones), and its inside corners and bilinear weights.
+// wide ones), and its inside corners and bilinear weights. The `narrow` variant (every level at
+// most FLOAT_SIDE wide: backend.js variantOf) leaves the wide levels' integer code out.
 
-export const GEOMETRY = /* wgsl */ `
+import { variantCode } from './problem.js';
+
+const WIDE = /* wgsl */ `
 // ---- 64-bit unsigned integers as (lo, hi), for the exact positions of wide levels ----
 fn mul64(a: u32, b: u32) -> vec2<u32> {   // a < 2^24
   let al = a & 0xffffu; let ah = a >> 16u; let bl = b & 0xffffu; let bh = b >> 16u;
@@ -77,25 +80,6 @@ fn scaled_f32(A: vec2<u32>, E: i32) -> f32 {
   else { mant = rne64(A, n - 24u).x; e = E + i32(n - 24u); if (mant == 0x1000000u) { mant = 0x800000u; e = e + 1; } }
   if (e + 150 < 1) { return 0.0; }
   return bitcast<f32>((u32(e + 150) << 23u) | (mant & 0x7fffffu));
-}
-
-struct Ax { ok: bool, i0: i32, frac: f32, gs: f32 }
-
-// src/kernel/geometry.h axis4: float positions (sides up to 1024).
-fn axis_narrow(coord: f32, scale: f32, shift: f32, last: f32, size: f32, degen: bool, border: bool) -> Ax {
-  var pos: f32 = 0.0;
-  if (!degen) { pos = coord * scale - shift; }
-  var valid = !is_nan(coord);
-  var gs = scale;
-  if (border) {
-    if (!(pos > 0.0 && pos < last)) { gs = 0.0; pos = select(last, 0.0, pos <= 0.0); }
-  } else {
-    valid = valid && pos >= -1.0 && pos < size;
-  }
-  if (!valid) { pos = 0.0; }
-  var i = i32(pos);
-  if (f32(i) > pos) { i = i - 1; }
-  return Ax(valid, i, pos - f32(i), gs);
 }
 
 // src/kernel/geometry.h axis1: the CPU forms x * S - shift in double, exactly (a float times an integer
@@ -173,25 +157,52 @@ fn axis_wide(coord: f32, S: u32, size: u32, scale: f32, hs: bool, border: bool, 
   r.frac = select(frac_f32(F, K), tfrac, tiny);
   return r;
 }
+`;
 
-struct Pt { mask: u32, live: bool, x0: i32, y0: i32, off: i32, w: vec4<f32>, fx: f32, fy: f32, gsx: f32, gsy: f32 }
+const NARROW = /* wgsl */ `
+struct Ax { ok: bool, i0: i32, frac: f32, gs: f32 }
+
+// src/kernel/geometry.h axis4: float positions (sides up to 1024).
+fn axis_narrow(coord: f32, scale: f32, shift: f32, last: f32, size: f32, degen: bool, border: bool) -> Ax {
+  var pos: f32 = 0.0;
+  if (!degen) { pos = coord * scale - shift; }
+  var valid = !is_nan(coord);
+  var gs = scale;
+  if (border) {
+    if (!(pos > 0.0 && pos < last)) { gs = 0.0; pos = select(last, 0.0, pos <= 0.0); }
+  } else {
+    valid = valid && pos >= -1.0 && pos < size;
+  }
+  if (!valid) { pos = 0.0; }
+  var i = i32(pos);
+  if (f32(i) > pos) { i = i - 1; }
+  return Ax(valid, i, pos - f32(i), gs);
+}
+`;
+
+const NARROW_AXES = /* wgsl */ `
+    let shift = select(0.0, 0.5, hs);
+    ax = axis_narrow(x, (*lv).scale_x, shift, (*lv).last_x, (*lv).size_x, (*lv).degen_x != 0u, border);
+    ay = axis_narrow(y, (*lv).scale_y, shift, (*lv).last_y, (*lv).size_y, (*lv).degen_y != 0u, border);`;
 
 // The corners of one sample (src/kernel/geometry.h group_corners, one lane).
+const point = (narrow) => /* wgsl */ `
+struct Pt { mask: u32, live: bool, x0: i32, y0: i32, off: i32, w: vec4<f32>, fx: f32, fy: f32, gsx: f32, gsy: f32 }
+
 fn point(l: u32, x: f32, y: f32) -> Pt {
   let lv = &pr.level[l];   // a pointer: a copy would load every field
   let border = pr.border != 0u; let hs = pr.half_shift != 0u;
   var ax: Ax; var ay: Ax;
   var pt: Pt;
-  if ((*lv).narrow != 0u) {
-    let shift = select(0.0, 0.5, hs);
-    ax = axis_narrow(x, (*lv).scale_x, shift, (*lv).last_x, (*lv).size_x, (*lv).degen_x != 0u, border);
-    ay = axis_narrow(y, (*lv).scale_y, shift, (*lv).last_y, (*lv).size_y, (*lv).degen_y != 0u, border);
+${narrow ? `${NARROW_AXES}
+` : `  if ((*lv).narrow != 0u) {
+${NARROW_AXES}
   } else {
     ax = axis_wide(x, (*lv).iscale_x, (*lv).w, (*lv).scale_x, hs, border, (*lv).degen_x != 0u);
     ay = axis_wide(y, (*lv).iscale_y, (*lv).h, (*lv).scale_y, hs, border, (*lv).degen_y != 0u);
     if (!(ax.ok && ay.ok)) { ax.frac = 0.0; ay.frac = 0.0; ax.i0 = 0; ay.i0 = 0; }
   }
-  let ok = ax.ok && ay.ok;
+`}  let ok = ax.ok && ay.ok;
   let vx0 = ax.i0 > -1; let vx1 = ax.i0 + 1 < i32((*lv).w);
   let vy0 = ay.i0 > -1; let vy1 = ay.i0 + 1 < i32((*lv).h);
   var mask = select(0u, 1u, vx0 && vy0) | select(0u, 2u, vx1 && vy0) | select(0u, 4u, vx0 && vy1) | select(0u, 8u, vx1 && vy1);
@@ -204,3 +215,5 @@ fn point(l: u32, x: f32, y: f32) -> Pt {
   return pt;
 }
 `;
+
+export const GEOMETRY = variantCode(['narrow'], ({ narrow = false }) => `${narrow ? '' : WIDE}${NARROW}${point(narrow)}`);

@@ -82,18 +82,36 @@ fn corner_delta(l: u32, k: u32) -> i32 {
 `;
 
 /**
+ * WGSL that a program's variant chooses: `flags`, the variant's flags it reads (see program()),
+ * and `make(variant)`, its code for a variant.
+ */
+export function variantCode(flags, make) {
+  return { flags, make };
+}
+
+/**
  * A compute program `main`: its bindings by name, in order ('problem' first where it reads the
  * problem, 'dispatch' last where it has a grid), each `name: 'access type'` (access read or
- * read_write); `uses`, WGSL the body calls (geometry.js). backend.js binds by these names.
+ * read_write), or a function of the variant giving that; `uses`, WGSL the body calls (strings,
+ * or variantCode() pieces: geometry.js); `body`, a string or a function of the variant. A variant
+ * is an object of boolean flags that a call's problem allows (backend.js variantOf: `narrow` when
+ * every level is narrow); a program has one pipeline per combination of the flags it reads
+ * (`variants`, its own, and those of its pieces), each compiled the first time a call needs it.
+ * backend.js binds by the names.
  */
-export function program(label, { problem = true, dispatch = true, bindings, uses = [] }, body) {
+export function program(label, { problem = true, dispatch = true, bindings, uses = [], variants = [] }, body) {
   const names = [...(problem ? ['problem'] : []), ...Object.keys(bindings), ...(dispatch ? ['dispatch'] : [])];
-  const decls = names.map((name, i) => {
+  const decls = (variant) => names.map((name, i) => {
     if (name === 'problem') return `@group(0) @binding(${i}) var<storage, read> pr: Problem;`;
     if (name === 'dispatch') return `@group(0) @binding(${i}) var<uniform> disp: Dispatch;`;
-    const [access, type] = bindings[name].split(/ (.*)/);
+    const decl = bindings[name];
+    const [access, type] = (typeof decl === 'function' ? decl(variant) : decl).split(/ (.*)/);
     return `@group(0) @binding(${i}) var<storage, ${access}> ${name}: ${type};`;
   });
-  const code = [dispatch ? BASICS : '', problem ? LAYOUTS : '', ...uses, decls.join('\n'), body].join('\n');
-  return { label, code, bindings: names };
+  const flags = [...new Set([...variants, ...uses.flatMap((u) => (typeof u === 'string' ? [] : u.flags))])].sort();
+  const code = (variant = {}) => [dispatch ? BASICS : '', problem ? LAYOUTS : '', ...uses.map((u) => (typeof u === 'string' ? u : u.make(variant))),
+    decls(variant).join('\n'), typeof body === 'function' ? body(variant) : body].join('\n');
+  // The pipeline's name: the label, then the flags it reads that the variant sets, in name order.
+  const key = (variant = {}) => [label, ...flags.filter((f) => variant[f])].join(' ');
+  return { label, code, key, bindings: names };
 }

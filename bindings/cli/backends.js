@@ -1,0 +1,35 @@
+// The backends the JS CLI runs on (the native CLI has one: the library it links).
+import { bad, CliError, say, T } from './messages.js';
+
+// --threads N > 1 on the wasm backend loads the threaded module (docs/threads.md); native and
+// the scalar module take threads per call.
+// A backend is named in a message only when the user named it (named: --backend was given).
+export async function backendApi(backend, threads = 1, named = true) {
+  const { init } = await import('../index.js');
+  try {
+    return await init(backend === 'wasm' && threads > 1 ? { backend, threads } : { backend });
+  } catch (e) {
+    if (backend === 'native' && named) {
+      throw bad(say(T.nativeUnavailable, e.message));
+    }
+    throw new CliError(1, named ? say(T.onBackend, backend, e.message) : e.message);
+  }
+}
+
+// Runs forward or backward; the API's own argument errors (sizes past what wasm holds) are bad input.
+export function compute(msda, op, args, named = true) {
+  try {
+    if (op === 'forward') {
+      const { gradOutput, ...forwardArgs } = args;
+      return { output: msda.forward(forwardArgs) };
+    }
+    const g = msda.backward(args);
+    return {
+      grad_value: g.gradValue, grad_sampling_locations: g.gradSamplingLocations,
+      grad_attention_weights: g.gradAttentionWeights,
+    };
+  } catch (e) {
+    if (e instanceof RangeError || e instanceof TypeError) throw bad(named ? say(T.onBackend, msda.backend, e.message) : e.message);
+    throw new CliError(1, named ? say(T.computeFailedOn, op, msda.backend, e.message) : say(T.computeFailed, op, e.message));
+  }
+}

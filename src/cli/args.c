@@ -1,0 +1,189 @@
+/* The native CLI's arguments (see args.h). */
+#include "args.h"
+#include "messages.h"
+#include "texts.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Decimal digits only (strtol alone would take " 3" and "+3"). */
+static int parse_threads(const char *s, int *out)
+{
+    long v = 0;
+    if (!*s) return -1;
+    for (const char *c = s; *c; c++) {
+        if (*c < '0' || *c > '9') return -1;
+        v = v * 10 + (*c - '0');
+        if (v > 4096) return -1;
+    }
+    if (v < 1) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* A plain non-negative decimal number, as the JS CLI takes it: digits with an optional point
+ * (or a point and digits) and an optional exponent; finite. */
+static int parse_tolerance(const char *s, double *out)
+{
+    const char *c = s;
+    int before = 0, after = 0;
+    while (*c >= '0' && *c <= '9') { c++; before++; }
+    if (*c == '.') {
+        c++;
+        while (*c >= '0' && *c <= '9') { c++; after++; }
+    }
+    if (!before && !after) return -1;
+    if (!before && *s != '.') return -1;
+    if (*c == 'e' || *c == 'E') {
+        c++;
+        if (*c == '+' || *c == '-') c++;
+        if (!(*c >= '0' && *c <= '9')) return -1;
+        while (*c >= '0' && *c <= '9') c++;
+    }
+    if (*c) return -1;
+    *out = strtod(s, NULL);
+    return isfinite(*out) ? 0 : -1;
+}
+
+int is_one_of(const char *name, const char *const *list)
+{
+    for (; *list; list++)
+        if (!strcmp(name, *list)) return 1;
+    return 0;
+}
+
+static const char *const VALUE_FLAGS[] = {"--in", "--out", "--value-layout", "--sampling-locations-layout", "--padding-mode",
+                                          "--threads", "--expect", "--dtype", "--rtol", "--atol", "--top", "--backend",
+                                          "--out-dtype", NULL};
+static const char *const CROSSCHECK_FLAGS[] = {"--expect", "--dtype", "--rtol", "--atol", "--top", "--json", NULL};
+static const char *const EXPECT_FLAGS[] = {"--dtype", "--rtol", "--atol", "--top", "--json", NULL};
+static const char *const ALL_FLAGS[] = {"--in", "--out", "--value-layout", "--sampling-locations-layout", "--padding-mode",
+                                        "--threads", "--expect", "--dtype", "--rtol", "--atol", "--top", "--backend",
+                                        "--align-corners", "--json", "--out-dtype", NULL};
+
+static int flag_index(const char *name)
+{
+    for (int k = 0; ALL_FLAGS[k]; k++)
+        if (!strcmp(ALL_FLAGS[k], name)) return k;
+    return -1;
+}
+
+int parse_args(int argc, char **argv, options *o)
+{
+    msda_problem_init(&o->problem);
+    o->in = o->out = o->expect = o->backend = NULL;
+    o->crosscheck = o->help = o->version = 0;
+    o->dtype = DTYPE_NO_DTYPE;
+    o->have_rtol = o->have_atol = o->json = 0;
+    o->rtol = o->atol = 0;
+    o->top = 5;
+    o->out_dtype = DTYPE_FLOAT32;
+    if (argc < 2) return report(EXIT_BAD_INPUT, TEXT_MISSING_COMMAND);
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) return o->help = 1, -1;
+    if (!strcmp(cmd, "--version")) return o->version = 1, -1;
+    if (!strcmp(cmd, "forward")) o->backward = 0;
+    else if (!strcmp(cmd, "backward")) o->backward = 1;
+    else if (!strcmp(cmd, "crosscheck")) o->crosscheck = 1;
+    else return report(EXIT_BAD_INPUT, TEXT_UNKNOWN_COMMAND, cmd);
+
+    /* the flags seen, for "given more than once" and the checks after the loop */
+    int seen[16] = {0};
+    for (int i = 2; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) return o->help = 1, -1;
+        if (!strcmp(arg, "--version")) return o->version = 1, -1;
+        if (strncmp(arg, "--", 2) != 0)
+            return report(EXIT_BAD_INPUT, TEXT_UNEXPECTED_ARGUMENT, arg);
+        /* --flag VALUE or --flag=VALUE */
+        char name[64];
+        const char *eq = strchr(arg, '='), *value = NULL;
+        size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
+        if (n >= sizeof name) return report(EXIT_BAD_INPUT, TEXT_UNKNOWN_LONG_OPTION, arg);
+        memcpy(name, arg, n);
+        name[n] = '\0';
+        /* --backend is the JS CLI's; the native one takes it only where it is a no-op (crosscheck --expect) */
+        int takes_value = is_one_of(name, VALUE_FLAGS) && (o->crosscheck || strcmp(name, "--backend") != 0);
+        if (!takes_value && strcmp(name, "--align-corners") != 0 && strcmp(name, "--json") != 0)
+            return report(EXIT_BAD_INPUT, TEXT_UNKNOWN_OPTION, name);
+        if (takes_value) {
+            if (eq) value = eq + 1;
+            else if (i + 1 < argc) value = argv[++i];
+            else return report(EXIT_BAD_INPUT, TEXT_NEEDS_VALUE, name);
+        } else if (eq) {
+            return report(EXIT_BAD_INPUT, TEXT_TAKES_NO_VALUE, name, eq + 1);
+        }
+        if (o->crosscheck && !strcmp(name, "--out-dtype"))
+            return report(EXIT_BAD_INPUT, TEXT_OUT_DTYPE_IN_CROSSCHECK);
+        if (o->crosscheck && !strcmp(name, "--out"))
+            return report(EXIT_BAD_INPUT, TEXT_OUT_IN_CROSSCHECK);
+        if (!o->crosscheck && is_one_of(name, CROSSCHECK_FLAGS))
+            return report(EXIT_BAD_INPUT, TEXT_ONLY_FOR_CROSSCHECK, name);
+        if (!strcmp(name, "--in") || !strcmp(name, "--out") || !strcmp(name, "--expect")) {
+            if (!*value) return report(EXIT_BAD_INPUT, TEXT_EMPTY_PATH, name);
+            if (!strcmp(name, "--in")) o->in = value;
+            else if (!strcmp(name, "--out")) o->out = value;
+            else o->expect = value;
+        } else if (!strcmp(name, "--value-layout")) {
+            if (!strcmp(value, "BLNC")) o->problem.value_layout = MSDA_VALUE_BLNC;
+            else if (!strcmp(value, "BNLC")) o->problem.value_layout = MSDA_VALUE_BNLC;
+            else return report(EXIT_BAD_INPUT, TEXT_BAD_CHOICE, name, value, "BLNC or BNLC");
+        } else if (!strcmp(name, "--sampling-locations-layout")) {
+            if (!strcmp(value, "BQHLP2")) o->problem.locations_layout = MSDA_LOCATIONS_BQHLP2;
+            else if (!strcmp(value, "B2QHLP")) o->problem.locations_layout = MSDA_LOCATIONS_B2QHLP;
+            else return report(EXIT_BAD_INPUT, TEXT_BAD_CHOICE, name, value, "BQHLP2 or B2QHLP");
+        } else if (!strcmp(name, "--padding-mode")) {
+            if (!strcmp(value, "zeros")) o->problem.padding = MSDA_PADDING_ZEROS;
+            else if (!strcmp(value, "border")) o->problem.padding = MSDA_PADDING_BORDER;
+            else return report(EXIT_BAD_INPUT, TEXT_BAD_CHOICE, name, value, "zeros or border");
+        } else if (!strcmp(name, "--backend")) {
+            if (strcmp(value, "wasm") && strcmp(value, "wasm-scalar") && strcmp(value, "native"))
+                return report(EXIT_BAD_INPUT, TEXT_BAD_CHOICE, name, value, "wasm, wasm-scalar or native");
+            o->backend = value;
+        } else if (!strcmp(name, "--out-dtype")) {
+            if (!strcmp(value, "float32")) o->out_dtype = DTYPE_FLOAT32;
+            else if (!strcmp(value, "float16")) o->out_dtype = DTYPE_FLOAT16;
+            else if (!strcmp(value, "bfloat16")) o->out_dtype = DTYPE_BFLOAT16;
+            else return report(EXIT_BAD_INPUT, TEXT_BAD_CHOICE, name, value, "float32, float16 or bfloat16");
+        } else if (!strcmp(name, "--dtype")) {
+            if (!strcmp(value, "float32")) o->dtype = DTYPE_FLOAT32;
+            else if (!strcmp(value, "float16")) o->dtype = DTYPE_FLOAT16;
+            else if (!strcmp(value, "bfloat16")) o->dtype = DTYPE_BFLOAT16;
+            else return report(EXIT_BAD_INPUT, TEXT_BAD_CHOICE, name, value, "float32, float16 or bfloat16");
+        } else if (!strcmp(name, "--rtol") || !strcmp(name, "--atol")) {
+            double v;
+            if (parse_tolerance(value, &v))
+                return report(EXIT_BAD_INPUT, TEXT_BAD_TOLERANCE, name, value);
+            if (name[2] == 'r') { o->rtol = v; o->have_rtol = 1; }
+            else { o->atol = v; o->have_atol = 1; }
+        } else if (!strcmp(name, "--top")) {
+            const char *digits = value;
+            size_t len = strlen(value), k;
+            for (k = 0; k < len && value[k] >= '0' && value[k] <= '9'; k++) {}
+            while (len > 1 && *digits == '0') { digits++; len--; } /* leading zeros: the same number */
+            if (!*value || value[k] || len > 4 || atoi(digits) > 1000)
+                return report(EXIT_BAD_INPUT, TEXT_BAD_TOP, value);
+            o->top = atoi(digits);
+        } else if (!strcmp(name, "--json")) {
+            o->json = 1;
+        } else if (!strcmp(name, "--threads")) {
+            if (parse_threads(value, &o->problem.threads))
+                return report(EXIT_BAD_INPUT, TEXT_BAD_THREADS, value);
+        } else {
+            o->problem.align_corners = 1;
+        }
+        if (seen[flag_index(name)]++) return report(EXIT_BAD_INPUT, TEXT_GIVEN_TWICE, name);
+    }
+    if (!o->in) return report(EXIT_BAD_INPUT, TEXT_MISSING_IN);
+    if (!o->crosscheck && !o->out) return report(EXIT_BAD_INPUT, TEXT_MISSING_OUT);
+    if (o->crosscheck && !o->expect)
+        for (const char *const *f = EXPECT_FLAGS; *f; f++)
+            if (seen[flag_index(*f)])
+                return report(EXIT_BAD_INPUT, TEXT_NEEDS_EXPECT, *f);
+    if (o->dtype != DTYPE_NO_DTYPE && (o->have_rtol || o->have_atol))
+        return report(EXIT_BAD_INPUT, TEXT_TWO_TOLERANCES, o->have_rtol ? "--rtol" : "--atol");
+    if (o->crosscheck && !o->expect)
+        return report(EXIT_BAD_INPUT, TEXT_CROSSCHECK_IS_JS);
+    return 0;
+}

@@ -1,0 +1,285 @@
+/* A case's files for the native CLI (see cases.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "cases.h"
+#include "texts.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char *const INPUT_NAMES[F_COUNT] = {
+    "value.npy", "spatial_shapes.npy", "level_start_index.npy",
+    "sampling_locations.npy", "attention_weights.npy", "grad_output.npy",
+};
+
+void case_free(case_data *c)
+{
+    for (int i = 0; i < F_COUNT; i++) {
+        free(c->path[i]);
+        free(c->f32[i]);
+        free(c->i64[i]);
+    }
+}
+
+void dtype_hint(text *t, const char *path, const char *name, const char *descr, int want_int)
+{
+    const int big_endian = descr[0] == '>';
+    if (!want_int && (!strcmp(descr, "<V2") || !strcmp(descr, "|V2"))) {
+        append(t, TEXT_DTYPE_VOID, path, descr);
+        return;
+    }
+    if (!want_int && (!strcmp(descr, "<i2") || !strcmp(descr, "<u2"))) {
+        append(t, TEXT_DTYPE_INT16, path, descr);
+        return;
+    }
+    append(t, TEXT_DTYPE_WRONG, path, descr, big_endian ? TEXT_DTYPE_BIG_ENDIAN : "", name,
+           big_endian ? TEXT_DTYPE_LITTLE_ENDIAN : "", want_int ? TEXT_DTYPES_INT : TEXT_DTYPES_FLOAT,
+           want_int ? (big_endian ? TEXT_DTYPE_FIX_INT_BIG : TEXT_DTYPE_FIX_INT)
+                    : (big_endian ? TEXT_DTYPE_FIX_FLOAT_BIG : TEXT_DTYPE_FIX_FLOAT));
+}
+
+
+void source_close(source *s)
+{
+    if (s->is_npz) npz_free(&s->z);
+    free(s->bytes);
+    s->bytes = NULL;
+}
+
+int source_open(source *s, const char *flag, const char *dir)
+{
+    memset(s, 0, sizeof *s);
+    s->dir = dir;
+    struct stat st;
+    if (stat(dir, &st) != 0) return report(EXIT_BAD_INPUT, TEXT_SOURCE_SAYS, flag, dir, strerror(errno));
+    if (S_ISDIR(st.st_mode)) return 0;
+    char err[320];
+    int io_error = 0;
+    if (S_ISREG(st.st_mode) && npy_read_whole(dir, &s->bytes, &s->len, &io_error, err, sizeof err))
+        return report(io_error ? EXIT_OTHER : EXIT_BAD_INPUT, TEXT_FILE_SAYS, dir, err);
+    if (!S_ISREG(st.st_mode) || !npz_looks_like_zip(s->bytes, s->len)) {
+        source_close(s);
+        return report(EXIT_BAD_INPUT, TEXT_NOT_DIRECTORY_NOR_NPZ, flag, dir);
+    }
+    s->is_npz = 1;
+    if (npz_parse(s->bytes, s->len, &s->z, err, sizeof err)) {
+        source_close(s);
+        return report(EXIT_BAD_INPUT, TEXT_SOURCE_SAYS, flag, dir, err);
+    }
+    return 0;
+}
+
+char *source_path(const source *s, const char *name)
+{
+    if (!s->is_npz) return join(s->dir, name);
+    char *p = malloc(strlen(s->dir) + strlen(name) + 2);
+    if (p) sprintf(p, "%s:%s", s->dir, name);
+    return p;
+}
+
+int source_has(const source *s, const char *path, const char *name)
+{
+    struct stat st;
+    return s->is_npz ? npz_find(&s->z, name) != NULL : !(lstat(path, &st) != 0 && errno == ENOENT);
+}
+
+int source_missing(const source *s, const char *path, const char *name)
+{
+    struct stat st;
+    return s->is_npz ? npz_find(&s->z, name) == NULL : lstat(path, &st) != 0 && errno == ENOENT;
+}
+
+int source_strays(const source *s, const char *flag, const char *const *names, const char *list)
+{
+    char *first = NULL;
+    long more = -1;
+    int code = 0;
+    if (s->is_npz) {
+        for (int i = 0; i < s->z.count; i++)
+            if (!is_one_of(s->z.members[i].name, names) && ++more == 0) first = s->z.members[i].name;
+        if (first && !(first = strdup(first))) code = report(EXIT_OTHER, TEXT_OUT_OF_MEMORY);
+    } else {
+        DIR *d = opendir(s->dir);
+        if (!d) return report(EXIT_BAD_INPUT, TEXT_CANNOT_LIST, flag, s->dir, strerror(errno));
+        for (struct dirent *e; (e = readdir(d)) != NULL && !code;) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || is_one_of(e->d_name, names)) continue;
+            more++;
+            if (first && strcmp(e->d_name, first) >= 0) continue;
+            free(first);
+            if (!(first = strdup(e->d_name))) code = report(EXIT_OTHER, TEXT_OUT_OF_MEMORY);
+        }
+        closedir(d);
+    }
+    if (first && !code) {
+        char show[NPZ_SHOWN];
+        if (more) code = report(EXIT_BAD_INPUT, TEXT_STRAY_NAMES, flag, s->dir,
+                                npz_shown(first, show), more, list);
+        else code = report(EXIT_BAD_INPUT, TEXT_STRAY_NAME, flag, s->dir, npz_shown(first, show), list);
+    }
+    free(first);
+    return code;
+}
+
+int source_load(const source *s, const char *path, const char *name, int ints, npy_array *arr, void **data,
+                       int *io_error, char *err, size_t errlen)
+{
+    memset(arr, 0, sizeof *arr);
+    if (!s->is_npz)
+        return ints ? npy_load_i64(path, arr, (int64_t **)data, io_error, err, errlen)
+                    : npy_load_f32(path, arr, (float **)data, io_error, err, errlen);
+    *io_error = 0;
+    const npz_member *m = npz_find(&s->z, name);
+    if (!m) {
+        snprintf(err, errlen, TEXT_NOT_IN_ARCHIVE);
+        return -1;
+    }
+    unsigned char *bytes;
+    size_t len;
+    if (npz_read(&s->z, m, &bytes, &len, io_error, err, errlen)) return -1;
+    return ints ? npy_decode_i64(bytes, len, arr, (int64_t **)data, io_error, err, errlen)
+                : npy_decode_f32(bytes, len, arr, (float **)data, io_error, err, errlen);
+}
+
+int load_case(const options *o, case_data *c)
+{
+    source src;
+    int code = source_open(&src, "--in", o->in);
+    if (code) return code;
+    int files = o->backward ? F_COUNT : F_GRAD_OUTPUT;
+    text problems = {NULL, 0, 0};
+    /* Every file is read, and every bad one named: "first problem; also: second; also: third". */
+    for (int i = 0; i < files; i++) {
+        char err[320];
+        int io_error = 0, rc;
+        c->path[i] = source_path(&src, INPUT_NAMES[i]);
+        if (!c->path[i]) {
+            free(problems.s);
+            source_close(&src);
+            return report(EXIT_OTHER, TEXT_OUT_OF_MEMORY);
+        }
+        if (i == F_STARTS && source_missing(&src, c->path[i], INPUT_NAMES[i])) continue; /* derived */
+        const int ints = i == F_SHAPES || i == F_STARTS;
+        void *data = NULL;
+        rc = source_load(&src, c->path[i], INPUT_NAMES[i], ints, &c->arr[i], &data, &io_error, err, sizeof err);
+        if (ints) c->i64[i] = data;
+        else c->f32[i] = data;
+        if (!rc) continue;
+        if (code) append(&problems, TEXT_ALSO);
+        else code = io_error ? EXIT_OTHER : EXIT_BAD_INPUT;
+        if (c->arr[i].bad_dtype) dtype_hint(&problems, c->path[i], INPUT_NAMES[i], c->arr[i].descr, i == F_SHAPES || i == F_STARTS);
+        else append(&problems, TEXT_FILE_SAYS, c->path[i], err);
+    }
+    if (code) report(code, "%s", problems.s ? problems.s : TEXT_OUT_OF_MEMORY);
+    free(problems.s);
+    source_close(&src);
+    return code;
+}
+
+const char *shape_of(const npy_array *a, shape_text buf)
+{
+    return npy_format_shape(a->ndim, a->shape, buf, sizeof(shape_text));
+}
+
+int same_shape(const npy_array *a, int ndim, const int64_t *shape)
+{
+    if (a->ndim != ndim) return 0;
+    for (int i = 0; i < ndim; i++)
+        if (a->shape[i] != shape[i]) return 0;
+    return 1;
+}
+
+int derive_problem(const options *o, case_data *c, msda_problem *p)
+{
+    shape_text got, want;
+    const npy_array *value = &c->arr[F_VALUE], *shapes = &c->arr[F_SHAPES], *starts = &c->arr[F_STARTS],
+                    *loc = &c->arr[F_LOCATIONS], *weights = &c->arr[F_WEIGHTS];
+    const int blnc = o->problem.value_layout == MSDA_VALUE_BLNC;
+    const int bqhlp2 = o->problem.locations_layout == MSDA_LOCATIONS_BQHLP2;
+    const char *value_dims = blnc ? TEXT_VALUE_DIMS_BLNC : TEXT_VALUE_DIMS_BNLC;
+
+    if (value->ndim != 4)
+        return report(EXIT_BAD_INPUT, TEXT_VALUE_NOT4D, c->path[F_VALUE], shape_of(value, got), value_dims);
+    for (int i = 0; i < 4; i++)
+        if (value->shape[i] < 1)
+            return report(EXIT_BAD_INPUT, TEXT_VALUE_EMPTY, c->path[F_VALUE], shape_of(value, got), value_dims);
+    const int64_t B = value->shape[0], L = value->shape[blnc ? 1 : 2], H = value->shape[blnc ? 2 : 1],
+                  C = value->shape[3];
+
+    if (shapes->ndim != 2 || shapes->shape[1] != 2 || shapes->shape[0] < 1)
+        return report(EXIT_BAD_INPUT, TEXT_SHAPES_SHAPE, c->path[F_SHAPES], shape_of(shapes, got));
+    const int64_t NL = shapes->shape[0];
+    int64_t total = 0;
+    for (int64_t l = 0; l < NL; l++) {
+        int64_t h = c->i64[F_SHAPES][2 * l], w = c->i64[F_SHAPES][2 * l + 1], hw;
+        if (h < 1 || w < 1)
+            return report(EXIT_BAD_INPUT, TEXT_SHAPES_ROW, c->path[F_SHAPES], (long long)l, (long long)h, (long long)w);
+        if (__builtin_mul_overflow(h, w, &hw) || __builtin_add_overflow(total, hw, &total))
+            return report(EXIT_BAD_INPUT, TEXT_SHAPES_OVERFLOW, c->path[F_SHAPES], (long long)l);
+    }
+    if (L != total) {
+        const int other_fits = value->shape[blnc ? 2 : 1] == total;
+        return report(EXIT_BAD_INPUT, TEXT_VALUE_LENGTH, c->path[F_VALUE], shape_of(value, got), (long long)L,
+                      (long long)total, c->path[F_SHAPES], value_dims,
+                      !other_fits ? "" : blnc ? TEXT_VALUE_FITS_BNLC : TEXT_VALUE_FITS_BLNC);
+    }
+
+    /* level_start_index.npy may be left out: it is derived from spatial_shapes */
+    if (!c->i64[F_STARTS]) {
+        c->i64[F_STARTS] = malloc((size_t)NL * sizeof(int64_t));
+        if (!c->i64[F_STARTS]) return report(EXIT_OTHER, TEXT_OUT_OF_MEMORY);
+        int64_t start = 0;
+        for (int64_t l = 0; l < NL; l++) {
+            c->i64[F_STARTS][l] = start;
+            start += c->i64[F_SHAPES][2 * l] * c->i64[F_SHAPES][2 * l + 1];
+        }
+    } else if (!same_shape(starts, 1, &NL))
+        return report(EXIT_BAD_INPUT, TEXT_STARTS_SHAPE, c->path[F_STARTS],
+                      shape_of(starts, got), npy_format_shape(1, &NL, want, sizeof want), c->path[F_SHAPES]);
+
+    if (weights->ndim != 5 || weights->shape[0] != B || weights->shape[2] != H || weights->shape[3] != NL ||
+        weights->shape[1] < 1 || weights->shape[4] < 1)
+        return report(EXIT_BAD_INPUT, TEXT_WEIGHTS_SHAPE, c->path[F_WEIGHTS], shape_of(weights, got), (long long)B, (long long)H, (long long)NL,
+                      c->path[F_VALUE], c->path[F_SHAPES]);
+    const int64_t Q = weights->shape[1], P = weights->shape[4];
+
+    const int64_t loc_shape[6] = {B, bqhlp2 ? Q : 2, bqhlp2 ? H : Q, bqhlp2 ? NL : H, bqhlp2 ? P : NL, bqhlp2 ? 2 : P};
+    const int64_t other_shape[6] = {B, !bqhlp2 ? Q : 2, !bqhlp2 ? H : Q, !bqhlp2 ? NL : H, !bqhlp2 ? P : NL, !bqhlp2 ? 2 : P};
+    if (!same_shape(loc, 6, loc_shape))
+        return report(EXIT_BAD_INPUT, TEXT_LOCATIONS_SHAPE, c->path[F_LOCATIONS], shape_of(loc, got),
+                      npy_format_shape(6, loc_shape, want, sizeof want),
+                      bqhlp2 ? TEXT_LOCATIONS_DIMS_BQHLP2 : TEXT_LOCATIONS_DIMS_B2QHLP, c->path[F_WEIGHTS],
+                      !same_shape(loc, 6, other_shape) ? "" : bqhlp2 ? TEXT_LOCATIONS_FIT_B2QHLP : TEXT_LOCATIONS_FIT_BQHLP2);
+
+    if (o->backward) {
+        int64_t go_shape[3] = {B, Q, 0};
+        if (__builtin_mul_overflow(H, C, &go_shape[2]))
+            return report(EXIT_BAD_INPUT, TEXT_GRAD_OUTPUT_OVERFLOW, c->path[F_VALUE]);
+        if (!same_shape(&c->arr[F_GRAD_OUTPUT], 3, go_shape))
+            return report(EXIT_BAD_INPUT, TEXT_GRAD_OUTPUT_SHAPE, c->path[F_GRAD_OUTPUT],
+                          shape_of(&c->arr[F_GRAD_OUTPUT], got), npy_format_shape(3, go_shape, want, sizeof want));
+    }
+
+    *p = o->problem;
+    p->batch = B;
+    p->num_queries = Q;
+    p->num_heads = H;
+    p->channels = C;
+    p->num_levels = NL;
+    p->num_points = P;
+    p->value_length = L;
+    p->spatial_shapes = c->i64[F_SHAPES];
+    p->level_start_index = c->i64[F_STARTS];
+
+    /* The library has the last word (level starts above all); name the file its message is about. */
+    msda_error e;
+    if (msda_validate(p, &e) != MSDA_OK) {
+        const char *file = !strncmp(e.message, "level_start_index", 17) ? c->path[F_STARTS]
+                         : !strncmp(e.message, "spatial_shapes", 14)    ? c->path[F_SHAPES]
+                                                                        : c->path[F_VALUE];
+        return report(EXIT_BAD_INPUT, TEXT_FILE_SAYS, file, e.message);
+    }
+    return 0;
+}
