@@ -254,20 +254,30 @@ MSDA_INLINE void backward_query_impl(const msda_plan *p, const msda_tensors *t, 
     }
 }
 
-/* one copy for each kind of value element */
-static void backward_query(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t q, int64_t h)
-{
-    switch (p->value_dtype) {
-    case MSDA_F16: backward_query_impl(p, t, gc, b, q, h, NULL, 0, MSDA_F16); break;
-    case MSDA_BF16: backward_query_impl(p, t, gc, b, q, h, NULL, 0, MSDA_BF16); break;
-    default: backward_query_impl(p, t, gc, b, q, h, NULL, 0, MSDA_F32); break;
-    }
-}
-
+/* A copy for each kind of value element the kernels read fast here (as forward_query); a float16
+ * value without F16C takes the split path's code as one part that owns the whole head (the same
+ * operations, so the same bits). */
 static void backward_query_part(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t q,
                                 int64_t h, const head_part *part)
 {
     backward_query_impl(p, t, gc, b, q, h, part, 1, p->value_dtype);   /* the rare split path: not specialised */
+}
+
+static void backward_query(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t q, int64_t h)
+{
+    switch (p->value_dtype) {
+#if MSDA_F16C
+    case MSDA_F16: backward_query_impl(p, t, gc, b, q, h, NULL, 0, MSDA_F16); break;
+#else
+    case MSDA_F16: {
+        const head_part whole = {0, p->value_length, 0, p->num_queries};
+        backward_query_part(p, t, gc, b, q, h, &whole);
+        break;
+    }
+#endif
+    case MSDA_BF16: backward_query_impl(p, t, gc, b, q, h, NULL, 0, MSDA_BF16); break;
+    default: backward_query_impl(p, t, gc, b, q, h, NULL, 0, MSDA_F32); break;
+    }
 }
 
 /* Every query of batch b, for heads [h_begin, h_end), in the walk's order (walks.h), which
