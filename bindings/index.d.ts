@@ -211,16 +211,28 @@ export interface MsdaError extends Error {
 // ---- the WebGPU backend (docs/webgpu.md). GPU objects are typed by the members read here, so
 // that neither @webgpu/types nor a DOM library is needed; the runtime's own objects fit.
 
-/** A GPUBuffer: float32 data, usage including GPUBufferUsage.STORAGE. */
+/** A GPUBuffer, usage including GPUBufferUsage.STORAGE. */
 export interface GPUBufferLike { readonly size: number; readonly usage: number; destroy(): void }
-/** A tensor on the GPU: its buffer on the instance's device, from byteOffset (a multiple of 4). */
-export interface GPUTensorInput { buffer: GPUBufferLike; shape: readonly number[]; byteOffset?: number }
+/** Half precision, 2 bytes an element: IEEE binary16, or bfloat16 (float32's upper half). */
+export type HalfDtype = 'float16' | 'bfloat16';
+/**
+ * A tensor on the GPU: its buffer on the instance's device, from byteOffset (a multiple of 4 for
+ * float32, of 2 for a half dtype). Half-precision elements are widened exactly on the GPU (an
+ * fp16 ONNX model's output: { buffer: t.gpuBuffer, shape: t.dims, dtype: 'float16' }).
+ */
+export interface GPUTensorInput { buffer: GPUBufferLike; shape: readonly number[]; byteOffset?: number; dtype?: 'float32' | '<f4' | HalfDtype | '<f2' }
 /** A result on the GPU, the caller's to destroy. */
 export interface GPUTensor { buffer: GPUBufferLike; shape: number[] }
+/** A half-precision result on the GPU (options dtype): 2 bytes an element, the buffer's last 4-byte word whole. */
+export interface GPUHalfTensor extends GPUTensor { dtype: HalfDtype }
+/** A half-precision result read back (options dtype, outputs 'cpu'): the bits, as a half input takes them. */
+export interface HalfTensor { data: Uint16Array<ArrayBuffer>; shape: number[]; dtype: HalfDtype }
 type OnGpu<T> = { [K in keyof T]: T[K] extends TensorInput ? TensorInput | GPUTensorInput : T[K] };
 export type WebGPUForwardArgs = OnGpu<ForwardArgs>;
 export type WebGPUBackwardArgs = OnGpu<BackwardArgs>;
 export interface GPUGradients { gradValue: GPUTensor; gradSamplingLocations: GPUTensor; gradAttentionWeights: GPUTensor }
+export interface GPUHalfGradients { gradValue: GPUHalfTensor; gradSamplingLocations: GPUHalfTensor; gradAttentionWeights: GPUHalfTensor }
+export interface HalfGradients { gradValue: HalfTensor; gradSamplingLocations: HalfTensor; gradAttentionWeights: HalfTensor }
 
 export interface WebGPUInitOptions {
   backend: 'webgpu';
@@ -244,13 +256,20 @@ export interface MsdaWebGPU {
   /** The pipelines compiled so far (or compiling; not one that failed to), in the order calls first needed them: a program's name and its variant's flags, e.g. 'forward narrow vec4'. */
   readonly compiled: string[];
   readonly threads: 1;
-  forward(args: WebGPUForwardArgs, options?: { outputs?: 'cpu' }): Promise<Tensor>;
-  forward(args: WebGPUForwardArgs, options: { outputs: 'gpu' }): Promise<GPUTensor>;
-  backward(args: WebGPUBackwardArgs, options?: { outputs?: 'cpu' }): Promise<Gradients>;
-  backward(args: WebGPUBackwardArgs, options: { outputs: 'gpu' }): Promise<GPUGradients>;
+  /** options.dtype: the results rounded to a half precision (nearest, ties to even) on the GPU. */
+  forward(args: WebGPUForwardArgs, options?: { outputs?: 'cpu'; dtype?: 'float32' }): Promise<Tensor>;
+  forward(args: WebGPUForwardArgs, options: { outputs: 'gpu'; dtype?: 'float32' }): Promise<GPUTensor>;
+  forward(args: WebGPUForwardArgs, options: { outputs?: 'cpu'; dtype: HalfDtype }): Promise<HalfTensor>;
+  forward(args: WebGPUForwardArgs, options: { outputs: 'gpu'; dtype: HalfDtype }): Promise<GPUHalfTensor>;
+  backward(args: WebGPUBackwardArgs, options?: { outputs?: 'cpu'; dtype?: 'float32' }): Promise<Gradients>;
+  backward(args: WebGPUBackwardArgs, options: { outputs: 'gpu'; dtype?: 'float32' }): Promise<GPUGradients>;
+  backward(args: WebGPUBackwardArgs, options: { outputs?: 'cpu'; dtype: HalfDtype }): Promise<HalfGradients>;
+  backward(args: WebGPUBackwardArgs, options: { outputs: 'gpu'; dtype: HalfDtype }): Promise<GPUHalfGradients>;
   /** Encoded and submitted now, the result on the GPU at once (for code that cannot await). */
-  dispatchForward(args: WebGPUForwardArgs): GPUTensor;
-  dispatchBackward(args: WebGPUBackwardArgs): GPUGradients;
+  dispatchForward(args: WebGPUForwardArgs, options?: { outputs?: 'gpu'; dtype?: 'float32' }): GPUTensor;
+  dispatchForward(args: WebGPUForwardArgs, options: { outputs?: 'gpu'; dtype: HalfDtype }): GPUHalfTensor;
+  dispatchBackward(args: WebGPUBackwardArgs, options?: { outputs?: 'gpu'; dtype?: 'float32' }): GPUGradients;
+  dispatchBackward(args: WebGPUBackwardArgs, options: { outputs?: 'gpu'; dtype: HalfDtype }): GPUHalfGradients;
   /** Frees what the instance holds; destroys the device only if init made it. Idempotent. */
   dispose(): void;
   readonly disposed: boolean;

@@ -212,14 +212,20 @@ export function readLevelStartIndex(fn, x, shapes) {
 // parsed .npy goes straight in.
 const NUMPY_DTYPES = { '<f4': 'float32', '<f2': 'float16' };
 
-// The dtype of a half-precision tensor: Float16Array data (where the runtime has it) is float16;
-// a Uint16Array holds the bits of dtype 'float16' or 'bfloat16'. undefined for other data.
-function halfOf(fn, name, data, dtypeGiven) {
-  const kind = typedArrayKind(data);
+/** A tensor's dtype as given (a name, NumPy's too, or undefined) as 'float32', 'float16', 'bfloat16' or undefined. */
+export function readDtype(fn, name, dtypeGiven) {
   const dtype = Object.hasOwn(NUMPY_DTYPES, dtypeGiven) ? NUMPY_DTYPES[dtypeGiven] : dtypeGiven;
   if (dtype !== undefined && !['float32', 'float16', 'bfloat16'].includes(dtype)) {
     throw new TypeError(`${fn}: ${name}.dtype is ${describe(dtype)}, expected 'float32', 'float16' or 'bfloat16' (or NumPy's '<f4', '<f2')`);
   }
+  return dtype;
+}
+
+// The dtype of a half-precision tensor: Float16Array data (where the runtime has it) is float16;
+// a Uint16Array holds the bits of dtype 'float16' or 'bfloat16'. undefined for other data.
+function halfOf(fn, name, data, dtypeGiven) {
+  const kind = typedArrayKind(data);
+  const dtype = readDtype(fn, name, dtypeGiven);
   if (kind === 'Float16Array' && (dtype === undefined || dtype === 'float16')) return 'float16';
   if (kind === 'Uint16Array' && (dtype === 'float16' || dtype === 'bfloat16')) return dtype;
   if (kind === 'Uint16Array' && dtype === undefined) {
@@ -237,27 +243,25 @@ function halfOf(fn, name, data, dtypeGiven) {
 // types accepted (the float64 reference also takes Float64Array). Half-precision data
 // (Float16Array, or a Uint16Array with dtype 'float16' / 'bfloat16') is accepted too and
 // widened exactly to float32 by widenTensor.
-// `gpu`: a backend's reader of GPU tensors ({ buffer, shape, byteOffset? }, bindings/webgpu/),
-// called for a tensor without data; what it returns is checked by checkLength.
+// `gpu`: a backend's reader of GPU tensors ({ buffer, shape, byteOffset?, dtype? }, bindings/webgpu/),
+// called for a tensor without data (it reads the dtype); what it returns is checked by checkLength.
 export function readTensor(fn, name, t, expected, labels, note, kinds = ['Float32Array'], gpu = undefined) {
-  const want = `{ data: Float32Array, shape: ${fmtShape(labels)} }${gpu ? ` or { buffer: GPUBuffer, shape: ${fmtShape(labels)}, byteOffset? }` : ''}`;
+  const want = `{ data: Float32Array, shape: ${fmtShape(labels)} }${gpu ? ` or { buffer: GPUBuffer, shape: ${fmtShape(labels)}, byteOffset?, dtype? }` : ''}`;
   if (t === null || typeof t !== 'object' || Array.isArray(t) || typedArrayKind(t) !== undefined || t instanceof DataView) {
     throw new TypeError(`${fn}: ${name} is ${t === undefined ? 'missing' : describe(t)}, expected ${want}`);
   }
   // An onnxruntime-web Tensor on the GPU throws from its data getter; say what to pass instead.
   if (gpu !== undefined && t.location === 'gpu-buffer') {
-    throw new TypeError(`${fn}: ${name} is an onnxruntime-web GPU tensor, expected ${want}: pass { buffer: ${name}.gpuBuffer, shape: ${name}.dims }`);
+    const half = t.type === 'float16' ? ", dtype: 'float16'" : '';
+    throw new TypeError(`${fn}: ${name} is an onnxruntime-web GPU tensor, expected ${want}: pass { buffer: ${name}.gpuBuffer, shape: ${name}.dims${half} }`);
   }
   let data = t.data;
   const onGpu = gpu !== undefined && data === undefined;
   if (onGpu) data = gpu.read(fn, name, t);
   const shapeValue = t.shape;
   const given = shapeValue !== undefined ? shapeValue : t.dims;
-  const dtype = t.dtype;
-  if (onGpu && dtype !== undefined && dtype !== 'float32') {
-    throw new TypeError(`${fn}: ${name}.dtype is ${describe(dtype)}, expected 'float32' (GPU tensors are float32)`);
-  }
-  const half = onGpu ? undefined : halfOf(fn, name, data, dtype);
+  // A GPU tensor's dtype was read with its buffer (gpu.read).
+  const half = onGpu ? undefined : halfOf(fn, name, data, t.dtype);
   if (!onGpu && half === undefined && !kinds.includes(typedArrayKind(data))) {
     const kind = typedArrayKind(data);
     throw new TypeError(`${fn}: ${name}.data is ${kind ?? describe(data)}, expected a ${kinds.join(' or ')}`);

@@ -2,18 +2,22 @@
 // run the WGSL programs of kernels/ on a GPUDevice (its own, or the caller's) and return
 // Promises. Arguments are read and checked by the core (problemFromTensors, the same messages
 // as the other backends); tensors may be CPU ({ data, shape }) or GPU ({ buffer, shape,
-// byteOffset? }) ones. What is computed: SEMANTICS.md; how and what differs: docs/webgpu.md.
+// byteOffset?, dtype? }) ones, float32 or half precision (results too, with options.dtype).
+// What is computed: SEMANTICS.md; how and what differs: docs/webgpu.md.
 
 import { DISPOSE } from '../core/api.js';
 import { problemFromTensors } from '../core/problem.js';
 import { typedArrayBuffer, typedArrayByteOffset, typedArrayLength } from '../core/typed.js';
 import { describe } from '../core/errors.js';
+import { readDtype } from '../core/args.js';
+import { HalfBits } from '../core/half.js';
 import { BACKWARD_STRIP, CANONICAL_NAN, FLOAT_SIDE, ORDER_CELLS, ORDER_CHUNK, SCAN_BLOCK, WORKGROUP, encodeProblem } from './kernels/problem.js';
 import { FORWARD, forwardWorkgroups } from './kernels/forward.js';
 import { PLACE, SAMPLES, SCAN, SCAN_ADD } from './kernels/backward.js';
 import { CELLS, ORDER_COUNT, ORDER_PLACE, ORDER_TILE } from './kernels/walks.js';
 import { GATHER, RANK } from './kernels/segments.js';
 import { PROBE } from './kernels/probe.js';
+import { NARROW, WIDEN } from './kernels/half.js';
 
 /** The `.code` of the Error init rejects with when no WebGPU adapter or device can be had. */
 export const WEBGPU_UNAVAILABLE = 'MSDA_WEBGPU_UNAVAILABLE';
@@ -26,8 +30,9 @@ const MAP_MODE_READ = 0x1;
 const COMPUTE = 0x4;   // GPUShaderStage.COMPUTE
 const OUTPUT_USAGE = STORAGE | COPY_SRC | COPY_DST;
 
-const KERNELS = Object.fromEntries([FORWARD, SAMPLES, SCAN, SCAN_ADD, CELLS, ORDER_COUNT, ORDER_PLACE, PLACE, RANK, GATHER, PROBE].map((k) => [k.label, k]));
-// The programs each call may dispatch: compiled (once per variant) before its first call runs.
+const KERNELS = Object.fromEntries([FORWARD, SAMPLES, SCAN, SCAN_ADD, CELLS, ORDER_COUNT, ORDER_PLACE, PLACE, RANK, GATHER, WIDEN, NARROW, PROBE].map((k) => [k.label, k]));
+// The programs each call may dispatch: compiled (once per variant) before its first call runs
+// (with WIDEN where an input is half precision, NARROW where the results are).
 const BACKWARD_PROGRAMS = [CELLS, ORDER_COUNT, SCAN, SCAN_ADD, ORDER_PLACE, SAMPLES, PLACE, RANK, GATHER];
 
 const INT32_MAX = 2 ** 31 - 1;
@@ -90,28 +95,35 @@ function metaOf(problem, { gradWeightsOffset = 0, grid = { bands: 0, cols: 0 } }
 }
 
 // ---------------------------------------------------------------------------------------------
-// GPU tensors: { buffer: GPUBuffer, shape, byteOffset? }, read once by the core's reader.
+// GPU tensors: { buffer: GPUBuffer, shape, byteOffset?, dtype? }, read once by the core's reader.
+// float16 and bfloat16 ones (2 bytes an element) are widened on the GPU (kernels/half.js).
 
 class GpuTensor {
-  constructor(buffer, byteOffset, size, usage) {
+  constructor(buffer, byteOffset, size, usage, dtype) {
     this.buffer = buffer;
     this.byteOffset = byteOffset;
     this.size = size;
     this.usage = usage;
+    this.dtype = dtype;
+    this.elementBytes = dtype === 'float32' ? 4 : 2;
   }
 }
+
+const ceil4 = (n) => Math.ceil(n / 4) * 4;
 
 const gpuReader = {
   read(fn, name, t) {
     const buffer = t.buffer;
     const byteOffset = t.byteOffset === undefined ? 0 : t.byteOffset;
+    const dtype = readDtype(fn, name, t.dtype) ?? 'float32';
     if (buffer === null || typeof buffer !== 'object' || typeof buffer.size !== 'number' || typeof buffer.usage !== 'number') {
       throw new TypeError(`${fn}: ${name}.buffer is ${describe(buffer)}, expected a GPUBuffer (or give ${name}.data, a Float32Array)`);
     }
-    if (typeof byteOffset !== 'number' || !Number.isSafeInteger(byteOffset) || byteOffset < 0 || byteOffset % 4 !== 0) {
-      throw new RangeError(`${fn}: ${name}.byteOffset is ${describe(byteOffset)}, expected a non-negative multiple of 4`);
+    const tensor = new GpuTensor(buffer, byteOffset, buffer.size, buffer.usage, dtype);
+    const step = tensor.elementBytes;
+    if (typeof byteOffset !== 'number' || !Number.isSafeInteger(byteOffset) || byteOffset < 0 || byteOffset % step !== 0) {
+      throw new RangeError(`${fn}: ${name}.byteOffset is ${describe(byteOffset)}, expected a non-negative multiple of ${step}${step === 2 ? ` (the bytes of a ${dtype})` : ''}`);
     }
-    const tensor = new GpuTensor(buffer, byteOffset, buffer.size, buffer.usage);
     if ((tensor.usage & STORAGE) === 0) {
       throw new TypeError(`${fn}: ${name}.buffer has usage ${tensor.usage}, expected one with GPUBufferUsage.STORAGE (0x80)`);
     }
@@ -119,10 +131,16 @@ const gpuReader = {
   },
   owns: (data) => data instanceof GpuTensor,
   check(fn, name, t, count) {
-    if (t.byteOffset + 4 * count > t.size) {
-      throw new RangeError(`${fn}: ${name} needs ${4 * count} bytes (${count} float32) from byteOffset ${t.byteOffset}, ${t.byteOffset + 4 * count} bytes in all, but its GPUBuffer has ${t.size} bytes`);
+    const bytes = t.elementBytes * count, end = t.byteOffset + bytes;
+    // Halves are read in the 4-byte words WebGPU binds: the last one whole.
+    const need = t.elementBytes === 4 ? end : ceil4(end);
+    if (need > t.size) {
+      const words = need > end ? ` (${need} read in 4-byte words, as WebGPU binds buffers)` : '';
+      const hint = t.elementBytes === 4 && t.byteOffset + 2 * count <= t.size ? ` (a float16 or bfloat16 tensor? say so with ${name}.dtype)` : '';
+      throw new RangeError(`${fn}: ${name} needs ${bytes} bytes (${count} ${t.dtype}) from byteOffset ${t.byteOffset}, ${end} bytes in all${words}, but its GPUBuffer has ${t.size} bytes${hint}`);
     }
-    t.bytes = 4 * count;
+    t.count = count;
+    t.bytes = bytes;
   },
 };
 
@@ -408,16 +426,23 @@ class WebGPUBackend {
 // ---------------------------------------------------------------------------------------------
 // The instance init() gives out.
 
-const CALL_OPTIONS = "{ outputs?: 'cpu' | 'gpu' }";
+const DTYPES = "'float32' | 'float16' | 'bfloat16'";
 
-function readCallOptions(fn, options) {
-  if (options === undefined) return 'cpu';
-  if (options === null || typeof options !== 'object') throw new TypeError(`${fn}: options is ${describe(options)}, expected ${CALL_OPTIONS}`);
-  const { outputs = 'cpu', ...rest } = options;
+// { outputs, dtype } of a call; dispatch* results are on the GPU, always.
+function readCallOptions(fn, options, dispatch = false) {
+  const expected = `{ outputs?: ${dispatch ? "'gpu'" : "'cpu' | 'gpu'"}, dtype?: ${DTYPES} }`;
+  if (options === undefined) return { outputs: dispatch ? 'gpu' : 'cpu', dtype: 'float32' };
+  if (options === null || typeof options !== 'object') throw new TypeError(`${fn}: options is ${describe(options)}, expected ${expected}`);
+  const { outputs = dispatch ? 'gpu' : 'cpu', dtype = 'float32', ...rest } = options;
   const unknown = Object.keys(rest);
-  if (unknown.length > 0) throw new TypeError(`${fn}: unknown option '${unknown[0]}', expected ${CALL_OPTIONS}`);
-  if (outputs !== 'cpu' && outputs !== 'gpu') throw new RangeError(`${fn}: outputs is ${describe(outputs)}, expected 'cpu' or 'gpu'`);
-  return outputs;
+  if (unknown.length > 0) throw new TypeError(`${fn}: unknown option '${unknown[0]}', expected ${expected}`);
+  if (outputs !== 'gpu' && (dispatch || outputs !== 'cpu')) {
+    throw new RangeError(`${fn}: outputs is ${describe(outputs)}, expected ${dispatch ? "'gpu' (its results are on the GPU at once)" : "'cpu' or 'gpu'"}`);
+  }
+  if (dtype !== 'float32' && dtype !== 'float16' && dtype !== 'bfloat16') {
+    throw new RangeError(`${fn}: dtype is ${describe(dtype)}, expected 'float32', 'float16' or 'bfloat16' (the results' precision)`);
+  }
+  return { outputs, dtype };
 }
 
 const product = (shape) => shape.reduce((a, b) => a * b, 1);
@@ -489,26 +514,42 @@ export class MsdaWebGPU {
    * { buffer, shape } (the caller's to destroy) usable at once by later GPU work on this device
    * (the queue keeps the order). For code that must not await, e.g. a tfjs kernel.
    */
-  dispatchForward(args) {
-    return this._prepare('dispatchForward', 'forward', args, dispatchNow);
+  dispatchForward(args, options) {
+    return this._dispatch('dispatchForward', 'forward', args, options);
   }
 
   /** The backward without waiting, as dispatchForward: { gradValue, gradSamplingLocations, gradAttentionWeights } on the GPU. */
-  dispatchBackward(args) {
-    return this._prepare('dispatchBackward', 'backward', args, dispatchNow);
+  dispatchBackward(args, options) {
+    return this._dispatch('dispatchBackward', 'backward', args, options);
+  }
+
+  _dispatch(fn, kind, args, options) {
+    const { dtype } = readCallOptions(fn, options, true);
+    return this._prepare(fn, kind, args, (b, k, problem, inputs, plan) => dispatchNow(b, k, problem, inputs, plan, dtype));
   }
 
   async _call(fn, args, options) {
-    const outputs = readCallOptions(fn, options);
-    return this._prepare(fn, fn, args, (b, kind, problem, inputs, plan) => run(b, kind, problem, inputs, plan, outputs));
+    const opts = readCallOptions(fn, options);
+    return this._prepare(fn, fn, args, (b, kind, problem, inputs, plan) => run(b, kind, problem, inputs, plan, opts));
   }
 
   _prepare(fn, kind, args, go) {
     const b = this._live(fn);
-    const { problem, inputs } = problemFromTensors(fn, args, kind === 'backward', undefined, gpuReader);
+    const { problem, inputs } = problemFromTensors(fn, args, kind === 'backward', undefined, gpuReader, true);
     this._live(fn);
     const plan = kind === 'forward' ? planForward(problem) : planBackward(b, problem);
-    for (const [name, data] of Object.entries(inputs)) plan.buffers[`${name} (input)`] = data instanceof GpuTensor ? data.bytes : 4 * typedArrayLength(data);
+    for (const [name, data] of Object.entries(inputs)) {
+      const gpuHalf = data instanceof GpuTensor && data.elementBytes === 2;
+      if (gpuHalf || data instanceof HalfBits) {
+        const n = gpuHalf ? data.count : data.length;
+        if (!plan.programs.includes(WIDEN)) plan.programs = [...plan.programs, WIDEN];
+        plan.buffers[`${name} (input)`] = 2 * n;
+        plan.buffers[`${name} widened to float32 (scratch)`] = 4 * n;
+        plan.invocations[`${name}'s widening`] = n;
+      } else {
+        plan.buffers[`${name} (input)`] = data instanceof GpuTensor ? data.bytes : 4 * typedArrayLength(data);
+      }
+    }
     checkPlan(fn, b, plan);
     return go(b, kind, problem, inputs, plan);
   }
@@ -607,12 +648,27 @@ function checkOwnBuffer(b, fn, name, data) {
     : null), () => null);
 }
 
+// Half-precision bits (from `src`, the words of a binding, the first at half `first`) widened
+// into a float32 scratch buffer: the binding the passes read.
+function widen(b, encoder, name, src, first, count, dtype, temps) {
+  const wide = b.buffer(4 * count, STORAGE, `msda ${name} widened`);
+  temps.push(wide);
+  b.dispatch(encoder, 'widen', count, { src, dst: { buffer: wide } }, temps, WORKGROUP, first, dtype === 'bfloat16' ? 1 : 0);
+  return { buffer: wide, size: 4 * count };
+}
+
 // An input as a binding: a GPU tensor in place (or copied when its offset is not aligned for a
-// binding), a CPU one uploaded.
+// binding; halves widened from the aligned words around them), a CPU one uploaded (halves as
+// their bits, widened on the GPU).
 function bindInput(b, fn, name, data, temps, encoder, owned) {
   if (data instanceof GpuTensor) {
     owned.push(checkOwnBuffer(b, fn, name, data));
     const align = b.limits.minStorageBufferOffsetAlignment ?? 256;
+    if (data.elementBytes === 2) {
+      const at = data.byteOffset - data.byteOffset % align;
+      const src = { buffer: data.buffer, offset: at, size: ceil4(data.byteOffset + data.bytes) - at };
+      return widen(b, encoder, name, src, (data.byteOffset - at) / 2, data.count, data.dtype, temps);
+    }
     if (data.byteOffset % align === 0) return { buffer: data.buffer, offset: data.byteOffset, size: data.bytes };
     if ((data.usage & COPY_SRC) === 0) {
       throw new RangeError(`${fn}: ${name}.byteOffset ${data.byteOffset} is not a multiple of this device's minStorageBufferOffsetAlignment (${align}), and its buffer lacks GPUBufferUsage.COPY_SRC to copy it from`);
@@ -621,6 +677,21 @@ function bindInput(b, fn, name, data, temps, encoder, owned) {
     temps.push(copy);
     encoder.copyBufferToBuffer(data.buffer, data.byteOffset, copy, 0, data.bytes);
     return { buffer: copy, size: data.bytes };
+  }
+  if (data instanceof HalfBits) {
+    // whole words: an odd count's last half padded (a copy, as for a SharedArrayBuffer's view)
+    const n = data.length, bytes = ceil4(2 * n);
+    const buf = b.buffer(bytes, STORAGE | COPY_DST, `msda ${name}`);
+    temps.push(buf);
+    const backing = typedArrayBuffer(data.bits);
+    if (bytes !== 2 * n || (typeof SharedArrayBuffer !== 'undefined' && backing instanceof SharedArrayBuffer)) {
+      const words = new Uint16Array(bytes / 2);
+      words.set(data.bits);
+      b.device.queue.writeBuffer(buf, 0, words);
+    } else {
+      b.device.queue.writeBuffer(buf, 0, backing, typedArrayByteOffset(data.bits), bytes);
+    }
+    return widen(b, encoder, name, { buffer: buf }, 0, n, data.dtype, temps);
   }
   // The intrinsics, not the array's own (redefinable) properties; a SharedArrayBuffer's view is
   // copied first (Dawn for Node refuses to write from one).
@@ -640,8 +711,8 @@ function bindInput(b, fn, name, data, temps, encoder, owned) {
 // here, so that calls in flight together never pop each other's): the result buffers, a staging
 // copy of them when `readBack`, and a Promise of what the scopes caught. Scratch buffers are
 // destroyed at once (the submitted work keeps them). The passes run the pipelines of `variant`:
-// prepared before, or made now where `now` (dispatch*).
-function submitCall(b, fn, problem, inputs, plan, readBack, variant, now) {
+// prepared before, or made now where `now` (dispatch*); the results are rounded to `dtype`.
+function submitCall(b, fn, problem, inputs, plan, readBack, dtype, variant, now) {
   const d = b.device;
   b.encoding = { variant, now };
   const temps = [];
@@ -654,9 +725,10 @@ function submitCall(b, fn, problem, inputs, plan, readBack, variant, now) {
     const encoder = d.createCommandEncoder({ label: `msda ${fn}` });
     const bind = {};
     for (const [name, data] of Object.entries(inputs)) bind[name] = bindInput(b, fn, name, data, temps, encoder, owned);
+    const half = dtype !== 'float32';
     const out = (name, bytes) => {
       const buf = b.buffer(bytes, OUTPUT_USAGE, `msda ${name}`);
-      made.push(buf);
+      (half ? temps : made).push(buf);
       return buf;
     };
     if (fn === 'forward') {
@@ -669,12 +741,22 @@ function submitCall(b, fn, problem, inputs, plan, readBack, variant, now) {
     } else {
       results = encodeBackward(b, encoder, problem, plan, bind, out, temps);
     }
+    // Half results: each float32 one rounded into a buffer of its own, 2 bytes an element.
+    if (half) {
+      for (const [name, wide] of Object.entries(results)) {
+        const n = product(problem.shapes[name]), words = Math.ceil(n / 2);
+        const buf = b.buffer(4 * words, OUTPUT_USAGE, `msda ${name} ${dtype}`);
+        made.push(buf);
+        b.dispatch(encoder, 'narrow', words, { src: { buffer: wide }, dst: { buffer: buf } }, temps, WORKGROUP, n, dtype === 'bfloat16' ? 1 : 0);
+        results[name] = buf;
+      }
+    }
     if (readBack) {
       const names = Object.keys(results);
       let total = 0;
-      at = names.map((name) => { const o = total; total += plan.buffers[name]; return o; });
+      at = names.map((name) => { const o = total; total += results[name].size; return o; });
       staging = b.buffer(total, MAP_READ | COPY_DST, 'msda readback');
-      names.forEach((name, i) => encoder.copyBufferToBuffer(results[name], 0, staging, at[i], plan.buffers[name]));
+      names.forEach((name, i) => encoder.copyBufferToBuffer(results[name], 0, staging, at[i], results[name].size));
     }
     d.queue.submit([encoder.finish()]);
   } catch (e) {
@@ -698,32 +780,49 @@ function submitCall(b, fn, problem, inputs, plan, readBack, variant, now) {
   return { results, made, staging, at, scopes };
 }
 
-async function run(b, fn, problem, inputs, plan, outputs) {
+// A result on the GPU: { buffer, shape }, with its dtype when half.
+function gpuResult(problem, name, buffer, dtype) {
+  const t = { buffer, shape: problem.shapes[name].slice() };
+  if (dtype !== 'float32') t.dtype = dtype;
+  return t;
+}
+
+async function run(b, fn, problem, inputs, plan, { outputs, dtype }) {
   const variant = variantOf(problem);
-  if (plan.programs.some((prog) => !b.pipelines.has(prog.key(variant)))) {
+  const programs = dtype === 'float32' ? plan.programs : [...plan.programs, NARROW];
+  if (programs.some((prog) => !b.pipelines.has(prog.key(variant)))) {
     // CPU inputs as they are now, not after the compile
     for (const [name, data] of Object.entries(inputs)) {
       if (data instanceof GpuTensor) continue;
+      if (data instanceof HalfBits) {
+        const bits = new Uint16Array(data.length);
+        bits.set(data.bits);
+        inputs[name] = new HalfBits(bits, data.dtype);
+        continue;
+      }
       inputs[name] = new Float32Array(typedArrayLength(data));
       inputs[name].set(data);
     }
-    await b.prepare(plan.programs, variant);
+    await b.prepare(programs, variant);
     if (b.lost) throw b.lostError();
   }
-  const call = submitCall(b, fn, problem, inputs, plan, outputs === 'cpu', variant, false);
+  const call = submitCall(b, fn, problem, inputs, plan, outputs === 'cpu', dtype, variant, false);
   const names = Object.keys(call.results);
-  const shapes = (name) => problem.shapes[name].slice();
   let result = {};
   try {
     const err = await b.guard(call.scopes);
     if (err) throw err;
     if (outputs === 'gpu') {
-      for (const name of names) result[name] = { buffer: call.results[name], shape: shapes(name) };
+      for (const name of names) result[name] = gpuResult(problem, name, call.results[name], dtype);
     } else {
       await b.guard(call.staging.mapAsync(MAP_MODE_READ));
       const all = call.staging.getMappedRange();
       names.forEach((name, i) => {
-        result[name] = { data: new Float32Array(all.slice(call.at[i], call.at[i] + plan.buffers[name])), shape: shapes(name) };
+        const shape = problem.shapes[name].slice(), n = product(shape);
+        // a half result's buffer ends in a whole word: its elements alone
+        result[name] = dtype === 'float32'
+          ? { data: new Float32Array(all.slice(call.at[i], call.at[i] + 4 * n)), shape }
+          : { data: new Uint16Array(all.slice(call.at[i], call.at[i] + 2 * n)), shape, dtype };
       });
       call.staging.unmap();
     }
@@ -739,11 +838,11 @@ async function run(b, fn, problem, inputs, plan, outputs) {
 
 // The synchronous form (dispatchForward / dispatchBackward): submitted, results on the GPU at
 // once; an error the device reports later goes to the console, as WebGPU's own do.
-function dispatchNow(b, fn, problem, inputs, plan) {
-  const call = submitCall(b, fn, problem, inputs, plan, false, variantOf(problem), true);
+function dispatchNow(b, fn, problem, inputs, plan, dtype) {
+  const call = submitCall(b, fn, problem, inputs, plan, false, dtype, variantOf(problem), true);
   call.scopes.then((err) => { if (err) console.error(`ms-deform-attn: ${err.message}`); });
   const result = {};
-  for (const [name, buffer] of Object.entries(call.results)) result[name] = { buffer, shape: problem.shapes[name].slice() };
+  for (const [name, buffer] of Object.entries(call.results)) result[name] = gpuResult(problem, name, buffer, dtype);
   return fn === 'forward' ? result.output : result;
 }
 

@@ -1,5 +1,5 @@
 // A tiny ONNX model written byte by byte (protobuf wire format), so that the tests need no model
-// file: one elementwise node over float32 tensors of a fixed shape, opset 17.
+// file: one elementwise node over float32 (or float16) tensors of a fixed shape, opset 17.
 
 const utf8 = new TextEncoder();
 
@@ -20,16 +20,16 @@ const int = (field, n) => [...varint((field << 3) | 0), ...varint(n)];
 const bytes = (field, b) => [...varint((field << 3) | 2), ...varint(b.length), ...b];
 const str = (field, s) => bytes(field, [...utf8.encode(s)]);
 
-// ValueInfoProto { name = 1, type = 2: TypeProto { tensor_type = 1: { elem_type = 1 (FLOAT), shape = 2 { dim = 1 { dim_value = 1 } } } } }
-function valueInfo(name, dims) {
+// ValueInfoProto { name = 1, type = 2: TypeProto { tensor_type = 1: { elem_type = 1 (FLOAT; 10 FLOAT16), shape = 2 { dim = 1 { dim_value = 1 } } } } }
+function valueInfo(name, dims, elemType = 1) {
   const shape = dims.flatMap((d) => bytes(1, int(1, d)));
-  return [...str(1, name), ...bytes(2, bytes(1, [...int(1, 1), ...bytes(2, shape)]))];
+  return [...str(1, name), ...bytes(2, bytes(1, [...int(1, elemType), ...bytes(2, shape)]))];
 }
 
-/** ModelProto bytes of y = op(x, x) (op e.g. 'Add', 'Mul'), or y = op(x) for one-input ops ('Identity', 'Neg'). */
-export function elementwiseModel(op, dims, { inputs = 2 } = {}) {
+/** ModelProto bytes of y = op(x, x) (op e.g. 'Add', 'Mul'), or y = op(x) for one-input ops ('Identity', 'Neg'); elemType 10 for float16 tensors. */
+export function elementwiseModel(op, dims, { inputs = 2, elemType = 1 } = {}) {
   const node = [...str(1, 'x'), ...(inputs === 2 ? str(1, 'x') : []), ...str(2, 'y'), ...str(3, 'n0'), ...str(4, op)];
-  const graph = [...bytes(1, node), ...str(2, 'g'), ...bytes(11, valueInfo('x', dims)), ...bytes(12, valueInfo('y', dims))];
+  const graph = [...bytes(1, node), ...str(2, 'g'), ...bytes(11, valueInfo('x', dims, elemType)), ...bytes(12, valueInfo('y', dims, elemType))];
   const model = [...int(1, 8), ...str(2, 'ms-deform-attn tests'), ...bytes(7, graph), ...bytes(8, [...str(1, ''), ...int(2, 17)])];
   return new Uint8Array(model);
 }

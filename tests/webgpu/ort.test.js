@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { sameBits } from './helpers.js';
 import { elementwiseModel } from './onnx.js';
 import { rng } from '../js/helpers.js';
+import { narrowToHalf, widenHalf } from '../../bindings/core/half.js';
 
 let ort, init, dawn, instance;
 
@@ -93,6 +94,41 @@ test('ORT session (gpu-buffer output) -> msda.forward on ORT\'s device -> fromGp
     attentionWeights: { data: weights, shape: [B, Q, H, NL, P] },
   }).data.map((v) => v + v);
   assert.equal(sameBits(got, want), want.length, 'output + output has wasm SIMD\'s bits');
+  wasm.dispose();
+  msda.dispose();
+  await first.release();
+  await second.release();
+});
+
+// An fp16 model's GPU tensor in as it is (dtype 'float16'), float16 results out into the next
+// fp16 session: the bits are the float32 call's on the widened values, rounded to nearest even.
+// (Identity: SwiftShader offers no shader-f16, which ORT's fp16 arithmetic needs.)
+test('fp16 ORT session (gpu-buffer output) -> msda.forward with float16 in and out -> fromGpuBuffer into an fp16 session', async () => {
+  const r = rng(910);
+  const B = 1, Q = 15, H = 1, C = 3, P = 2, spatialShapes = [[4, 5], [1, 1]], NL = 2, L = 21;
+  const valueShape = [B, L, H, C], outShape = [B, Q, H * C];   // 63 and 45 elements: odd
+  const bits = narrowToHalf(Float32Array.from({ length: B * L * H * C }, () => r.uniform(-1, 1)), 'float16');
+  const samplingLocations = { data: Float32Array.from({ length: B * Q * H * NL * P * 2 }, () => r.uniform(-0.1, 1.1)), shape: [B, Q, H, NL, P, 2] };
+  const attentionWeights = { data: Float32Array.from({ length: B * Q * H * NL * P }, () => r.uniform(0, 1)), shape: [B, Q, H, NL, P] };
+  const first = await ort.InferenceSession.create(elementwiseModel('Identity', valueShape, { inputs: 1, elemType: 10 }),
+    { executionProviders: ['webgpu'], preferredOutputLocation: 'gpu-buffer' });
+  const { y } = await first.run({ x: new ort.Tensor('float16', bits, valueShape) });
+  assert.deepEqual([y.location, y.type], ['gpu-buffer', 'float16']);
+  const msda = await init({ backend: 'webgpu', device: await ort.env.webgpu.device });
+  await assert.rejects(msda.forward({ value: y, spatialShapes, samplingLocations, attentionWeights }),
+    { name: 'TypeError', message: /pass \{ buffer: value\.gpuBuffer, shape: value\.dims, dtype: 'float16' \}$/ });
+  const out = await msda.forward({ value: { buffer: y.gpuBuffer, shape: y.dims, dtype: 'float16' }, spatialShapes, samplingLocations, attentionWeights },
+    { outputs: 'gpu', dtype: 'float16' });
+  y.dispose();
+  assert.equal(out.dtype, 'float16');
+  const second = await ort.InferenceSession.create(elementwiseModel('Identity', outShape, { inputs: 1, elemType: 10 }), { executionProviders: ['webgpu'] });
+  const { y: z } = await second.run({ x: ort.Tensor.fromGpuBuffer(out.buffer, { dataType: 'float16', dims: out.shape }) });
+  const got = await z.getData();
+  out.buffer.destroy();
+  const wasm = await init({ backend: 'wasm', simd: true });
+  const want = narrowToHalf(wasm.forward({ value: { data: widenHalf(bits, 'float16'), shape: valueShape }, spatialShapes, samplingLocations, attentionWeights }).data, 'float16');
+  assert.equal(got.constructor, Uint16Array);
+  assert.deepEqual(Array.from(got), Array.from(want), 'float16 results: wasm SIMD\'s float32 bits rounded');
   wasm.dispose();
   msda.dispose();
   await first.release();

@@ -1,5 +1,5 @@
 // The WebGPU backend's typings as a user writes against them (tsc --strict, tests/webgpu/types.test.js).
-import { init, type MsdaWebGPU, type GPUTensor, type GPUBufferLike } from 'ms-deform-attn';
+import { init, type MsdaWebGPU, type GPUTensor, type GPUHalfTensor, type GPUBufferLike } from 'ms-deform-attn';
 
 export async function use(buffer: GPUBufferLike, device: object): Promise<number> {
   const gpu: MsdaWebGPU = await init({ backend: 'webgpu' });
@@ -13,6 +13,18 @@ export async function use(buffer: GPUBufferLike, device: object): Promise<number
   const grads = await gpu.backward({ ...args, gradOutput: { data: new Float32Array(4), shape: [1, 1, 4] } }, { outputs: 'gpu' });
   grads.gradValue.buffer.destroy();
   const now: GPUTensor = shared.dispatchForward(args);
+  // half precision: an fp16 model's GPU tensor in, float16 results out
+  const half = { ...args, value: { buffer, shape: [1, 16, 1, 4], dtype: 'float16' as const } };
+  const h: GPUHalfTensor = await gpu.forward(half, { outputs: 'gpu', dtype: 'float16' });
+  const bits: Uint16Array = (await gpu.forward(half, { dtype: 'bfloat16' })).data;
+  const kind: 'float16' | 'bfloat16' = (await gpu.backward({ ...half, gradOutput: { buffer, shape: [1, 1, 4], dtype: 'bfloat16' } }, { outputs: 'gpu', dtype: 'float16' })).gradValue.dtype;
+  const later: GPUHalfTensor = shared.dispatchBackward({ ...half, gradOutput: { data: new Float32Array(4), shape: [1, 1, 4] } }, { dtype: 'float16' }).gradSamplingLocations;
+  // @ts-expect-error: a float32 result is no half tensor
+  const notHalf: GPUHalfTensor = await gpu.forward(half, { outputs: 'gpu' });
+  // @ts-expect-error: dtype is 'float32', 'float16' or 'bfloat16'
+  await gpu.forward(half, { dtype: 'float64' });
+  // @ts-expect-error: dispatch* results are on the GPU
+  shared.dispatchForward(args, { outputs: 'cpu' });
   // @ts-expect-error: outputs is 'cpu' or 'gpu'
   await gpu.forward(args, { outputs: 'host' });
   // @ts-expect-error: forward returns a Promise
@@ -23,5 +35,5 @@ export async function use(buffer: GPUBufferLike, device: object): Promise<number
   const nothing: Promise<void> = gpu.dispose();
   out.buffer.destroy();
   gpu.dispose();
-  return cpu.length + now.shape.length + (fused ? 1 : 0) + notNow.shape.length + compiled.length;
+  return cpu.length + now.shape.length + (fused ? 1 : 0) + notNow.shape.length + compiled.length + h.shape.length + bits.length + kind.length + later.shape.length + notHalf.shape.length;
 }
