@@ -81,7 +81,7 @@ MSDA_INLINE void backward_sample(const float *restrict g, const char *restrict v
                                  ptrdiff_t o, ptrdiff_t px, ptrdiff_t row, const float aw[4], ptrdiff_t C, float d[4],
                                  unsigned mask, const int VT)
 {
-    if (C == 32) MSDA_BACKWARD_CASES(32, 0, VT)
+    if (C == 32 && VT == MSDA_F32) MSDA_BACKWARD_CASES(32, 0, VT)   /* half rows: the general loop only (code size) */
     else MSDA_BACKWARD_CASES(C, 0, VT)
 }
 
@@ -254,29 +254,30 @@ MSDA_INLINE void backward_query_impl(const msda_plan *p, const msda_tensors *t, 
     }
 }
 
-/* A copy for each kind of value element the kernels read fast here (as forward_query); a float16
- * value without F16C takes the split path's code as one part that owns the whole head (the same
- * operations, so the same bits). */
 static void backward_query_part(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t q,
                                 int64_t h, const head_part *part)
 {
     backward_query_impl(p, t, gc, b, q, h, part, 1, p->value_dtype);   /* the rare split path: not specialised */
 }
 
+/* A copy for each kind of value element this build reads fast (kernels.h, MSDA_FAST_*); the others
+ * take the split path's code as one part that owns the whole head (the same operations, so the
+ * same bits). */
 static void backward_query(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t q, int64_t h)
 {
     switch (p->value_dtype) {
-#if MSDA_F16C
+    case MSDA_F32: backward_query_impl(p, t, gc, b, q, h, NULL, 0, MSDA_F32); break;
+#if MSDA_FAST_F16
     case MSDA_F16: backward_query_impl(p, t, gc, b, q, h, NULL, 0, MSDA_F16); break;
-#else
-    case MSDA_F16: {
+#endif
+#if MSDA_FAST_BF16
+    case MSDA_BF16: backward_query_impl(p, t, gc, b, q, h, NULL, 0, MSDA_BF16); break;
+#endif
+    default: {
         const head_part whole = {0, p->value_length, 0, p->num_queries};
         backward_query_part(p, t, gc, b, q, h, &whole);
         break;
     }
-#endif
-    case MSDA_BF16: backward_query_impl(p, t, gc, b, q, h, NULL, 0, MSDA_BF16); break;
-    default: backward_query_impl(p, t, gc, b, q, h, NULL, 0, MSDA_F32); break;
     }
 }
 

@@ -207,20 +207,20 @@ MSDA_INLINE void forward_query_impl(const msda_plan *p, const msda_tensors *t, g
     canonical_nans(out, C);
 }
 
-/* A copy for each kind of value element the kernels read fast here: float32, bfloat16, and
- * float16 where F16C widens it (elsewhere float16 rows cost more than widening up front, which the
- * bindings do, so a float16 value takes the exact path's copy: the same bits, less code). */
+/* A copy for each kind of value element this build reads fast (kernels.h, MSDA_FAST_*); the others
+ * take the exact path's copy (the same bits). */
 static void forward_query(const msda_plan *p, const msda_tensors *t, geom_cache *gc, taps *tp, int64_t b, int64_t q,
                           int64_t h)
 {
     switch (p->value_dtype) {
-#if MSDA_F16C
+    case MSDA_F32: forward_query_impl(p, t, gc, tp, b, q, h, 0, MSDA_F32); break;
+#if MSDA_FAST_F16
     case MSDA_F16: forward_query_impl(p, t, gc, tp, b, q, h, 0, MSDA_F16); break;
-#else
-    case MSDA_F16: forward_query_exact(p, t, gc, tp, b, q, h); break;
 #endif
+#if MSDA_FAST_BF16
     case MSDA_BF16: forward_query_impl(p, t, gc, tp, b, q, h, 0, MSDA_BF16); break;
-    default: forward_query_impl(p, t, gc, tp, b, q, h, 0, MSDA_F32); break;
+#endif
+    default: forward_query_exact(p, t, gc, tp, b, q, h); break;
     }
 }
 
