@@ -270,7 +270,7 @@ export interface MsdaWebGPU {
   dispatchForward(args: WebGPUForwardArgs, options: { outputs?: 'gpu'; dtype: HalfDtype }): GPUHalfTensor;
   dispatchBackward(args: WebGPUBackwardArgs, options?: { outputs?: 'gpu'; dtype?: 'float32' }): GPUGradients;
   dispatchBackward(args: WebGPUBackwardArgs, options: { outputs?: 'gpu'; dtype: HalfDtype }): GPUHalfGradients;
-  /** Frees what the instance holds; destroys the device only if init made it. Idempotent. */
+  /** Frees what the instance holds (calls still pending reject); destroys the device only if init made it. Idempotent. */
   dispose(): void;
   readonly disposed: boolean;
 }

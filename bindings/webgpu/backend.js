@@ -238,7 +238,7 @@ class WebGPUBackend {
     this.owned = owned;
     this.info = info ? { vendor: info.vendor ?? '', architecture: info.architecture ?? '', device: info.device ?? '', description: info.description ?? '' } : null;
     this.lost = null;
-    this.refs = 0;
+    this.closed = null;   // dispose()'s Error, which calls still pending reject with
     this.pending = new Set();
     // Pipelines by key (program() key: label and variant flags), those compiling, and the keys in
     // the order they were asked for (the instance's `compiled`).
@@ -259,6 +259,13 @@ class WebGPUBackend {
       for (const reject of this.pending) reject(err);
       this.pending.clear();
     });
+  }
+
+  // Calls still pending reject with `err` (dispose()), as do later waits.
+  close(err) {
+    this.closed = err;
+    for (const reject of this.pending) reject(err);
+    this.pending.clear();
   }
 
   lostError() {
@@ -290,14 +297,15 @@ class WebGPUBackend {
         this.compiling.set(key, (async () => {
           const info = module.getCompilationInfo ? await module.getCompilationInfo() : { messages: [] };
           const errors = info.messages.filter((m) => m.type === 'error');
-          if (errors.length > 0) {
-            throw new Error(`ms-deform-attn: the WebGPU kernel '${label}' failed to compile here: ${errors.map((m) => `${m.lineNum}:${m.linePos} ${m.message}`).join('; ')}`);
-          }
-          const pipeline = await d.createComputePipelineAsync({ label, layout: 'auto', compute: { module, entryPoint: 'main' } });
+          const failed = (detail, cause) => new Error(`ms-deform-attn: the WebGPU kernel '${label}' failed to compile here: ${detail}`, cause ? { cause } : undefined);
+          if (errors.length > 0) throw failed(errors.map((m) => `${m.lineNum}:${m.linePos} ${m.message}`).join('; '));
+          // the WGSL is valid, the pipeline may still not be (a device limit: GPUPipelineError)
+          const pipeline = await d.createComputePipelineAsync({ label, layout: 'auto', compute: { module, entryPoint: 'main' } })
+            .catch((e) => { throw failed(e.message, e); });
           if (!this.pipelines.has(key)) this.pipelines.set(key, pipeline);
         })().then(() => this.compiling.delete(key), (e) => {
           this.compiling.delete(key);
-          if (!this.pipelines.has(key)) this.compiled.splice(this.compiled.indexOf(key), 1);
+          if (!this.pipelines.has(key)) this.forget(key);
           throw e;
         }));
       }
@@ -311,22 +319,44 @@ class WebGPUBackend {
   }
 
   // The pipeline of `prog` for `variant`: one prepare() made or, where `now` (the synchronous
-  // calls), one made here with createComputePipeline.
-  pipeline(prog, variant, now) {
+  // calls), one made here with createComputePipeline, in an error scope of its own: one that
+  // fails to compile is dropped (a later call compiles it again) and its error, naming the
+  // kernel, goes into `checks` (the call's, as submitCall reports them).
+  pipeline(prog, variant, now, checks = []) {
     const key = prog.key(variant);
     let p = this.pipelines.get(key);
     if (p !== undefined) return p;
     if (!now) throw new Error(`ms-deform-attn: the WebGPU pipeline '${key}' was dispatched before it was compiled`);
-    const label = `msda ${key}`;
-    p = this.device.createComputePipeline({ label, layout: 'auto', compute: { module: this.device.createShaderModule({ code: prog.code(variant), label }), entryPoint: 'main' } });
+    const d = this.device, label = `msda ${key}`;
+    d.pushErrorScope('validation');
+    p = d.createComputePipeline({ label, layout: 'auto', compute: { module: d.createShaderModule({ code: prog.code(variant), label }), entryPoint: 'main' } });
+    const made = p;
+    checks.push(d.popErrorScope().then((err) => {
+      if (err === null) return null;
+      if (this.pipelines.get(key) === made) {
+        this.pipelines.delete(key);
+        if (!this.compiling.has(key)) this.forget(key);
+      }
+      return new Error(`the WebGPU kernel '${label}' failed to compile here: ${err.message}`);
+    }, () => null));
     this.pipelines.set(key, p);
     if (!this.compiled.includes(key)) this.compiled.push(key);
     return p;
   }
 
-  // A Promise that also rejects when the device is lost (nothing waits forever on a dead device).
+  // `key` off the list of pipelines made or being made.
+  forget(key) {
+    const at = this.compiled.indexOf(key);
+    if (at >= 0) this.compiled.splice(at, 1);
+  }
+
+  // A Promise that also rejects when the device is lost (nothing waits forever on a dead device)
+  // or the instance disposed.
   guard(promise) {
-    if (this.lost) return Promise.reject(this.lostError());
+    if (this.closed || this.lost) {
+      promise.catch(() => {});
+      return Promise.reject(this.closed ?? this.lostError());
+    }
     return new Promise((resolve, reject) => {
       this.pending.add(reject);
       promise.then((v) => { this.pending.delete(reject); resolve(v); },
@@ -354,10 +384,14 @@ class WebGPUBackend {
     const staging = this.buffer(io.byteLength, MAP_READ | COPY_DST, 'msda probe readback');
     enc.copyBufferToBuffer(buf, 0, staging, 0, io.byteLength);
     this.device.queue.submit([enc.finish()]);
-    await this.guard(staging.mapAsync(MAP_MODE_READ));
-    const out = new Float32Array(staging.getMappedRange().slice(0));
-    staging.destroy();
-    buf.destroy();
+    let out;
+    try {
+      await this.guard(staging.mapAsync(MAP_MODE_READ));
+      out = new Float32Array(staging.getMappedRange().slice(0));
+    } finally {   // also when disposed or lost before it answers
+      staging.destroy();
+      buf.destroy();
+    }
     return {
       fusedMultiplyAdd: out[4] !== 0,
       flushesSubnormals: out[5] === 0 || out[6] === 0,
@@ -390,8 +424,8 @@ class WebGPUBackend {
     if (n === 0) return;
     const groups = Math.ceil(n / perGroup);
     const [x, y] = this.grid(groups);
-    const { variant, now } = this.encoding;
-    const p = this.pipeline(KERNELS[name], variant, now);
+    const { variant, now, checks } = this.encoding;
+    const p = this.pipeline(KERNELS[name], variant, now, checks);
     const u = this.uniform(n, name === 'scan' ? x : x * perGroup, first, extra);
     temps.push(u);
     const bg = this.device.createBindGroup({
@@ -485,11 +519,12 @@ export class MsdaWebGPU {
     return new MsdaWebGPU(WebGPUBackend.createSync(device, device.adapterInfo));
   }
 
-  /** Frees what this instance holds; destroys the device only when init() created it. */
+  /** Frees what this instance holds (calls still pending reject); destroys the device only when init() created it. */
   dispose() {
     const b = this._b;
     if (b === null) return;
     this._b = null;
+    b.close(new Error('ms-deform-attn: the call was pending on a disposed instance (dispose() was called)'));
     if (b.owned) b.device.destroy();
   }
 
@@ -660,9 +695,9 @@ function widen(b, encoder, name, src, first, count, dtype, temps) {
 // An input as a binding: a GPU tensor in place (or copied when its offset is not aligned for a
 // binding; halves widened from the aligned words around them), a CPU one uploaded (halves as
 // their bits, widened on the GPU).
-function bindInput(b, fn, name, data, temps, encoder, owned) {
+function bindInput(b, fn, name, data, temps, encoder, checks) {
   if (data instanceof GpuTensor) {
-    owned.push(checkOwnBuffer(b, fn, name, data));
+    checks.push(checkOwnBuffer(b, fn, name, data));
     const align = b.limits.minStorageBufferOffsetAlignment ?? 256;
     if (data.elementBytes === 2) {
       const at = data.byteOffset - data.byteOffset % align;
@@ -714,17 +749,18 @@ function bindInput(b, fn, name, data, temps, encoder, owned) {
 // prepared before, or made now where `now` (dispatch*); the results are rounded to `dtype`.
 function submitCall(b, fn, problem, inputs, plan, readBack, dtype, variant, now) {
   const d = b.device;
-  b.encoding = { variant, now };
+  // what the scopes cannot name (a foreign buffer, a kernel that failed to compile): Promises of an Error or null
+  const checks = [];
+  b.encoding = { variant, now, checks };
   const temps = [];
   const made = [];
   d.pushErrorScope('out-of-memory');
   d.pushErrorScope('validation');
   let results, staging = null, at = null;
-  const owned = [];
   try {
     const encoder = d.createCommandEncoder({ label: `msda ${fn}` });
     const bind = {};
-    for (const [name, data] of Object.entries(inputs)) bind[name] = bindInput(b, fn, name, data, temps, encoder, owned);
+    for (const [name, data] of Object.entries(inputs)) bind[name] = bindInput(b, fn, name, data, temps, encoder, checks);
     const half = dtype !== 'float32';
     const out = (name, bytes) => {
       const buf = b.buffer(bytes, OUTPUT_USAGE, `msda ${name}`);
@@ -771,8 +807,8 @@ function submitCall(b, fn, problem, inputs, plan, readBack, dtype, variant, now)
   }
   const validation = d.popErrorScope();
   const oom = d.popErrorScope();
-  const scopes = Promise.all([validation, oom, ...owned]).then(([v, o, ...foreign]) => {
-    const other = foreign.find((e) => e !== null);
+  const scopes = Promise.all([validation, oom, ...checks]).then(([v, o, ...named]) => {
+    const other = named.find((e) => e !== null);
     if (other !== undefined) return other;
     const err = v ?? o;
     return err ? new Error(`${fn}: WebGPU ${o && !v ? 'ran out of memory' : 'refused the call'}: ${err.message}`) : null;
@@ -804,6 +840,7 @@ async function run(b, fn, problem, inputs, plan, { outputs, dtype }) {
       inputs[name].set(data);
     }
     await b.prepare(programs, variant);
+    if (b.closed) throw b.closed;
     if (b.lost) throw b.lostError();
   }
   const call = submitCall(b, fn, problem, inputs, plan, outputs === 'cpu', dtype, variant, false);

@@ -8,7 +8,7 @@ import { SWIFTSHADER_ICD, firstDiff, nonFiniteCase, sameBits } from './helpers.j
 import { OPTION_COMBOS, assertClose, randomCase, rng } from '../js/helpers.js';
 import { init } from '../../bindings/node.js';
 import { narrowToHalf, widenHalf } from '../../bindings/core/half.js';
-import { sampleGrid } from '../../bindings/webgpu/backend.js';
+import { MsdaWebGPU, sampleGrid } from '../../bindings/webgpu/backend.js';
 import { noAdapterHint } from '../../bindings/webgpu/node-gpu.js';
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -117,6 +117,12 @@ test('forward and backward against wasm SIMD: awkward sizes, levels wider than 1
     // points on 3 levels take 9 chunks of taps a workgroup
     ['C 258, 9 points', { shapes: [[4, 5], [2, 3], [2, 2]], C: 258, P: 9, Q: 3, H: 1 }],
     ['C 2, 9 points', { shapes: [[4, 5], [2, 3], [2, 2]], C: 2, P: 9, Q: 7, H: 3 }],
+    // 260 channels as vec4s, two workgroups a group (the second one quad wide); 1 channel, 64
+    // groups a workgroup, 33 points on 4 levels: one point group a chunk, 36 chunks
+    ['C 260, vec4, batch 2', { shapes: [[3, 4], [2, 2]], B: 2, C: 260, P: 3, Q: 3, H: 1, valueLayout: 'BNLC' }],
+    ['C 1, 33 points on 4 levels', { shapes: [[4, 5], [2, 3], [2, 2], [1, 1]], C: 1, P: 33, Q: 3, H: 2, samplingLocationsLayout: 'B2QHLP' }],
+    // one level wider than 1024 among narrow ones, vec4
+    ['one wide level of three, C 8', { shapes: [[3, 3], [2, 1500], [2, 2]], C: 8, Q: 20, P: 3, lo: -0.01, hi: 1.01 }],
   ];
   for (const alignCorners of [false, true]) {
     for (const paddingMode of ['zeros', 'border']) {
@@ -279,29 +285,30 @@ async function download(device, buffer, bytes) {
 
 test('GPU tensors in, GPU tensors out ({ outputs: "gpu" }), byteOffset aligned or not, mixed with CPU ones', async () => {
   const d = gpu.device;
-  const c = problem(600, { shapes: [[4, 4], [2, 3]], Q: 10, C: 5, P: 3, H: 2 });
-  const want = wasm.forward(c.args);
-  const wantB = wasm.backward({ ...c.args, gradOutput: c.gradOutput });
   const made = [];
   const onGpu = (t, offset = 0) => {
     const buffer = upload(d, t.data, offset);
     made.push(buffer);
     return { buffer, shape: t.shape, byteOffset: offset };
   };
-  for (const offset of [0, 256, 4]) {   // 4: not a binding alignment, copied first
+  // 5 channels, and 8: value and grad_output read as vec4s from a binding at that offset
+  for (const C of [5, 8]) for (const offset of [0, 256, 4]) {   // 4: not a binding alignment, copied first
+    const c = problem(C === 5 ? 600 : 601, { shapes: [[4, 4], [2, 3]], Q: 10, C, P: 3, H: 2 });
+    const want = wasm.forward(c.args);
+    const wantB = wasm.backward({ ...c.args, gradOutput: c.gradOutput });
     const args = { ...c.args, value: onGpu(c.args.value, offset), samplingLocations: onGpu(c.args.samplingLocations, offset) };
     const cpuOut = await gpu.forward(args);
-    assert.equal(sameBits(cpuOut.data, want.data), want.data.length, `offset ${offset}, CPU output`);
+    assert.equal(sameBits(cpuOut.data, want.data), want.data.length, `C ${C} offset ${offset}, CPU output`);
     const out = await gpu.forward(args, { outputs: 'gpu' });
     assert.deepEqual(out.shape, want.shape);
     assert.ok((out.buffer.usage & 0x80) && (out.buffer.usage & 0x4), 'the output buffer can be bound and copied');
-    assert.equal(sameBits(await download(d, out.buffer, 4 * want.data.length), want.data), want.data.length, `offset ${offset}, GPU output`);
+    assert.equal(sameBits(await download(d, out.buffer, 4 * want.data.length), want.data), want.data.length, `C ${C} offset ${offset}, GPU output`);
     out.buffer.destroy();
     const grads = await gpu.backward({ ...args, attentionWeights: onGpu(c.args.attentionWeights, offset), gradOutput: onGpu(c.gradOutput, offset) }, { outputs: 'gpu' });
     for (const [name, t] of Object.entries(grads)) {
       assert.deepEqual(t.shape, wantB[name].shape);
       const got = await download(d, t.buffer, 4 * wantB[name].data.length);
-      assertClose(got, wantB[name].data, `offset ${offset}, ${name}`);
+      assertClose(got, wantB[name].data, `C ${C} offset ${offset}, ${name}`);
       if (name !== 'gradValue') assert.equal(sameBits(got, wantB[name].data), got.length, name);
       t.buffer.destroy();
     }
@@ -722,6 +729,32 @@ test('pipelines are compiled when a call first needs them, once per variant: ini
   }
 });
 
+test('calls at once on a fresh instance: each pipeline compiled once, and problems that differ only in vec4 each run their own', async () => {
+  const device = await ownDevice();
+  const asked = [];
+  const compile = device.createComputePipelineAsync;
+  device.createComputePipelineAsync = function (desc) { asked.push(desc.label); return compile.call(this, desc); };
+  const msda = await init({ backend: 'webgpu', device });
+  try {
+    // the same problem but for its channels: 'narrow', then 'narrow vec4', two forwards and two backwards each
+    const cases = [5, 8].map((C) => problem(885, { shapes: [[5, 4], [2, 3]], Q: 9, C, P: 3 }));
+    const calls = cases.flatMap((c) => [0, 1].flatMap(() => {
+      const b = { ...c.args, gradOutput: c.gradOutput };
+      return [['forward', c.args, msda.forward(c.args)], ['backward', b, msda.backward(b)]];
+    }));
+    for (const [i, [fn, args, call]] of calls.entries()) {
+      const got = await call;
+      compare(`call ${i}`, fn === 'forward' ? { output: got } : got, fn === 'forward' ? { output: wasm.forward(args) } : wasm.backward(args), !msda.numerics.fusedMultiplyAdd);
+    }
+    assert.deepEqual(asked, msda.compiled.map((k) => `msda ${k}`), 'each compiled once');
+    assert.deepEqual(msda.compiled.filter((k) => /^(forward|samples)/.test(k)).sort(),
+      ['forward narrow', 'forward narrow vec4', 'samples narrow', 'samples narrow vec4']);
+  } finally {
+    msda.dispose();
+    device.destroy();
+  }
+});
+
 test('the half passes are compiled by the first call with a half input or half results, which reads CPU halves as they were when it was made', async () => {
   const device = await ownDevice();
   const msda = await init({ backend: 'webgpu', device });
@@ -743,11 +776,13 @@ test('the half passes are compiled by the first call with a half input or half r
   }
 });
 
-test('a kernel the device cannot compile: the first call that needs it rejects naming it, and other calls still run', async () => {
+test('a kernel the device cannot compile: the first call that needs it rejects naming it, other calls still run, and a later call compiles it again', async () => {
   const device = await ownDevice();
   const create = device.createShaderModule;
+  // WGSL that does not parse, then WGSL that does but whose pipeline the device refuses (32 KiB of workgroup memory), then the kernel
+  let broken = (code) => `${code}\nfn broken( {`;
   device.createShaderModule = function (desc) {
-    return create.call(this, desc.label === 'msda forward narrow' ? { ...desc, code: `${desc.code}\nfn broken( {` } : desc);
+    return create.call(this, broken && desc.label === 'msda forward narrow' ? { ...desc, code: broken(desc.code) } : desc);
   };
   const msda = await init({ backend: 'webgpu', device });
   try {
@@ -758,7 +793,40 @@ test('a kernel the device cannot compile: the first call that needs it rejects n
     assert.deepEqual(msda.compiled, ['probe']);
     const b = { ...c.args, gradOutput: c.gradOutput };
     compare('backward beside a broken forward', await msda.backward(b), wasm.backward(b), !msda.numerics.fusedMultiplyAdd);
+    broken = (code) => code.replace(/array<Tap, \d+>/, 'array<Tap, 1024>');
+    await assert.rejects(msda.forward(c.args), { message: /^ms-deform-attn: the WebGPU kernel 'msda forward narrow' failed to compile here: .*workgroup storage/ });
+    assert.deepEqual(msda.compiled.filter((k) => k.startsWith('forward')), []);
+    // the failure is not kept: once the driver compiles it, the next forward runs
+    broken = null;
+    compare('forward compiled again', { output: await msda.forward(c.args) }, { output: wasm.forward(c.args) }, !msda.numerics.fusedMultiplyAdd);
+    assert.equal(msda.compiled.at(-1), 'forward narrow');
   } finally {
+    msda.dispose();
+    device.destroy();
+  }
+});
+
+test('a kernel that fails to compile in a synchronous call: the error names it, and the next call compiles it again', async () => {
+  const device = await ownDevice();
+  const create = device.createShaderModule;
+  let breaks = 1;
+  device.createShaderModule = function (desc) {
+    const broken = desc.label === 'msda forward narrow' && breaks-- > 0;
+    return create.call(this, broken ? { ...desc, code: `${desc.code}\nfn broken( {` } : desc);
+  };
+  const msda = await init({ backend: 'webgpu', device });
+  const log = console.error;
+  try {
+    const c = problem(884, { shapes: [[4, 4]], Q: 6 });
+    const logged = new Promise((resolve) => { console.error = resolve; });
+    msda.dispatchForward(c.args).buffer.destroy();
+    assert.match(await logged, /^ms-deform-attn: the WebGPU kernel 'msda forward narrow' failed to compile here: /);
+    assert.deepEqual(msda.compiled, ['probe']);
+    const want = wasm.forward(c.args), got = await msda.forward(c.args);
+    assert.equal(sameBits(got.data, want.data), want.data.length, firstDiff(got.data, want.data));
+    assert.deepEqual(msda.compiled, ['probe', 'forward narrow']);
+  } finally {
+    console.error = log;
     msda.dispose();
     device.destroy();
   }
@@ -777,6 +845,45 @@ test('a lost device: the pending call and later ones reject with MSDA_WEBGPU_DEV
   await assert.rejects(msda.forward(c.args), lost);
   msda.dispose();   // the caller's device: not ours to destroy, and nothing left to free
   await assert.rejects(msda.forward(c.args), /forward on a disposed instance/);
+});
+
+test('dispose() while calls wait for a compile or for the GPU: they reject saying so, on a caller\'s device and on the instance\'s own, and leave no buffer (nor does a probe still waiting)', async () => {
+  const pendingOnDisposed = /^ms-deform-attn: the call was pending on a disposed instance \(dispose\(\) was called\)$/;
+  const c = problem(810, { shapes: [[4, 4], [2, 2]], Q: 10, C: 4, P: 2 });
+  const b = { ...c.args, gradOutput: c.gradOutput };
+  const device = await ownDevice();
+  const live = new Set();
+  device.createBuffer = function (desc) {
+    const buf = Object.getPrototypeOf(device).createBuffer.call(this, desc);
+    live.add(buf);
+    buf.destroy = function () { live.delete(buf); return Object.getPrototypeOf(buf).destroy.call(this); };
+    return buf;
+  };
+  try {
+    const own = await init({ backend: 'webgpu', device });
+    const waiting = [own.forward(c.args), own.backward(b)];   // both wait for their pipelines
+    own.dispose();
+    for (const call of waiting) await assert.rejects(call, { message: pendingOnDisposed });
+    // compiled, so waiting for the GPU (inputs, outputs and staging made)
+    const again = await init({ backend: 'webgpu', device });
+    await again.forward(c.args);
+    const onGpu = [again.forward(c.args), again.forward(c.args, { outputs: 'gpu' })];
+    again.dispose();
+    for (const call of onGpu) await assert.rejects(call, { message: pendingOnDisposed });
+    // made without awaiting (as for the tfjs op), disposed before its probe answers
+    const sync = MsdaWebGPU.onDeviceSync(device);
+    sync.dispose();
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(sync.numerics, null);
+    assert.deepEqual([...live].map((buf) => buf.label), []);
+  } finally {
+    device.destroy();
+  }
+  // the instance's own device, destroyed by dispose(): the same error, not a lost device's
+  const mine = await init({ backend: 'webgpu' });
+  const call = mine.forward(c.args);
+  mine.dispose();
+  await assert.rejects(call, { message: pendingOnDisposed });
 });
 
 test('init: no adapter, bad gpu or device, and backend "auto" never picks the GPU', async () => {
