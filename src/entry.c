@@ -15,6 +15,7 @@ void msda_problem_init(msda_problem *problem)
     problem->align_corners = 0;
     problem->padding = MSDA_PADDING_ZEROS;
     problem->threads = 1;
+    problem->value_dtype = MSDA_FLOAT32;
 }
 
 static int mul_ok(int64_t a, int64_t b, int64_t *out)
@@ -78,6 +79,12 @@ msda_status msda__plan(const msda_problem *pr, msda_plan *plan, msda_error *err)
         msda__set_error(err, MSDA_ERR_INVALID_OPTION,
                         "padding is %d, expected MSDA_PADDING_ZEROS (0) or MSDA_PADDING_BORDER (1)",
                         (int)pr->padding);
+        return MSDA_ERR_INVALID_OPTION;
+    }
+    if (pr->value_dtype != MSDA_FLOAT32 && pr->value_dtype != MSDA_FLOAT16 && pr->value_dtype != MSDA_BFLOAT16) {
+        msda__set_error(err, MSDA_ERR_INVALID_OPTION,
+                        "value_dtype is %d, expected MSDA_FLOAT32 (0), MSDA_FLOAT16 (1) or MSDA_BFLOAT16 (2)",
+                        (int)pr->value_dtype);
         return MSDA_ERR_INVALID_OPTION;
     }
     if (pr->threads < 1) {
@@ -157,6 +164,7 @@ msda_status msda__plan(const msda_problem *pr, msda_plan *plan, msda_error *err)
     plan->align_corners = pr->align_corners;
     plan->backward_split = 1;
     plan->padding = pr->padding;
+    plan->value_dtype = (int)pr->value_dtype;
     if (pr->value_layout == MSDA_VALUE_BLNC) {
         plan->value_stride_head = C;
         plan->value_stride_pixel = H * C;
@@ -214,24 +222,30 @@ typedef struct buffer_ref {
     const void *ptr;
     int64_t elements;
     int is_output;
+    int half;   /* 2-byte elements (a half-precision value), else float32 */
 } buffer_ref;
+
+static uintptr_t buffer_end(const buffer_ref *b)
+{
+    return (uintptr_t)b->ptr + (uintptr_t)b->elements * (b->half ? sizeof(uint16_t) : sizeof(float));
+}
 
 /* Every pointer present, and no output overlapping any other buffer. */
 static msda_status check_buffers(const buffer_ref *bufs, int n, msda_error *err)
 {
     for (int i = 0; i < n; i++) {
         if (!bufs[i].ptr) {
-            msda__set_error(err, MSDA_ERR_NULL_POINTER, "%s is NULL, expected a buffer of %lld floats",
-                            bufs[i].name, (long long)bufs[i].elements);
+            msda__set_error(err, MSDA_ERR_NULL_POINTER, "%s is NULL, expected a buffer of %lld %s",
+                            bufs[i].name, (long long)bufs[i].elements, bufs[i].half ? "half-precision values" : "floats");
             return MSDA_ERR_NULL_POINTER;
         }
     }
     for (int i = 0; i < n; i++) {
         if (!bufs[i].is_output) continue;
-        uintptr_t a0 = (uintptr_t)bufs[i].ptr, a1 = a0 + (uintptr_t)bufs[i].elements * sizeof(float);
+        uintptr_t a0 = (uintptr_t)bufs[i].ptr, a1 = buffer_end(&bufs[i]);
         for (int j = 0; j < n; j++) {
             if (j == i) continue;
-            uintptr_t b0 = (uintptr_t)bufs[j].ptr, b1 = b0 + (uintptr_t)bufs[j].elements * sizeof(float);
+            uintptr_t b0 = (uintptr_t)bufs[j].ptr, b1 = buffer_end(&bufs[j]);
             if (a0 < b1 && b0 < a1) {
                 msda__set_error(err, MSDA_ERR_OVERLAP, "%s overlaps %s, expected separate buffers",
                                 bufs[i].name, bufs[j].name);
@@ -243,7 +257,7 @@ static msda_status check_buffers(const buffer_ref *bufs, int n, msda_error *err)
 }
 
 /* Validation and the tensors of a call, ready for msda__run to split over threads. */
-msda_status msda__forward_job(msda_job *job, const msda_problem *problem, const float *value,
+msda_status msda__forward_job(msda_job *job, const msda_problem *problem, const void *value,
                               const float *sampling_locations, const float *attention_weights, float *output,
                               msda_error *err)
 {
@@ -251,10 +265,10 @@ msda_status msda__forward_job(msda_job *job, const msda_problem *problem, const 
     msda_status st = msda__plan(problem, &plan, err);
     if (st != MSDA_OK) return st;
     const buffer_ref bufs[] = {
-        {"value", value, plan.value_elements, 0},
-        {"sampling_locations", sampling_locations, plan.locations_elements, 0},
-        {"attention_weights", attention_weights, plan.weights_elements, 0},
-        {"output", output, plan.output_elements, 1},
+        {"value", value, plan.value_elements, 0, plan.value_dtype != MSDA_FLOAT32},
+        {"sampling_locations", sampling_locations, plan.locations_elements, 0, 0},
+        {"attention_weights", attention_weights, plan.weights_elements, 0, 0},
+        {"output", output, plan.output_elements, 1, 0},
     };
     st = check_buffers(bufs, 4, err);
     if (st == MSDA_OK) st = msda__isa_check(err);
@@ -272,7 +286,7 @@ msda_status msda__forward_job(msda_job *job, const msda_problem *problem, const 
 }
 
 msda_status msda__backward_job(msda_job *job, const msda_problem *problem, const float *grad_output,
-                               const float *value, const float *sampling_locations,
+                               const void *value, const float *sampling_locations,
                                const float *attention_weights, float *grad_value,
                                float *grad_sampling_locations, float *grad_attention_weights, msda_error *err)
 {
@@ -280,13 +294,13 @@ msda_status msda__backward_job(msda_job *job, const msda_problem *problem, const
     msda_status st = msda__plan(problem, &plan, err);
     if (st != MSDA_OK) return st;
     const buffer_ref bufs[] = {
-        {"grad_output", grad_output, plan.output_elements, 0},
-        {"value", value, plan.value_elements, 0},
-        {"sampling_locations", sampling_locations, plan.locations_elements, 0},
-        {"attention_weights", attention_weights, plan.weights_elements, 0},
-        {"grad_value", grad_value, plan.value_elements, 1},
-        {"grad_sampling_locations", grad_sampling_locations, plan.locations_elements, 1},
-        {"grad_attention_weights", grad_attention_weights, plan.weights_elements, 1},
+        {"grad_output", grad_output, plan.output_elements, 0, 0},
+        {"value", value, plan.value_elements, 0, plan.value_dtype != MSDA_FLOAT32},
+        {"sampling_locations", sampling_locations, plan.locations_elements, 0, 0},
+        {"attention_weights", attention_weights, plan.weights_elements, 0, 0},
+        {"grad_value", grad_value, plan.value_elements, 1, 0},
+        {"grad_sampling_locations", grad_sampling_locations, plan.locations_elements, 1, 0},
+        {"grad_attention_weights", grad_attention_weights, plan.weights_elements, 1, 0},
     };
     st = check_buffers(bufs, 7, err);
     if (st == MSDA_OK) st = msda__isa_check(err);
@@ -316,7 +330,7 @@ msda_status msda__backward_job(msda_job *job, const msda_problem *problem, const
     return MSDA_OK;
 }
 
-msda_status msda_forward(const msda_problem *problem, const float *value, const float *sampling_locations,
+msda_status msda_forward(const msda_problem *problem, const void *value, const float *sampling_locations,
                          const float *attention_weights, float *output, msda_error *err)
 {
     msda_job job;
@@ -324,7 +338,7 @@ msda_status msda_forward(const msda_problem *problem, const float *value, const 
     return st != MSDA_OK ? st : msda__run(&job, err);
 }
 
-msda_status msda_backward(const msda_problem *problem, const float *grad_output, const float *value,
+msda_status msda_backward(const msda_problem *problem, const float *grad_output, const void *value,
                           const float *sampling_locations, const float *attention_weights, float *grad_value,
                           float *grad_sampling_locations, float *grad_attention_weights, msda_error *err)
 {

@@ -14,6 +14,7 @@ typedef struct msda_plan {
     /* backward units split each head into this many parts (1: units are (batch, head)) */
     int64_t backward_split;
     msda_padding padding;
+    int value_dtype;   /* msda_dtype: MSDA_F32, MSDA_F16 or MSDA_BF16 of simd.h */
     /* value[b, pixel, h, c] = value[b*value_stride_batch + pixel*value_stride_pixel
      *                               + h*value_stride_head + c] */
     int64_t value_stride_batch, value_stride_pixel, value_stride_head;
@@ -25,7 +26,7 @@ typedef struct msda_plan {
 } msda_plan;
 
 typedef struct msda_tensors {
-    const float *value;
+    const void *value;   /* of plan->value_dtype */
     const float *sampling_locations;
     const float *attention_weights;
     const float *grad_output;

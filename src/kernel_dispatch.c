@@ -73,8 +73,10 @@ static int isa_available(int i)
 {
 #ifdef MSDA_X86
     __builtin_cpu_init();
-    if (strcmp(msda_isas[i].name, "avx2") == 0) return __builtin_cpu_supports("avx2") != 0;
-    if (strcmp(msda_isas[i].name, "avx512") == 0) return __builtin_cpu_supports("avx512f") != 0;
+    /* F16C for float16 values (simd.h); every CPU with AVX2 or AVX-512 known has it */
+    const int f16c = __builtin_cpu_supports("f16c") != 0;
+    if (strcmp(msda_isas[i].name, "avx2") == 0) return f16c && __builtin_cpu_supports("avx2") != 0;
+    if (strcmp(msda_isas[i].name, "avx512") == 0) return f16c && __builtin_cpu_supports("avx512f") != 0;
 #endif
     return i >= 0 && i < MSDA_ISA_COUNT;
 }

@@ -56,8 +56,17 @@ typedef enum msda_padding {
     MSDA_PADDING_BORDER = 1       /* coordinates clamp to the edge pixels */
 } msda_padding;
 
+/* The element type of value: float32 (const float *), or half-precision bits (const uint16_t *),
+ * IEEE binary16 or bfloat16. Half values are widened exactly as the kernels read them, so the
+ * outputs are the float32 call's bits on the same values; the value's rows take half the bytes. */
+typedef enum msda_dtype {
+    MSDA_FLOAT32 = 0,
+    MSDA_FLOAT16 = 1,
+    MSDA_BFLOAT16 = 2
+} msda_dtype;
+
 /* A problem description. Set every field (msda_problem_init gives the defaults of the
- * reference: BLNC, BQHLP2, align_corners off, zeros padding, one thread). */
+ * reference: BLNC, BQHLP2, align_corners off, zeros padding, one thread, float32 value). */
 typedef struct msda_problem {
     int64_t batch;                      /* B   >= 1 */
     int64_t num_queries;                /* N_q >= 1 */
@@ -73,6 +82,7 @@ typedef struct msda_problem {
     int align_corners;                  /* 0 or 1 */
     msda_padding padding;
     int threads;                        /* >= 1; results do not depend on it */
+    msda_dtype value_dtype;             /* what value points at (every other tensor is float32) */
 } msda_problem;
 
 /* Filled in by a failing call when the caller passes one: the status and a one-line
@@ -83,7 +93,7 @@ typedef struct msda_error {
 } msda_error;
 
 /* Sets defaults: every size 0 (so it must be filled in), NULL arrays, BLNC, BQHLP2,
- * align_corners 0, zeros padding, 1 thread. */
+ * align_corners 0, zeros padding, 1 thread, MSDA_FLOAT32 value. */
 void msda_problem_init(msda_problem *problem);
 
 /* The status's name, e.g. "MSDA_ERR_SHAPE_MISMATCH"; "MSDA_UNKNOWN_STATUS" otherwise. */
@@ -100,24 +110,25 @@ int64_t msda_weights_elements(const msda_problem *problem);
 int64_t msda_output_elements(const msda_problem *problem);
 
 /* output (B, N_q, N_h*C_h) = the multi-scale deformable attention of value.
- * value:              per value_layout
+ * value:              per value_layout, of problem->value_dtype (a float *, or a uint16_t * of half bits)
  * sampling_locations: per locations_layout, x then y, normalised to [0, 1]
  * attention_weights:  (B, N_q, N_h, N_l, N_p)
  * output is overwritten; it must not overlap any input. err may be NULL. */
 msda_status msda_forward(const msda_problem *problem,
-                         const float *value,
+                         const void *value,
                          const float *sampling_locations,
                          const float *attention_weights,
                          float *output,
                          msda_error *err);
 
 /* Gradients of sum(grad_output * output) with respect to value, sampling_locations and
- * attention_weights, each in its input's shape and layout. All three outputs are
+ * attention_weights, each in its input's shape and layout (value of problem->value_dtype, as
+ * in msda_forward; the gradients are float32). All three outputs are
  * overwritten (not accumulated into) and must not overlap each other or any input.
  * err may be NULL. */
 msda_status msda_backward(const msda_problem *problem,
                           const float *grad_output,
-                          const float *value,
+                          const void *value,
                           const float *sampling_locations,
                           const float *attention_weights,
                           float *grad_value,

@@ -10,6 +10,7 @@
 #define MSDA_SIMD_H
 
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -53,10 +54,11 @@ static inline v4i v4i_xor(v4i a, v4i b) { return a ^ b; }
 static inline v4i v4i_lt(v4i a, v4i b) { return a < b; }
 static inline void v4i_store(int32_t *p, v4i v) { memcpy(p, &v, sizeof v); }
 static inline v4i v4i_shl(v4i a, int n) { return (v4i)((__attribute__((vector_size(16))) uint32_t)a << n); }
-/* four uint16 zero-extended: one widening load (wasm i32x4.load16x4_u, NEON vmovl, SSE2 unpack) */
-static inline v4i v4i_load_u16(const uint16_t *p)
+static inline v4i v4i_eq(v4i a, v4i b) { return a == b; }
+/* four 16-bit patterns sign-extended: one widening load (wasm i32x4.load16x4_s, NEON vmovl, SSE2 unpack) */
+static inline v4i v4i_load_s16(const uint16_t *p)
 {
-    __attribute__((vector_size(8))) uint16_t h;
+    __attribute__((vector_size(8))) int16_t h;
     memcpy(&h, p, sizeof h);
     return __builtin_convertvector(h, v4i);
 }
@@ -101,12 +103,100 @@ static inline v4i v4i_xor(v4i a, v4i b) MSDA_LANES_I(a.x[i] ^ b.x[i])
 static inline v4i v4i_lt(v4i a, v4i b) MSDA_LANES_I(-(a.x[i] < b.x[i]))
 static inline void v4i_store(int32_t *p, v4i v) { for (int i = 0; i < 4; i++) p[i] = v.x[i]; }
 static inline v4i v4i_shl(v4i a, int n) MSDA_LANES_I((int32_t)((uint32_t)a.x[i] << n))
-static inline v4i v4i_load_u16(const uint16_t *p) MSDA_LANES_I(p[i])
+static inline v4i v4i_eq(v4i a, v4i b) MSDA_LANES_I(-(a.x[i] == b.x[i]))
+static inline v4i v4i_load_s16(const uint16_t *p) MSDA_LANES_I((int16_t)p[i])
 static inline v4 v4i_as_v4(v4i a) { v4 r; memcpy(&r, &a, sizeof r); return r; }
 static inline v4i v4_as_v4i(v4 a) { v4i r; memcpy(&r, &a, sizeof r); return r; }
 
 #undef MSDA_LANES_F
 #undef MSDA_LANES_I
+#endif
+
+/* ---- half-precision elements, widened exactly on load ----
+ * s: the 16-bit patterns sign-extended to 32 bits. binary16: s << 13 puts the 15 low bits in
+ * float32's place and copies of the sign in bits 28 to 31; keeping bit 31 of those, the lanes read as
+ * float32 are the values times 2^-112 (a subnormal half lands on a subnormal float32), so one
+ * exact multiply by 2^112 gives the value, its sign included. Exponent 31 (Inf, NaN with its
+ * payload) lands on 2^16 and up, keeping its mantissa: ORing in float32's exponent 255 (the lanes
+ * an integer compare of the exponent bits picks) makes it Inf or the NaN. Eight operations a
+ * vector in all (an unsigned 16-bit compare, as clang makes of some other forms, V8 lowers slowly:
+ * 3x in wasm). bfloat16 is float32's upper half: s << 16. */
+static inline v4i v4i_widen_half(v4i s, int bfloat16)
+{
+    if (bfloat16) return v4i_shl(s, 16);
+    const v4 scaled = v4_mul(v4i_as_v4(v4i_and(v4i_shl(s, 13), v4i_splat((int32_t)0x8fffe000u))), v4_splat(0x1p112f));
+    const v4i special = v4i_eq(v4i_and(s, v4i_splat(0x7c00)), v4i_splat(0x7c00));
+    return v4i_or(v4_as_v4i(scaled), v4i_and(special, v4i_splat(0x7f800000)));
+}
+
+/* Element kinds a kernel reads its value rows in (msda_dtype's numbers): float32, or
+ * half-precision bits widened as they are loaded, by the rule above. A constant after inlining. */
+#define MSDA_F32 0
+#define MSDA_F16 1
+#define MSDA_BF16 2
+#define MSDA_ELEM_BYTES(dtype) ((dtype) == MSDA_F32 ? 4 : 2)
+
+/* element i of p, of kind dtype, as a float32 */
+static inline float f_load_as(const void *p, ptrdiff_t i, int dtype)
+{
+    if (dtype == MSDA_F32) return ((const float *)p)[i];
+    const uint32_t h = ((const uint16_t *)p)[i];
+    uint32_t bits = h << 16;
+    if (dtype == MSDA_F16) {   /* v4i_widen_half's rule */
+        const uint32_t shifted = (h & 0x8000u) << 16 | (h & 0x7fffu) << 13;
+        float scaled;
+        memcpy(&scaled, &shifted, sizeof scaled);
+        scaled *= 0x1p112f;
+        memcpy(&bits, &scaled, sizeof bits);
+        bits |= (h & 0x7c00u) == 0x7c00u ? 0x7f800000u : 0u;
+    }
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* The x86 builds of 8 and 16 lanes (kernel_avx2.c, kernel_avx512.c, which require F16C) widen
+ * binary16 with F16C's vcvtph2ps: exact, but it quietens a signalling NaN, which changes no output
+ * (every output NaN is the canonical one, whatever NaNs went in). bfloat16 and the other builds
+ * use the bit rule above. */
+#if MSDA_SIMD && MSDA_VW > 4
+#include <immintrin.h>
+#define MSDA_F16C 1
+#else
+#define MSDA_F16C 0
+#endif
+
+/* elements i .. i + 3 of p, of kind dtype */
+static inline v4 v4_load_as(const void *p, ptrdiff_t i, int dtype)
+{
+    if (dtype == MSDA_F32) return v4_load((const float *)p + i);
+#if MSDA_F16C
+    const __m128i h = _mm_loadl_epi64((const __m128i *)(const void *)((const uint16_t *)p + i));
+    if (dtype == MSDA_F16) return (v4)_mm_cvtph_ps(h);
+    return (v4)_mm_unpacklo_epi16(_mm_setzero_si128(), h);   /* each pattern above 16 zero bits */
+#endif
+    return v4i_as_v4(v4i_widen_half(v4i_load_s16((const uint16_t *)p + i), dtype == MSDA_BF16));
+}
+
+#if MSDA_F16C
+typedef float v8 __attribute__((vector_size(32)));
+static inline v8 v8_load_as(const void *p, ptrdiff_t i, int dtype)
+{
+    if (dtype == MSDA_F32) { v8 v; memcpy(&v, (const float *)p + i, sizeof v); return v; }
+    const __m128i h = _mm_loadu_si128((const __m128i *)(const void *)((const uint16_t *)p + i));
+    if (dtype == MSDA_F16) return (v8)_mm256_cvtph_ps(h);
+    return (v8)_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16);
+}
+#if MSDA_VW == 16
+typedef float v16 __attribute__((vector_size(64)));
+static inline v16 v16_load_as(const void *p, ptrdiff_t i, int dtype)
+{
+    if (dtype == MSDA_F32) { v16 v; memcpy(&v, (const float *)p + i, sizeof v); return v; }
+    const __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)((const uint16_t *)p + i));
+    if (dtype == MSDA_F16) return (v16)_mm512_cvtph_ps(h);
+    return (v16)_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16);
+}
+#endif
 #endif
 
 static inline v4i v4_isinf(v4 a) { return v4i_or(v4_eq(a, v4_splat(INFINITY)), v4_eq(a, v4_splat(-INFINITY))); }
@@ -175,6 +265,7 @@ typedef v4 vf;
 static inline vf vf_zero(void) { return v4_zero(); }
 static inline vf vf_splat(float x) { return v4_splat(x); }
 static inline vf vf_load(const float *p) { return v4_load(p); }
+static inline vf vf_load_as(const void *p, ptrdiff_t i, int dtype) { return v4_load_as(p, i, dtype); }
 static inline void vf_store(float *p, vf v) { v4_store(p, v); }
 static inline vf vf_add(vf a, vf b) { return v4_add(a, b); }
 static inline vf vf_sub(vf a, vf b) { return v4_sub(a, b); }
@@ -188,6 +279,11 @@ typedef int32_t vfi __attribute__((vector_size(4 * MSDA_VW)));
 static inline vf vf_zero(void) { return (vf){0}; }
 static inline vf vf_splat(float x) { return x - (vf){0}; }
 static inline vf vf_load(const float *p) { vf v; memcpy(&v, p, sizeof v); return v; }
+#if MSDA_VW == 8
+static inline vf vf_load_as(const void *p, ptrdiff_t i, int dtype) { return v8_load_as(p, i, dtype); }
+#else
+static inline vf vf_load_as(const void *p, ptrdiff_t i, int dtype) { return v16_load_as(p, i, dtype); }
+#endif
 static inline void vf_store(float *p, vf v) { memcpy(p, &v, sizeof v); }
 static inline vf vf_add(vf a, vf b) { return a + b; }
 static inline vf vf_sub(vf a, vf b) { return a - b; }
@@ -213,6 +309,7 @@ static inline vf vf_madd(vf acc, vf a, vf b) { return vf_add(acc, vf_mul(a, b));
 typedef v4 vb;
 static inline vb vb_splat(float x) { return v4_splat(x); }
 static inline vb vb_load(const float *p) { return v4_load(p); }
+static inline vb vb_load_as(const void *p, ptrdiff_t i, int dtype) { return v4_load_as(p, i, dtype); }
 static inline void vb_store(float *p, vb v) { v4_store(p, v); }
 static inline vb vb_madd(vb acc, vb a, vb b) { return v4_madd(acc, a, b); }
 static inline vb vb_canonical(vb x) { return v4_canonical(x); }
@@ -224,6 +321,7 @@ typedef float vb __attribute__((vector_size(32)));
 typedef int32_t vbi __attribute__((vector_size(32)));
 static inline vb vb_splat(float x) { return x - (vb){0}; }
 static inline vb vb_load(const float *p) { vb v; memcpy(&v, p, sizeof v); return v; }
+static inline vb vb_load_as(const void *p, ptrdiff_t i, int dtype) { return v8_load_as(p, i, dtype); }
 static inline void vb_store(float *p, vb v) { memcpy(p, &v, sizeof v); }
 static inline vb vb_madd(vb acc, vb a, vb b) { return acc + a * b; }
 static inline vb vb_canonical(vb x)

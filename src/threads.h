@@ -24,11 +24,11 @@ typedef struct msda_job {
 #define MSDA_MAX_THREADS 64
 
 /* Validate the problem and buffers and fill job (src/entry.c). */
-msda_status msda__forward_job(msda_job *job, const msda_problem *problem, const float *value,
+msda_status msda__forward_job(msda_job *job, const msda_problem *problem, const void *value,
                               const float *sampling_locations, const float *attention_weights, float *output,
                               msda_error *err);
 msda_status msda__backward_job(msda_job *job, const msda_problem *problem, const float *grad_output,
-                               const float *value, const float *sampling_locations,
+                               const void *value, const float *sampling_locations,
                                const float *attention_weights, float *grad_value,
                                float *grad_sampling_locations, float *grad_attention_weights, msda_error *err);
 

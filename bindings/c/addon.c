@@ -6,8 +6,11 @@
  *            gradValue, gradSamplingLocations, gradAttentionWeights)
  *
  * An input (value, samplingLocations, attentionWeights, gradOutput) may also be a Uint16Array of
- * half-precision bits, float16 unless bit i of an optional last argument, bfloat16Mask, is set
- * for argument i: it is widened (msda_widen_half) into memory of the call's own, freed after.  *
+ * half-precision bits, float16 unless bit i of an optional last argument, halfMask, is set
+ * for argument i (then bfloat16): value is read as it is (msda_problem's value_dtype; the kernels
+ * widen its rows as they read them) unless bit 16 (HALF_WIDEN_VALUE) is set, the others are
+ * widened (msda_widen_half) into memory of the call's own, freed after.
+ *
  * desc is the BigInt64Array problem description of bindings/c/problem_desc.h. Both return
  * null on success or { status, code, message } with the library's status and message. A wrong
  * argument type or a too-short array throws, so the library never reads or writes past an array. */
@@ -26,6 +29,7 @@
 #endif
 
 #define MAX_ARGS 8
+#define HALF_WIDEN_VALUE (1u << 16)
 
 /* Throws a TypeError/RangeError and returns NULL so callers can `return fail(...)`. */
 static napi_value fail(napi_env env, int range, const char *message)
@@ -83,9 +87,9 @@ static napi_value run(napi_env env, napi_callback_info info, int backward)
         snprintf(msg, sizeof msg, "%s expects %zu arguments, got %zu", backward ? "backward" : "forward", want, argc);
         return fail(env, 0, msg);
     }
-    uint32_t bfloat16_mask = 0;
-    if (argc == want + 1 && napi_get_value_uint32(env, argv[want], &bfloat16_mask) != napi_ok)
-        return fail(env, 0, "bfloat16Mask must be a number");
+    uint32_t half_mask = 0;
+    if (argc == want + 1 && napi_get_value_uint32(env, argv[want], &half_mask) != napi_ok)
+        return fail(env, 0, "halfMask must be a number");
     size_t desc_count = 0;
     const int64_t *desc = typed_array(env, argv[0], napi_bigint64_array, names[0], &desc_count);
     if (!desc) return NULL;
@@ -126,21 +130,30 @@ static napi_value run(napi_env env, napi_callback_info info, int backward)
         }
     }
 
-    /* Half inputs widened into memory of the call's own (malloc reuses it from one call to the next). */
+    /* A half value goes to the kernels as it is, which widen its rows as they read them; the other
+     * half inputs are widened into memory of the call's own (malloc reuses it from one call to the
+     * next). */
+    const size_t value_arg = backward ? 2 : 1;
+    const void *value = buf[value_arg];
+    const int value_as_is = bits[value_arg] && !(half_mask & HALF_WIDEN_VALUE);
+    if (value_as_is) {
+        p.value_dtype = half_mask >> value_arg & 1 ? MSDA_BFLOAT16 : MSDA_FLOAT16;
+        value = bits[value_arg];
+    }
     float *widened[MAX_ARGS] = {NULL};
     for (size_t i = 1; i < inputs_end; i++) {
-        if (!bits[i]) continue;
+        if (!bits[i] || (i == value_arg && value_as_is)) continue;
         widened[i] = buf[i] = malloc(len[i] ? len[i] * sizeof(float) : 1);
         if (!buf[i]) {
             for (size_t k = 1; k < i; k++) free(widened[k]);
             return fail(env, 1, "out of memory for a half-precision input's float32 values");
         }
-        msda_widen_half(bits[i], buf[i], (int64_t)len[i], (int)(bfloat16_mask >> i & 1));
+        msda_widen_half(bits[i], buf[i], (int64_t)len[i], (int)(half_mask >> i & 1));
     }
     if (backward)
-        st = msda_backward(&p, buf[1], buf[2], buf[3], buf[4], buf[5], buf[6], buf[7], &err);
+        st = msda_backward(&p, buf[1], value_as_is ? value : buf[2], buf[3], buf[4], buf[5], buf[6], buf[7], &err);
     else
-        st = msda_forward(&p, buf[1], buf[2], buf[3], buf[4], &err);
+        st = msda_forward(&p, value_as_is ? value : buf[1], buf[2], buf[3], buf[4], &err);
     for (size_t i = 1; i < inputs_end; i++) free(widened[i]);
     if (st != MSDA_OK) return make_result(env, &err);
     napi_value null_value;

@@ -6,7 +6,7 @@ import { checkSizes } from './backend.js';
 import { describe } from './errors.js';
 import { callError } from './errors.js';
 import { DESC, elementsOf, OUTPUTS, problemFromOptions, problemFromTensors, TENSORS } from './problem.js';
-import { HalfBits } from './half.js';
+import { HalfBits, halfRows } from './half.js';
 import { streamForward } from './stream.js';
 import { typedArrayBuffer } from './typed.js';
 
@@ -228,7 +228,8 @@ export class Msda {
     }
     const p = new Prepared(this._backend, problem, 'forward');
     try {
-      for (const [name, data] of Object.entries(inputs)) p._store.load(name, data);
+      const asIs = halfRows(this._backend, inputs.value.dtype, problem, 'forward');
+      for (const [name, data] of Object.entries(inputs)) p._store.load(name, data, 0, asIs);
       p._run('forward');
       return { data: p._store.take('output'), shape: p.shapes.output.slice() };
     } finally {
@@ -245,7 +246,8 @@ export class Msda {
     this._detachFromHeap(inputs);
     const p = new Prepared(this._backend, problem, 'backward');
     try {
-      for (const [name, data] of Object.entries(inputs)) p._store.load(name, data);
+      const asIs = halfRows(this._backend, inputs.value.dtype, problem, 'backward');
+      for (const [name, data] of Object.entries(inputs)) p._store.load(name, data, 0, asIs);
       p._run('backward');
       const out = (name) => ({ data: p._store.take(name), shape: p.shapes[name].slice() });
       return {

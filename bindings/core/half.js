@@ -68,6 +68,23 @@ export class HalfBits {
   }
 }
 
+/**
+ * Whether a half-precision value of `dtype` goes to the kernels of `op` ('forward' | 'backward') as
+ * its bits, each row widened as it is read (the same bits: widening is exact), rather than widened
+ * up front: where the kernels have fast code for it (src/kernel/kernels.h, MSDA_FAST_*), bfloat16
+ * (a shift) on the addon's AVX2 and wasm SIMD, float16 on the addon's AVX2 (F16C). Measured
+ * (docs/benchmark.md, Half precision): float16's bit rule in wasm SIMD's loads is slower than one
+ * pass up front. The native backward converts each value row on every read (4-lane loads, beside
+ * grad_value's updates), which costs more than one pass over the value where the samples'
+ * corners outnumber its rows (an encoder: 64 per row).
+ */
+export function halfRows(backend, dtype, problem, op) {
+  const fast = backend.isa === 'avx2' || (dtype === 'bfloat16' && backend.isa === 'wasm-simd128');
+  if (!fast) return false;
+  if (backend.memory || op === 'forward') return true;
+  return problem.numQueries * problem.numLevels * problem.numPoints * 4 <= problem.valueLength;
+}
+
 const scratch = new Float32Array(1), scratchBits = new Uint32Array(scratch.buffer);
 
 /** The number element i of `data`: a Float32Array's, or a HalfBits' widened (for the few elements JS reads). */

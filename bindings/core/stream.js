@@ -2,7 +2,7 @@
 // Part of bindings/core/: environment-neutral code (no fetch, fs, workers or addon here).
 
 import { callError } from './errors.js';
-import { elementAt, HalfBits } from './half.js';
+import { elementAt, HalfBits, halfRows } from './half.js';
 import { DESC } from './problem.js';
 import { part } from './typed.js';
 
@@ -180,8 +180,9 @@ export function streamForward(backend, problem, inputs, sizes = undefined) {
     const output = backend.resultArray(B * Q * perOutput);
     const planar = problem.samplingLocationsLayout === 'B2QHLP';
     let queries = most;
+    const asIs = halfRows(backend, inputs.value.dtype, problem, 'forward');
     for (let b = 0; b < B; b++) {
-      store.load('value', part(inputs.value, b * perValue, perValue));
+      store.load('value', part(inputs.value, b * perValue, perValue), 0, asIs);
       for (const ranges of byBatch[b]) {
         const n = windowQueries(ranges);
         if (n !== queries) {

@@ -146,6 +146,7 @@ class NativeStore {
     this.desc = desc;
     this.elements = new Map(layout.map(({ name, elements }) => [name, elements]));
     this.arrays = new Map();
+    this.valueAsIs = false;
   }
 
   view(name) {
@@ -163,9 +164,11 @@ class NativeStore {
   }
 
   // Inputs are only read by C, so the caller's array is used in place; half-precision bits go to
-  // C as they are, widened there for the call (bindings/c/addon.c).
-  load(name, data) {
+  // C as they are, widened there for the call (bindings/c/addon.c), but for a value loaded `asIs`
+  // (core/half.js, halfRows), whose rows the kernels widen as they read them.
+  load(name, data, at = 0, asIs = false) {
     this.arrays.set(name, data);
+    if (name === 'value') this.valueAsIs = asIs;
   }
 
   take(name) {
@@ -177,18 +180,19 @@ class NativeStore {
   }
 
   run(op) {
-    let bfloat16Mask = 0, i = 0;
+    // halfMask: bit i, argument i is bfloat16 bits; bit 16, value is widened before the call
+    let halfMask = this.valueAsIs ? 0 : 1 << 16, i = 0;
     const a = (n) => {
       const data = this.view(n);
       i++;
       if (!(data instanceof HalfBits)) return data;
-      if (data.dtype === 'bfloat16') bfloat16Mask |= 1 << i;
+      if (data.dtype === 'bfloat16') halfMask |= 1 << i;
       return data.bits;
     };
     return op === 'forward'
-      ? this.addon.forward(this.desc, a('value'), a('samplingLocations'), a('attentionWeights'), a('output'), bfloat16Mask)
+      ? this.addon.forward(this.desc, a('value'), a('samplingLocations'), a('attentionWeights'), a('output'), halfMask)
       : this.addon.backward(this.desc, a('gradOutput'), a('value'), a('samplingLocations'), a('attentionWeights'),
-        a('gradValue'), a('gradSamplingLocations'), a('gradAttentionWeights'), bfloat16Mask);
+        a('gradValue'), a('gradSamplingLocations'), a('gradAttentionWeights'), halfMask);
   }
 
   free() {

@@ -197,6 +197,8 @@ class WasmStore {
       offset += alignUp(elements * 4);
     }
     this.views = new Map();
+    // msda_dtype of the value the heap holds: 0 float32, 1 float16 / 2 bfloat16 bits (load's asIs)
+    this.valueDtype = 0;
   }
 
   /** A Float32Array over the tensor's heap bytes, re-created whenever memory has grown. */
@@ -215,14 +217,25 @@ class WasmStore {
     for (const name of outputs) if (this.ptr.has(name)) this.view(name).fill(0);
   }
 
-  /** Copies `data` (a Float32Array, or HalfBits widened in C) into the tensor, from element `at` on. */
-  load(name, data, at = 0) {
+  /**
+   * Copies `data` (a Float32Array, or HalfBits widened in C) into the tensor, from element `at` on.
+   * `asIs` (value only, at 0): HalfBits stay half-precision bits, which the kernels widen as they
+   * read them (core/half.js, halfRows).
+   */
+  load(name, data, at = 0, asIs = false) {
+    if (name === 'value') this.valueDtype = 0;
     if (ArrayBuffer.isView(data)) {   // else HalfBits (core/half.js): { bits, dtype }
       this.view(name).set(data, at);
       return;
     }
+    const n = data.length, dst = this.ptr.get(name) + 4 * at;
+    if (asIs && name === 'value' && at === 0) {
+      new Uint16Array(this.backend.memory.buffer, dst, n).set(data.bits);
+      this.valueDtype = data.dtype === 'bfloat16' ? 2 : 1;
+      return;
+    }
     // The bits go in the upper half of their elements' bytes, widened in place (msda_widen_half).
-    const n = data.length, dst = this.ptr.get(name) + 4 * at, src = dst + 2 * n;
+    const src = dst + 2 * n;
     new Uint16Array(this.backend.memory.buffer, src, n).set(data.bits);
     this.backend.exports.msda_wasm_widen_half(src, dst, n, data.dtype === 'bfloat16' ? 1 : 0);
   }
@@ -259,9 +272,9 @@ class WasmStore {
     try {
       status = op === 'forward'
         ? e.msda_wasm_forward(this.base, this.descCount, p('value'), p('samplingLocations'),
-          p('attentionWeights'), p('output'))
+          p('attentionWeights'), p('output'), this.valueDtype)
         : e.msda_wasm_backward(this.base, this.descCount, p('gradOutput'), p('value'), p('samplingLocations'),
-          p('attentionWeights'), p('gradValue'), p('gradSamplingLocations'), p('gradAttentionWeights'));
+          p('attentionWeights'), p('gradValue'), p('gradSamplingLocations'), p('gradAttentionWeights'), this.valueDtype);
     } finally {
       e.stackRestore(stack);
     }

@@ -9,15 +9,15 @@
  * CANON makes NaN sums canonical. Only a sample whose terms a w_k G may be non-finite needs it:
  * finite terms added to anything never make a new NaN (Inf - Inf needs an infinite term), and a
  * canonical NaN stays canonical through additions. */
-MSDA_INLINE void backward_corners(const float *restrict g, const float *restrict value, float *restrict grad_value,
+MSDA_INLINE void backward_corners(const float *restrict g, const char *restrict value, float *restrict grad_value,
                                   ptrdiff_t o, ptrdiff_t px, ptrdiff_t row, const float aw[4], ptrdiff_t C, float d[4],
-                                  const unsigned M, const int CANON)
+                                  const unsigned M, const int CANON, const int VT)
 {
     /* corner pointers from scalars, each kept in a general register: the wide builds' compilers
      * otherwise put the four offsets through memory and read them back as one vector, a
      * store-forwarding stall per sample (a third of the AVX2 backward's time) */
     const ptrdiff_t off[4] = {o, o + px, o + row, o + row + px};
-    const float *v[4] = {0};
+    const char *v[4] = {0};
     float *gv[4] = {0};
     vb w[4];
     v4 s[4];
@@ -25,7 +25,7 @@ MSDA_INLINE void backward_corners(const float *restrict g, const float *restrict
         w[k] = vb_splat(aw[k]);
         s[k] = v4_zero();
         if (M >> k & 1u) {
-            v[k] = value + off[k];
+            v[k] = value + off[k] * MSDA_ELEM_BYTES(VT);
             gv[k] = grad_value + off[k];
             MSDA_SCALAR_REG(v[k]);
             MSDA_SCALAR_REG(gv[k]);
@@ -37,7 +37,7 @@ MSDA_INLINE void backward_corners(const float *restrict g, const float *restrict
         const vb gc = vb_load(g + c);
         for (int k = 0; k < 4; k++) {
             if (!(M >> k & 1u)) continue;
-            s[k] = vb_dot_step(s[k], gc, vb_load(v[k] + c));
+            s[k] = vb_dot_step(s[k], gc, vb_load_as(v[k], c, VT));
             const vb sum = vb_madd(vb_load(gv[k] + c), w[k], gc);
             vb_store(gv[k] + c, CANON ? vb_canonical(sum) : sum);
         }
@@ -46,7 +46,7 @@ MSDA_INLINE void backward_corners(const float *restrict g, const float *restrict
         const v4 gc = v4_load(g + c);
         for (int k = 0; k < 4; k++) {
             if (!(M >> k & 1u)) continue;
-            s[k] = v4_madd(s[k], gc, v4_load(v[k] + c));
+            s[k] = v4_madd(s[k], gc, v4_load_as(v[k], c, VT));
             const v4 sum = v4_madd(v4_load(gv[k] + c), v4_splat(aw[k]), gc);
             v4_store(gv[k] + c, CANON ? v4_canonical(sum) : sum);
         }
@@ -56,42 +56,42 @@ MSDA_INLINE void backward_corners(const float *restrict g, const float *restrict
     for (; c < C; c++)
         for (int k = 0; k < 4; k++) {
             if (!(M >> k & 1u)) continue;
-            d[k] += g[c] * v[k][c];
+            d[k] += g[c] * f_load_as(v[k], c, VT);
             const float sum = gv[k][c] + aw[k] * g[c];
             gv[k][c] = CANON ? f_canonical(sum) : sum;
         }
 }
 
 /* The nine corner cases, each with a C = 32 version whose channel loop unrolls fully. */
-#define MSDA_BACKWARD_CASES(CH, CANON)                                                                  \
+#define MSDA_BACKWARD_CASES(CH, CANON, VT)                                                                  \
     switch (mask) {                                                                                \
-    case 15: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 15, CANON); break;                   \
-    case 3: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 3, CANON); break;                     \
-    case 12: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 12, CANON); break;                   \
-    case 5: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 5, CANON); break;                     \
-    case 10: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 10, CANON); break;                   \
-    case 1: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 1, CANON); break;                     \
-    case 2: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 2, CANON); break;                     \
-    case 4: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 4, CANON); break;                     \
-    case 8: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 8, CANON); break;                     \
+    case 15: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 15, CANON, VT); break;                   \
+    case 3: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 3, CANON, VT); break;                     \
+    case 12: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 12, CANON, VT); break;                   \
+    case 5: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 5, CANON, VT); break;                     \
+    case 10: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 10, CANON, VT); break;                   \
+    case 1: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 1, CANON, VT); break;                     \
+    case 2: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 2, CANON, VT); break;                     \
+    case 4: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 4, CANON, VT); break;                     \
+    case 8: backward_corners(g, value, grad_value, o, px, row, aw, CH, d, 8, CANON, VT); break;                     \
     default: d[0] = d[1] = d[2] = d[3] = 0.0f; break;   /* dropped sample (mask 0) */             \
     }
 
-MSDA_INLINE void backward_sample(const float *restrict g, const float *restrict value, float *restrict grad_value,
+MSDA_INLINE void backward_sample(const float *restrict g, const char *restrict value, float *restrict grad_value,
                                  ptrdiff_t o, ptrdiff_t px, ptrdiff_t row, const float aw[4], ptrdiff_t C, float d[4],
-                                 unsigned mask)
+                                 unsigned mask, const int VT)
 {
-    if (C == 32) MSDA_BACKWARD_CASES(32, 0)
-    else MSDA_BACKWARD_CASES(C, 0)
+    if (C == 32 && VT == MSDA_F32) MSDA_BACKWARD_CASES(32, 0, VT)   /* half rows: the general loop only (code size) */
+    else MSDA_BACKWARD_CASES(C, 0, VT)
 }
 
 /* A sample for a unit that owns part of a head (a pixel range, a query slice): dot products
  * for the corners in D, grad_value updates for those in U, each with exactly the operations
  * of backward_corners, so the bits are those of the whole head's unit. */
-__attribute__((noinline)) static void backward_sample_split(const float *restrict g, const float *restrict value,
+__attribute__((noinline)) static void backward_sample_split(const float *restrict g, const char *restrict value,
                                                             float *restrict grad_value, ptrdiff_t o, ptrdiff_t px,
                                                             ptrdiff_t row, const float aw[4], ptrdiff_t C, float d[4],
-                                                            unsigned D, unsigned U, int canon)
+                                                            unsigned D, unsigned U, int canon, int vt)
 {
     const ptrdiff_t off[4] = {o, o + px, o + row, o + row + px};
     v4 s[4];
@@ -101,7 +101,7 @@ __attribute__((noinline)) static void backward_sample_split(const float *restric
     for (; c < CB; c += MSDA_VB) {
         const vb gc = vb_load(g + c);
         for (int k = 0; k < 4; k++) {
-            if (D >> k & 1u) s[k] = vb_dot_step(s[k], gc, vb_load(value + off[k] + c));
+            if (D >> k & 1u) s[k] = vb_dot_step(s[k], gc, vb_load_as(value, off[k] + c, vt));
             if (U >> k & 1u) {
                 const vb sum = vb_madd(vb_load(grad_value + off[k] + c), vb_splat(aw[k]), gc);
                 vb_store(grad_value + off[k] + c, canon ? vb_canonical(sum) : sum);
@@ -111,7 +111,7 @@ __attribute__((noinline)) static void backward_sample_split(const float *restric
     if (MSDA_VB > 4 && C - c >= 4) {
         const v4 gc = v4_load(g + c);
         for (int k = 0; k < 4; k++) {
-            if (D >> k & 1u) s[k] = v4_madd(s[k], gc, v4_load(value + off[k] + c));
+            if (D >> k & 1u) s[k] = v4_madd(s[k], gc, v4_load_as(value, off[k] + c, vt));
             if (U >> k & 1u) {
                 const v4 sum = v4_madd(v4_load(grad_value + off[k] + c), v4_splat(aw[k]), gc);
                 v4_store(grad_value + off[k] + c, canon ? v4_canonical(sum) : sum);
@@ -122,7 +122,7 @@ __attribute__((noinline)) static void backward_sample_split(const float *restric
     for (int k = 0; k < 4; k++) d[k] = (D >> k & 1u) ? v4_sum(s[k]) : 0.0f;
     for (; c < C; c++)
         for (int k = 0; k < 4; k++) {
-            if (D >> k & 1u) d[k] += g[c] * value[off[k] + c];
+            if (D >> k & 1u) d[k] += g[c] * f_load_as(value, off[k] + c, vt);
             if (U >> k & 1u) {
                 const float sum = grad_value[off[k] + c] + aw[k] * g[c];
                 grad_value[off[k] + c] = canon ? f_canonical(sum) : sum;
@@ -141,11 +141,11 @@ typedef struct head_part {
  * corners whose pixel is the part's get grad_value terms, only the part's queries dot
  * products), or samples whose terms may be non-finite (their grad_value sums made canonical).
  * The same operations as backward_corners, so the same bits. */
-__attribute__((noinline)) static void backward_points_slow(const float *go, const float *value_level,
+__attribute__((noinline)) static void backward_points_slow(const float *go, const char *value_level,
                                                            float *grad_value_level, const level_geom *g,
                                                            const point_group *pg, float aw[4][4], const int32_t finite[4],
                                                            int count, ptrdiff_t C, const head_part *part, int owner,
-                                                           float d[4][4])
+                                                           float d[4][4], int vt)
 {
     const ptrdiff_t ps = g->pixel_stride, rs = g->row_stride;
     for (int i = 0; i < count; i++) {
@@ -164,7 +164,7 @@ __attribute__((noinline)) static void backward_points_slow(const float *go, cons
         float di[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         if (D | U)
             backward_sample_split(go, value_level, grad_value_level, pg->offset[i], ps, rs, awi, C, di,
-                                  D, U, !finite[i]);
+                                  D, U, !finite[i], vt);
         for (int k = 0; k < 4; k++) d[k][i] = di[k];
     }
 }
@@ -173,14 +173,14 @@ __attribute__((noinline)) static void backward_points_slow(const float *go, cons
  * Instantiated twice (SPLIT a constant): for whole heads, where none of the part logic is
  * compiled in, and for parts of heads. */
 MSDA_INLINE void backward_query_impl(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t q,
-                                     int64_t h, const head_part *part, const int SPLIT)
+                                     int64_t h, const head_part *part, const int SPLIT, const int VT)
 {
     const int owner = !SPLIT || (q >= part->query_begin && q < part->query_end);
     const int64_t Q = p->num_queries, H = p->num_heads, NL = p->num_levels, P = p->num_points;
     const ptrdiff_t C = (ptrdiff_t)p->channels, xy = (ptrdiff_t)p->loc_stride_xy,
                     point_stride = (ptrdiff_t)p->loc_stride_point;
     const int64_t head_offset = b * p->value_stride_batch + h * p->value_stride_head;
-    const float *value_bh = t->value + head_offset;
+    const char *value_bh = (const char *)t->value + head_offset * MSDA_ELEM_BYTES(VT);
     float *grad_value_bh = t->grad_value + head_offset;
     const float *go = t->grad_output + ((b * Q + q) * H + h) * C;
     const int64_t loc_qh = b * p->loc_stride_batch + q * p->loc_stride_query + h * p->loc_stride_head;
@@ -194,7 +194,7 @@ MSDA_INLINE void backward_query_impl(const msda_plan *p, const msda_tensors *t, 
     const v4 g_bound = v4_splat(g_sum), infinity = v4_splat(INFINITY);
     for (int64_t l = 0; l < NL; l++) {
         const level_geom *g = geom_of(gc, p, l);
-        const float *value_level = value_bh + g->start;
+        const char *value_level = value_bh + g->start * MSDA_ELEM_BYTES(VT);
         float *grad_value_level = grad_value_bh + g->start;
         for (int64_t pt = 0; pt < P; pt += 4) {
             const int count = P - pt < 4 ? (int)(P - pt) : 4;
@@ -217,11 +217,11 @@ MSDA_INLINE void backward_query_impl(const msda_plan *p, const msda_tensors *t, 
                     const float awi[4] = {aw[0][i], aw[1][i], aw[2][i], aw[3][i]};
                     float di[4];
                     backward_sample(go, value_level, grad_value_level, pg.offset[i], g->pixel_stride, g->row_stride,
-                                    awi, C, di, pg.mask[i]);
+                                    awi, C, di, pg.mask[i], VT);
                     for (int k = 0; k < 4; k++) d[k][i] = di[k];
                 }
             } else {
-                backward_points_slow(go, value_level, grad_value_level, g, &pg, aw, finite, count, C, part, owner, d);
+                backward_points_slow(go, value_level, grad_value_level, g, &pg, aw, finite, count, C, part, owner, d, VT);
             }
             const v4 d0 = v4_load(d[0]), d1 = v4_load(d[1]), d2 = v4_load(d[2]), d3 = v4_load(d[3]);
             const v4 fx = pg.fx, fy = pg.fy, zero = v4_zero();
@@ -254,15 +254,31 @@ MSDA_INLINE void backward_query_impl(const msda_plan *p, const msda_tensors *t, 
     }
 }
 
-static void backward_query(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t q, int64_t h)
-{
-    backward_query_impl(p, t, gc, b, q, h, NULL, 0);
-}
-
 static void backward_query_part(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t q,
                                 int64_t h, const head_part *part)
 {
-    backward_query_impl(p, t, gc, b, q, h, part, 1);
+    backward_query_impl(p, t, gc, b, q, h, part, 1, p->value_dtype);   /* the rare split path: not specialised */
+}
+
+/* A copy for each kind of value element this build reads fast (kernels.h, MSDA_FAST_*); the others
+ * take the split path's code as one part that owns the whole head (the same operations, so the
+ * same bits). */
+static void backward_query(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t q, int64_t h)
+{
+    switch (p->value_dtype) {
+    case MSDA_F32: backward_query_impl(p, t, gc, b, q, h, NULL, 0, MSDA_F32); break;
+#if MSDA_FAST_F16
+    case MSDA_F16: backward_query_impl(p, t, gc, b, q, h, NULL, 0, MSDA_F16); break;
+#endif
+#if MSDA_FAST_BF16
+    case MSDA_BF16: backward_query_impl(p, t, gc, b, q, h, NULL, 0, MSDA_BF16); break;
+#endif
+    default: {
+        const head_part whole = {0, p->value_length, 0, p->num_queries};
+        backward_query_part(p, t, gc, b, q, h, &whole);
+        break;
+    }
+    }
 }
 
 /* Every query of batch b, for heads [h_begin, h_end), in the walk's order (walks.h), which

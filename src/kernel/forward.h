@@ -9,13 +9,14 @@
 #define MSDA_TAPS 256
 
 typedef struct taps {
-    const float *row[MSDA_TAPS];
+    const char *row[MSDA_TAPS];   /* a value row, of plan->value_dtype */
     float weight[MSDA_TAPS];
 } taps;
 
-/* Appends the in-bounds corners of one point group; returns the new tap count. */
+/* Appends the in-bounds corners of one point group; returns the new tap count. ES: the bytes of
+ * a value element. */
 MSDA_INLINE int emit_taps(taps *restrict tp, int n, const point_group *pg, const v4 aw[4], int count,
-                          const float *value_level, const level_geom *g)
+                          const char *value_level, const level_geom *g, const int ES)
 {
     const ptrdiff_t delta[4] = {0, g->pixel_stride, g->row_stride, g->row_stride + g->pixel_stride};
     if (count == 4 && (pg->mask[0] & pg->mask[1] & pg->mask[2] & pg->mask[3]) == 15u) {
@@ -24,16 +25,16 @@ MSDA_INLINE int emit_taps(taps *restrict tp, int n, const point_group *pg, const
         /* 32-bit pointers (wasm32): four rows per vector store */
         if (g->narrow) {
             const v4i rows = v4i_add(v4i_splat((int32_t)(uintptr_t)value_level),
-                                     v4i_mul(pg->offset_lanes, v4i_splat((int32_t)sizeof(float))));
+                                     v4i_mul(pg->offset_lanes, v4i_splat(ES)));
             for (int k = 0; k < 4; k++) {
-                const v4i r = v4i_add(rows, v4i_splat((int32_t)(delta[k] * (ptrdiff_t)sizeof(float))));
+                const v4i r = v4i_add(rows, v4i_splat((int32_t)(delta[k] * ES)));
                 memcpy(tp->row + n + 4 * k, &r, sizeof r);
             }
             return n + 16;
         }
 #endif
         for (int k = 0; k < 4; k++)
-            for (int i = 0; i < 4; i++) tp->row[n + 4 * k + i] = value_level + pg->offset[i] + delta[k];
+            for (int i = 0; i < 4; i++) tp->row[n + 4 * k + i] = value_level + (pg->offset[i] + delta[k]) * ES;
         return n + 16;
     }
     /* Some corner outside (common near the edges of small levels): every slot is written and
@@ -43,41 +44,41 @@ MSDA_INLINE int emit_taps(taps *restrict tp, int n, const point_group *pg, const
     for (int k = 0; k < 4; k++) v4_store(w[k], aw[k]);
     for (int k = 0; k < 4; k++)
         for (int i = 0; i < count; i++) {
-            tp->row[n] = (const float *)((uintptr_t)value_level +
-                                         (uintptr_t)(pg->offset[i] + delta[k]) * sizeof(float));
+            tp->row[n] = (const char *)((uintptr_t)value_level + (uintptr_t)(pg->offset[i] + delta[k]) * (uintptr_t)ES);
             tp->weight[n] = w[k][i];
             n += (int)(pg->mask[i] >> k & 1u);
         }
     return n;
 }
 
-/* out[c0 .. c0 + V vectors) = (first ? 0 : out) + sum_t weight[t] * row[t][c0 ..]. Written
- * once for v4 (the tails) and vf (32-channel blocks, MSDA_VW lanes). */
-#define MSDA_SUM_TAPS_BLOCK(NAME, T, LANES, ZERO, SPLAT, LOAD, STORE, MADD)                                       \
-    MSDA_INLINE void NAME(float *restrict out, const taps *restrict tp, int n, int first, ptrdiff_t c0, const int V) \
+/* out[c0 .. c0 + V vectors) = (first ? 0 : out) + sum_t weight[t] * row[t][c0 ..], the rows of
+ * kind VT. Written once for v4 (the tails) and vf (32-channel blocks, MSDA_VW lanes). */
+#define MSDA_SUM_TAPS_BLOCK(NAME, T, LANES, ZERO, SPLAT, LOAD, LOAD_AS, STORE, MADD)                            \
+    MSDA_INLINE void NAME(float *restrict out, const taps *restrict tp, int n, int first, ptrdiff_t c0, const int V, \
+                          const int VT)                                                                          \
     {                                                                                                            \
         T acc[32 / LANES];                                                                                       \
         for (int v = 0; v < V; v++) acc[v] = first ? ZERO() : LOAD(out + c0 + LANES * v);                       \
         for (int t = 0; t < n; t++) {                                                                            \
             const T w = SPLAT(tp->weight[t]);                                                                    \
-            const float *row = tp->row[t] + c0;                                                                  \
-            for (int v = 0; v < V; v++) acc[v] = MADD(acc[v], w, LOAD(row + LANES * v));                         \
+            const char *row = tp->row[t];                                                                        \
+            for (int v = 0; v < V; v++) acc[v] = MADD(acc[v], w, LOAD_AS(row, c0 + LANES * v, VT));               \
         }                                                                                                        \
         for (int v = 0; v < V; v++) STORE(out + c0 + LANES * v, acc[v]);                                         \
     }
-MSDA_SUM_TAPS_BLOCK(sum_taps_block, v4, 4, v4_zero, v4_splat, v4_load, v4_store, v4_madd)
-MSDA_SUM_TAPS_BLOCK(sum_taps_wide, vf, MSDA_VW, vf_zero, vf_splat, vf_load, vf_store, vf_madd)
+MSDA_SUM_TAPS_BLOCK(sum_taps_block, v4, 4, v4_zero, v4_splat, v4_load, v4_load_as, v4_store, v4_madd)
+MSDA_SUM_TAPS_BLOCK(sum_taps_wide, vf, MSDA_VW, vf_zero, vf_splat, vf_load, vf_load_as, vf_store, vf_madd)
 
-static void sum_taps(float *restrict out, const taps *restrict tp, int n, int first, ptrdiff_t C)
+MSDA_INLINE void sum_taps(float *restrict out, const taps *restrict tp, int n, int first, ptrdiff_t C, const int VT)
 {
     ptrdiff_t c = 0;
-    for (; c + 32 <= C; c += 32) sum_taps_wide(out, tp, n, first, c, 32 / MSDA_VW);
-    if (C - c >= 16) { sum_taps_block(out, tp, n, first, c, 4); c += 16; }
-    if (C - c >= 8) { sum_taps_block(out, tp, n, first, c, 2); c += 8; }
-    if (C - c >= 4) { sum_taps_block(out, tp, n, first, c, 1); c += 4; }
+    for (; c + 32 <= C; c += 32) sum_taps_wide(out, tp, n, first, c, 32 / MSDA_VW, VT);
+    if (C - c >= 16) { sum_taps_block(out, tp, n, first, c, 4, VT); c += 16; }
+    if (C - c >= 8) { sum_taps_block(out, tp, n, first, c, 2, VT); c += 8; }
+    if (C - c >= 4) { sum_taps_block(out, tp, n, first, c, 1, VT); c += 4; }
     for (; c < C; c++) {
         float acc = first ? 0.0f : out[c];
-        for (int t = 0; t < n; t++) acc += tp->weight[t] * tp->row[t][c];
+        for (int t = 0; t < n; t++) acc += tp->weight[t] * f_load_as(tp->row[t], c, VT);
         out[c] = acc;
     }
 }
@@ -109,9 +110,10 @@ static void canonical_nans(float *out, ptrdiff_t C)
  * its inside corners in order as SEMANTICS writes it; the sum of the other samples' taps is
  * already in out. Inf plus anything gives the same value in any order (NaNs are made canonical
  * afterwards), so these can come last. Rare: plain scalar code. */
-static void forward_infinite(const msda_plan *p, geom_cache *gc, const float *value_bh, const float *loc_qh,
+static void forward_infinite(const msda_plan *p, geom_cache *gc, const char *value_bh, const float *loc_qh,
                              const float *weights_qh, float *out)
 {
+    const int vt = p->value_dtype, es = MSDA_ELEM_BYTES(vt);
     const int64_t NL = p->num_levels, P = p->num_points;
     const ptrdiff_t C = (ptrdiff_t)p->channels, xy = (ptrdiff_t)p->loc_stride_xy,
                     point_stride = (ptrdiff_t)p->loc_stride_point;
@@ -129,13 +131,13 @@ static void forward_infinite(const msda_plan *p, geom_cache *gc, const float *va
             for (int i = 0; i < count; i++) {
                 const float a = weights_qh[l * P + pt + i];
                 if (!isinf(a) || pg.mask[i] == 0u) continue;
-                const float *corner = value_bh + g->start + pg.offset[i];
+                const char *corner = value_bh + (g->start + pg.offset[i]) * es;
                 for (ptrdiff_t c = 0; c < C; c++) {
                     float sum = 0.0f;
                     int any = 0;
                     for (int k = 0; k < 4; k++)
                         if (pg.mask[i] >> k & 1u) {
-                            const float term = w[k][i] * corner[delta[k] + c];
+                            const float term = w[k][i] * f_load_as(corner, delta[k] + c, vt);
                             sum = any ? sum + term : term;
                             any = 1;
                         }
@@ -154,12 +156,13 @@ static void forward_query_exact(const msda_plan *p, const msda_tensors *t, geom_
                                 int64_t q, int64_t h);
 
 MSDA_INLINE void forward_query_impl(const msda_plan *p, const msda_tensors *t, geom_cache *gc, taps *tp, int64_t b,
-                                    int64_t q, int64_t h, const int exact)
+                                    int64_t q, int64_t h, const int exact, const int VT)
 {
+    const int ES = MSDA_ELEM_BYTES(VT);
     const int64_t Q = p->num_queries, H = p->num_heads, NL = p->num_levels, P = p->num_points;
     const ptrdiff_t C = (ptrdiff_t)p->channels, xy = (ptrdiff_t)p->loc_stride_xy,
                     point_stride = (ptrdiff_t)p->loc_stride_point;
-    const float *value_bh = t->value + b * p->value_stride_batch + h * p->value_stride_head;
+    const char *value_bh = (const char *)t->value + (b * p->value_stride_batch + h * p->value_stride_head) * ES;
     float *out = t->output + ((b * Q + q) * H + h) * C;
     const float *loc_qh = t->sampling_locations + b * p->loc_stride_batch + q * p->loc_stride_query +
                           h * p->loc_stride_head;
@@ -167,7 +170,7 @@ MSDA_INLINE void forward_query_impl(const msda_plan *p, const msda_tensors *t, g
     int n = 0, first = 1, infinite = 0;
     for (int64_t l = 0; l < NL; l++) {
         const level_geom *g = geom_of(gc, p, l);
-        const float *value_level = value_bh + g->start;
+        const char *value_level = value_bh + g->start * ES;
         for (int64_t pt = 0; pt < P; pt += 4) {
             const int count = P - pt < 4 ? (int)(P - pt) : 4;
             v4 x, y;
@@ -187,14 +190,14 @@ MSDA_INLINE void forward_query_impl(const msda_plan *p, const msda_tensors *t, g
                     }
             }
             if (n + 16 > MSDA_TAPS) {   /* more samples than fit: sum what we have */
-                sum_taps(out, tp, n, first, C);
+                sum_taps(out, tp, n, first, C, VT);
                 first = 0;
                 n = 0;
             }
-            n = emit_taps(tp, n, &pg, aw, count, value_level, g);
+            n = emit_taps(tp, n, &pg, aw, count, value_level, g, ES);
         }
     }
-    sum_taps(out, tp, n, first, C);
+    sum_taps(out, tp, n, first, C, VT);
     if (all_finite(out, C) && !infinite) return;
     if (!exact) {
         forward_query_exact(p, t, gc, tp, b, q, h);
@@ -204,17 +207,28 @@ MSDA_INLINE void forward_query_impl(const msda_plan *p, const msda_tensors *t, g
     canonical_nans(out, C);
 }
 
+/* A copy for each kind of value element this build reads fast (kernels.h, MSDA_FAST_*); the others
+ * take the exact path's copy (the same bits). */
 static void forward_query(const msda_plan *p, const msda_tensors *t, geom_cache *gc, taps *tp, int64_t b, int64_t q,
                           int64_t h)
 {
-    forward_query_impl(p, t, gc, tp, b, q, h, 0);
+    switch (p->value_dtype) {
+    case MSDA_F32: forward_query_impl(p, t, gc, tp, b, q, h, 0, MSDA_F32); break;
+#if MSDA_FAST_F16
+    case MSDA_F16: forward_query_impl(p, t, gc, tp, b, q, h, 0, MSDA_F16); break;
+#endif
+#if MSDA_FAST_BF16
+    case MSDA_BF16: forward_query_impl(p, t, gc, tp, b, q, h, 0, MSDA_BF16); break;
+#endif
+    default: forward_query_exact(p, t, gc, tp, b, q, h); break;
+    }
 }
 
-/* the rare path, out of line */
+/* the rare path, out of line, one copy for every kind of value element */
 __attribute__((noinline)) static void forward_query_exact(const msda_plan *p, const msda_tensors *t, geom_cache *gc,
                                                           taps *tp, int64_t b, int64_t q, int64_t h)
 {
-    forward_query_impl(p, t, gc, tp, b, q, h, 1);
+    forward_query_impl(p, t, gc, tp, b, q, h, 1, p->value_dtype);
 }
 
 /* output[b, q, h] for the heads h of query q whose units are in [begin, end): units are

@@ -31,6 +31,21 @@
 
 #define MSDA_INLINE static inline __attribute__((always_inline))
 
+/* The value kinds this copy has fast code for, where halfRows (bindings/core/half.js) sends half
+ * rows: float16 and bfloat16 in the AVX2 build (F16C), bfloat16 in wasm SIMD. Other kinds run the
+ * forward's exact path and the backward's split path (one copy for every kind: the same bits,
+ * slower, less code); the bindings widen those values up front. */
+#if MSDA_F16C && MSDA_VW == 8
+#define MSDA_FAST_F16 1
+#define MSDA_FAST_BF16 1
+#elif MSDA_SIMD && defined(__wasm_simd128__)
+#define MSDA_FAST_F16 0
+#define MSDA_FAST_BF16 1
+#else
+#define MSDA_FAST_F16 0
+#define MSDA_FAST_BF16 0
+#endif
+
 #include "geometry.h"
 #include "walks.h"
 #include "forward.h"

@@ -6,10 +6,11 @@
 // lower-bound probe tests/bench/probe.c (built by mk/bench.mk with the kernels' flags, per ISA)
 // in the same run, and measures the wasm heap a backward call needs.
 //
-//   node tests/bench/bench.js [--json] [--configs small,decoder,encoder,encoder-shuffled,decoder-2stage,decoder-2stage-sorted] [--quick]
+//   node tests/bench/bench.js [--json] [--configs small,decoder,encoder,encoder-shuffled,decoder-2stage,decoder-2stage-sorted] [--quick] [--half]
 //
 // --json prints one JSON object per line (CONTRACT.md's form plus extra fields) instead of the
-// table. --quick runs fewer repeats (a smoke run). Progress goes to stderr.
+// table. --quick runs fewer repeats (a smoke run). --half runs only the half-precision rows (of
+// decoder and encoder among the configs). Progress goes to stderr.
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import os from 'node:os';
@@ -23,7 +24,7 @@ import v8 from 'node:v8';
 v8.setFlagsFromString('--no-liftoff');
 
 import { init } from '../../bindings/index.js';
-import { narrowToHalf, widenHalf } from '../../bindings/core/half.js';
+import { halfRows, narrowToHalf, widenHalf } from '../../bindings/core/half.js';
 import { referenceBackward, referenceForward } from '../../bindings/reference.js';
 import { CONFIGS, makeCase } from './cases.js';
 
@@ -32,17 +33,19 @@ const ALL_CONFIGS = ['small', 'decoder', 'encoder', 'encoder-shuffled', 'decoder
 const PIXEL_ORDER = Object.fromEntries(ALL_CONFIGS.filter((c) => CONFIGS[c].pixelOrder).map((c) => [c, CONFIGS[c].pixelOrder]));
 
 function usage(message) {
-  process.stderr.write(`bench: ${message}\nusage: node tests/bench/bench.js [--json] [--configs ${ALL_CONFIGS.join(',')}] [--quick]\n`);
+  process.stderr.write(`bench: ${message}\nusage: node tests/bench/bench.js [--json] [--configs ${ALL_CONFIGS.join(',')}] [--quick] [--half]\n`);
   process.exit(2);
 }
 
 const argv = process.argv.slice(2);
 let json = false;
 let quick = false;
+let onlyHalf = false;
 let configs = ALL_CONFIGS;
 for (let i = 0; i < argv.length; i++) {
   if (argv[i] === '--json') json = true;
   else if (argv[i] === '--quick') quick = true;
+  else if (argv[i] === '--half') onlyHalf = true;
   else if (argv[i] === '--configs') {
     configs = (argv[++i] ?? '').split(',').filter(Boolean);
     for (const c of configs) if (!ALL_CONFIGS.includes(c)) usage(`unknown config '${c}'`);
@@ -56,7 +59,7 @@ const PROBE_NATIVE = root('build/bench/limit_probe');
 // The memory floor of each pass's walk (tests/bench/probe_walk.c): the kernel's row reads replayed.
 const WALK_WASM = root('build/bench/walk_probe.js');
 const WALK_NATIVE = root('build/bench/walk_probe');
-for (const p of [PROBE_WASM, PROBE_NATIVE, WALK_WASM, WALK_NATIVE]) {
+for (const p of onlyHalf ? [] : [PROBE_WASM, PROBE_NATIVE, WALK_WASM, WALK_NATIVE]) {
   if (!existsSync(p)) {
     process.stderr.write(`bench: ${p} is missing; run \`make bench\`, which builds it from tests/bench/probe.c\n`);
     process.exit(1);
@@ -133,16 +136,20 @@ function backwardHeap(msda, kase) {
 }
 
 // float16 and bfloat16 inputs through the JS API ({ data: Uint16Array, dtype }) against float32
-// inputs holding the same values, interleaved, min of each: what a user with half tensors pays
-// for the widening. The kernel work is the same (same values); HALF_PATH says where the bits are
-// widened.
+// inputs holding the same values, interleaved, min of each: what a user with half tensors pays,
+// or gains. halfPath says which path the value took (core/half.js's halfRows); the other half
+// inputs are always widened up front.
 const HALF_CONFIGS = ['decoder', 'encoder'];
 const HALF_BACKENDS = ['native', 'wasm'];
 const HALF_DTYPES = ['float16', 'bfloat16'];
-const HALF_PATH = {
-  native: 'widened by C (msda_widen_half) into arrays the addon reads',
-  wasm: 'copied into the wasm heap as bits, widened there by C (msda_widen_half)',
+const HALF_PATHS = {
+  rows: 'half rows: the value stays half-precision bits, widened by the kernels as they read each row',
+  widened: 'widened up front: msda_widen_half into float32 (native: arrays of the addon; wasm: in place in the heap)',
 };
+function halfPath(msda, dtype, dims, op) {
+  const problem = { numQueries: dims.Q, numLevels: dims.NL, numPoints: dims.P, valueLength: dims.L };
+  return halfRows({ isa: msda.isa, memory: msda.wasm?.memory }, dtype, problem, op) ? 'rows' : 'widened';
+}
 function halfArgs(kase, dtype) {
   const half = { ...kase.backwardArgs }, wide = { ...kase.backwardArgs };
   for (const name of ['value', 'samplingLocations', 'attentionWeights', 'gradOutput']) {
@@ -155,11 +162,17 @@ function halfArgs(kase, dtype) {
   return { half: { fwd: forward(half), bwd: half }, wide: { fwd: forward(wide), bwd: wide } };
 }
 
+// The process's CPU time (one thread: the call's own, plus an idle GC), as tests/bench/kernel_bench.c
+// takes: on a shared machine a descheduled call is not its cost, and these ratios compare two calls.
+const cpuNow = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; };
 function timeHalf(msda, config, args, backend, dtype) {
   const reps = repeatsFor(config, backend);
   const best = { fwd: Infinity, bwd: Infinity, fwd32: Infinity, bwd32: Infinity };
-  const keep = (k, f) => { const t0 = now(); f(); best[k] = Math.min(best[k], now() - t0); };
-  for (let i = 0; i < 2; i++) { msda.forward(args.half.fwd); msda.backward(args.half.bwd); }   // warm-up
+  const keep = (k, f) => { const t0 = cpuNow(); f(); best[k] = Math.min(best[k], cpuNow() - t0); };
+  for (let i = 0; i < 2; i++) {   // warm-up
+    msda.forward(args.wide.fwd); msda.backward(args.wide.bwd);
+    msda.forward(args.half.fwd); msda.backward(args.half.bwd);
+  }
   for (let r = 0; r < reps; r++) {
     progress(`bench: ${config} ${backend} ${dtype} inputs ${r + 1}/${reps}`);
     keep('fwd32', () => msda.forward(args.wide.fwd));
@@ -220,6 +233,7 @@ for (const config of configs) {
       floor[kind].bwd = Math.min(floor[kind].bwd, m.bwd);
     }
   };
+  if (!onlyHalf) {
   // Probe rounds before, between and after the backends, so both see the same machine.
   probeRound();
   for (const [name] of backends) {
@@ -231,14 +245,17 @@ for (const config of configs) {
     results.push({ config, backend: name, dims: kase.dims, ...timeBackend(apis[name], kase, name) });
     if (name === 'wasm') probeRound();
   }
+  }
   if (HALF_CONFIGS.includes(config)) {
     for (const dtype of HALF_DTYPES) {
       const args = halfArgs(kase, dtype);
       for (const name of HALF_BACKENDS) {
-        halves.push({ config, backend: name, dtype, dims: kase.dims, ...timeHalf(apis[name], config, args, name, dtype) });
+        halves.push({ config, backend: name, dtype, dims: kase.dims, ...timeHalf(apis[name], config, args, name, dtype),
+          fwdPath: halfPath(apis[name], dtype, kase.dims, 'forward'), bwdPath: halfPath(apis[name], dtype, kase.dims, 'backward') });
       }
     }
   }
+  if (onlyHalf) continue;
   if (config === 'small') results.push({ config, backend: 'reference', dims: kase.dims, ...timeBackend(null, kase, 'reference') });
   if (!quick && config === 'encoder') probeRound();
   probes[config] = probe;
@@ -259,7 +276,38 @@ const probeOf = (r) => probes[r.config][r.backend === 'native' ? 'native' : 'was
 const floorOf = (r) => floors[r.config][r.backend === 'native' ? 'native' : 'wasm'];
 const round = (x, d = 2) => (x === null ? null : Number(x.toFixed(d)));
 
-if (json) {
+function printHalvesJson() {
+  for (const r of halves) {
+    const { B, L, Q, H: h, C: c, NL, P: p } = r.dims;
+    console.log(JSON.stringify({ config: r.config, backend: `${r.backend}-${r.dtype}`, threads: 1, fwd_ms: round(r.fwd), bwd_ms: round(r.bwd),
+      B, L, Q, H: h, C: c, NL, P: p, dtype: r.dtype, fwd_path: r.fwdPath, bwd_path: r.bwdPath,
+      path: `forward: ${HALF_PATHS[r.fwdPath]}; backward: ${HALF_PATHS[r.bwdPath]}`,
+      float32_fwd_ms: round(r.fwd32), float32_bwd_ms: round(r.bwd32),
+      fwd_x_float32: round(r.fwd / r.fwd32, 3), bwd_x_float32: round(r.bwd / r.bwd32, 3) }));
+  }
+}
+
+function printHalvesTable() {
+  if (halves.length === 0) return;
+  const f = (x, d = 1) => x.toFixed(d);
+  console.log('');
+  console.log('half precision (float16 and bfloat16 inputs through the JS API against float32 inputs of the same values; the');
+  console.log('copying API, interleaved, min over repeats, CPU ms; x float32: half time / float32 time, > 1 is slower). Path of the value:');
+  for (const [name, text] of Object.entries(HALF_PATHS)) console.log(`  ${name}: ${text}`);
+  const hr = [['config', 'backend', 'dtype', 'fwd path', 'fwd float32', 'fwd half', 'fwd x float32', 'bwd path', 'bwd float32', 'bwd half', 'bwd x float32']];
+  for (const r of halves) {
+    hr.push([r.config, r.backend === 'wasm' ? 'wasm SIMD' : r.backend, r.dtype, r.fwdPath, f(r.fwd32), f(r.fwd), f(r.fwd / r.fwd32, 2),
+      r.bwdPath, f(r.bwd32), f(r.bwd), f(r.bwd / r.bwd32, 2)]);
+  }
+  const w3 = hr[0].map((_, i) => Math.max(...hr.map((row) => row[i].length)));
+  const left = new Set([0, 1, 2, 3, 7]);
+  for (const row of hr) console.log(row.map((cell, i) => (left.has(i) ? cell.padEnd(w3[i]) : cell.padStart(w3[i]))).join('  '));
+}
+
+if (onlyHalf) {
+  if (json) printHalvesJson();
+  else printHalvesTable();
+} else if (json) {
   for (const r of results) {
     const { B, L, Q, H: h, C: c, NL, P: p } = r.dims;
     const line = { config: r.config, backend: r.backend, threads: 1, fwd_ms: round(r.fwd), bwd_ms: round(r.bwd),
@@ -291,12 +339,7 @@ if (json) {
         fwd_ms: round(floors[config][kind].fwd), bwd_ms: round(floors[config][kind].bwd), B, L, Q, H: h, C: c, NL, P: p }));
     }
   }
-  for (const r of halves) {
-    const { B, L, Q, H: h, C: c, NL, P: p } = r.dims;
-    console.log(JSON.stringify({ config: r.config, backend: `${r.backend}-${r.dtype}`, threads: 1, fwd_ms: round(r.fwd), bwd_ms: round(r.bwd),
-      B, L, Q, H: h, C: c, NL, P: p, dtype: r.dtype, path: HALF_PATH[r.backend], float32_fwd_ms: round(r.fwd32), float32_bwd_ms: round(r.bwd32),
-      fwd_x_float32: round(r.fwd / r.fwd32, 3), bwd_x_float32: round(r.bwd / r.bwd32, 3) }));
-  }
+  printHalvesJson();
 } else {
   const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
   console.log(`ms-deform-attn benchmark: one thread, min over repeats, ms. ${cpu} (${os.cpus().length} CPUs), node ${process.version}`);
@@ -337,19 +380,7 @@ if (json) {
       `${h.grew ? ' (memory grew during the call!)' : ''}${h.leaked ? ` (${h.leaked} bytes left allocated!)` : ''}`);
   }
 
-  if (halves.length > 0) {
-    console.log('');
-    console.log('half precision (float16 and bfloat16 inputs through the JS API against float32 inputs of the same values; the');
-    console.log('copying API, interleaved, min over repeats, ms; x float32: half time / float32 time, > 1 is slower). Path:');
-    for (const name of HALF_BACKENDS) console.log(`  ${name === 'wasm' ? 'wasm SIMD' : name}: ${HALF_PATH[name]}`);
-    const hr = [['config', 'backend', 'dtype', 'fwd float32', 'fwd half', 'fwd x float32', 'bwd float32', 'bwd half', 'bwd x float32']];
-    for (const r of halves) {
-      hr.push([r.config, r.backend === 'wasm' ? 'wasm SIMD' : r.backend, r.dtype, f(r.fwd32), f(r.fwd), f(r.fwd / r.fwd32, 2),
-        f(r.bwd32), f(r.bwd), f(r.bwd / r.bwd32, 2)]);
-    }
-    const w3 = hr[0].map((_, i) => Math.max(...hr.map((row) => row[i].length)));
-    for (const row of hr) console.log(row.map((cell, i) => (i < 3 ? cell.padEnd(w3[i]) : cell.padStart(w3[i]))).join('  '));
-  }
+  printHalvesTable();
 
   const orderRows = [['config', 'against', 'backend', 'fwd x pixel order', 'bwd x pixel order']];
   for (const config of configs) {
@@ -391,7 +422,7 @@ if (json) {
 
 // The threads column (1 vs 2 threads, native and wasm SIMD, decoder and encoder) in the same
 // run, from its own script so it can also be run alone.
-if (configs.includes('decoder') || configs.includes('encoder')) {
+if (!onlyHalf && (configs.includes('decoder') || configs.includes('encoder'))) {
   if (!json) console.log('\nthreads (through msda.prepare, minimum over interleaved rounds):');
   execFileSync(process.execPath, [root('tests/bench/threads_bench.js'), '--rounds', quick ? '2' : '6',
     ...(json ? ['--json'] : [])], { stdio: 'inherit' });
@@ -399,7 +430,7 @@ if (configs.includes('decoder') || configs.includes('encoder')) {
 
 // The tfjs adapter (ms-deform-attn/tfjs) next to the bare API and to the operator written with
 // tfjs ops, on tfjs-backend-cpu and -wasm, from its own script (tests/bench/tfjs_bench.js).
-const tfjsConfigs = configs.filter((c) => c === 'decoder' || c === 'encoder');
+const tfjsConfigs = onlyHalf ? [] : configs.filter((c) => c === 'decoder' || c === 'encoder');
 if (tfjsConfigs.length > 0) {
   if (!json) console.log('\ntfjs adapter (ms-deform-attn/tfjs against the bare API and tfjs ops; one thread, min over interleaved rounds, ms):');
   execFileSync(process.execPath, [root('tests/bench/tfjs_bench.js'), '--configs', tfjsConfigs.join(','),

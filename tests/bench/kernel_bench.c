@@ -8,7 +8,11 @@
  * (random) order, decoder-2stage-sorted the same queries in pixel order.
  *   kernel_bench [--config small|decoder|encoder|encoder-shuffled|decoder-2stage|decoder-2stage-sorted|all]
  *                [--repeats N] [--wall]
- *                [--pass fwd|bwd|both] [--spread PIXELS] [--fixed-ref] [--misalign BYTES]   (tuning: locality of the samples) */
+ *                [--pass fwd|bwd|both] [--spread PIXELS] [--fixed-ref] [--misalign BYTES]   (tuning: locality of the samples)
+ *                [--value-dtype float16|bfloat16]
+ * --value-dtype draws value as half-precision bits and times the call on them (value_dtype, the
+ * kernels widening rows as they read them) against the float32 call on the same values, the two
+ * alternating; half_fwd_ms / half_bwd_ms, and half_same: 1 when their outputs' hashes agree. */
 #define _POSIX_C_SOURCE 199309L
 #include <stdint.h>
 #include <stdio.h>
@@ -46,6 +50,8 @@ static uint32_t rng_next(void)   /* splitmix64, upper half */
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return (uint32_t)((z ^ (z >> 31)) >> 32);
 }
+static int value_dtype = MSDA_FLOAT32;
+
 static float uniform(float lo, float hi) { return lo + (hi - lo) * (float)(rng_next() >> 8) * (1.0f / 16777216.0f); }
 
 typedef struct config {
@@ -116,6 +122,17 @@ static int run(const char *name, int repeats)
     memset(out, 0, (size_t)no * 4); memset(gv, 0, (size_t)nv * 4);
     memset(gl, 0, (size_t)nl * 4); memset(ga, 0, (size_t)nw * 4);
     for (int64_t i = 0; i < nv; i++) value[i] = uniform(-1, 1);
+    /* half: random finite bits of magnitude below 1 (and value their float32 values) */
+    uint16_t *half = NULL;
+    if (value_dtype != MSDA_FLOAT32) {
+        half = xmalloc(nv * 2);
+        for (int64_t i = 0; i < nv; i++) {
+            const uint32_t r = rng_next();
+            half[i] = (uint16_t)(value_dtype == MSDA_BFLOAT16 ? (r & 0x807fu) | (113u + (r >> 16) % 14u) << 7
+                                                              : (r & 0x83ffu) | (1u + (r >> 16) % 14u) << 10);
+        }
+        msda_widen_half(half, value, nv, value_dtype == MSDA_BFLOAT16);
+    }
     for (int64_t i = 0; i < no; i++) gout[i] = uniform(-1, 1);
     for (int64_t i = 0; i < nw; i++) attn[i] = uniform(0, 1) / (float)(NL * P);
     const int near = strcmp(name, "small") != 0;
@@ -161,7 +178,7 @@ static int run(const char *name, int repeats)
     /* shuffled: query i is the encoder's query perm[i] (Fisher-Yates, seeded) */
     int64_t *perm = NULL;
     if (shuffled) {
-        perm = malloc((size_t)Q * sizeof *perm);
+        perm = xmalloc(Q * (int64_t)sizeof *perm);
         for (int64_t q = 0; q < Q; q++) perm[q] = q;
         for (int64_t i = Q - 1; i > 0; i--) {
             const int64_t j = rng_next() % (uint32_t)(i + 1), x = perm[i];
@@ -172,9 +189,29 @@ static int run(const char *name, int repeats)
         permute_rows(gout, perm, Q, H * 32);
     }
 
-    double fwd = 1e30, bwd = 1e30;
+    double fwd = 1e30, bwd = 1e30, half_fwd = 1e30, half_bwd = 1e30;
+    uint64_t half_hf = 0, half_hb = 0;
     msda_error err;
     for (int r = 0; r < repeats; r++) {
+        if (half) {   /* the half call first, its hashes kept for comparison */
+            msda_problem ph = p;
+            ph.value_dtype = (msda_dtype)value_dtype;
+            const double h0 = now_ms();
+            if (run_fwd && msda_forward(&ph, half, loc, attn, out, &err) != MSDA_OK) {
+                fprintf(stderr, "kernel_bench: %s\n", err.message);
+                return 1;
+            }
+            const double h1 = now_ms();
+            if (run_bwd && msda_backward(&ph, gout, half, loc, attn, gv, gl, ga, &err) != MSDA_OK) {
+                fprintf(stderr, "kernel_bench: %s\n", err.message);
+                return 1;
+            }
+            const double h2 = now_ms();
+            if (h1 - h0 < half_fwd) half_fwd = h1 - h0;
+            if (h2 - h1 < half_bwd) half_bwd = h2 - h1;
+            half_hf = hash_floats(out, no, 0xCBF29CE484222325ull);
+            half_hb = hash_floats(ga, nw, hash_floats(gl, nl, hash_floats(gv, nv, 0xCBF29CE484222325ull)));
+        }
         double t0 = now_ms();
         if (run_fwd && msda_forward(&p, value, loc, attn, out, &err) != MSDA_OK) {
             fprintf(stderr, "kernel_bench: %s\n", err.message);
@@ -193,12 +230,16 @@ static int run(const char *name, int repeats)
     uint64_t hb = hash_floats(ga, nw, hash_floats(gl, nl, hash_floats(gv, nv, 0xCBF29CE484222325ull)));
     printf("{\"config\":\"%s\",\"fwd_ms\":%.2f,\"bwd_ms\":%.2f,\"fwd_hash\":\"%016llx\",\"bwd_hash\":\"%016llx\"",
            name, fwd, bwd, (unsigned long long)hf, (unsigned long long)hb);
+    if (half)
+        printf(",\"value_dtype\":\"%s\",\"half_fwd_ms\":%.2f,\"half_bwd_ms\":%.2f,\"half_same\":%d",
+               value_dtype == MSDA_BFLOAT16 ? "bfloat16" : "float16", half_fwd, half_bwd, half_hf == hf && half_hb == hb);
+    if (half) free((char *)half - misalign);
     if (perm) {   /* the output back in pixel order: the encoder's fwd_hash */
         float *back = xmalloc(no * 4);
         for (int64_t i = 0; i < Q; i++) memcpy(back + perm[i] * H * 32, out + i * H * 32, (size_t)(H * 32) * 4);
         printf(",\"unshuffled_hash\":\"%016llx\"", (unsigned long long)hash_floats(back, no, 0xCBF29CE484222325ull));
         free((char *)back - misalign);
-        free(perm);
+        free((char *)perm - misalign);
     }
     printf("}\n");
     float *all[8] = {value, loc, attn, gout, out, gv, gl, ga};
@@ -222,6 +263,10 @@ int main(int argc, char **argv)
         }
         else if (strcmp(argv[i], "--misalign") == 0) misalign = atoi(argv[i + 1]) & ~3;
         else if (strcmp(argv[i], "--spread") == 0) spread = (float)atof(argv[i + 1]);
+        else if (strcmp(argv[i], "--value-dtype") == 0) {
+            value_dtype = strcmp(argv[i + 1], "float16") == 0 ? MSDA_FLOAT16 : strcmp(argv[i + 1], "bfloat16") == 0 ? MSDA_BFLOAT16 : -1;
+            if (value_dtype < 0) { fprintf(stderr, "kernel_bench: --value-dtype is float16 or bfloat16\n"); return 2; }
+        }
         else { fprintf(stderr, "kernel_bench: unknown argument %s\n", argv[i]); return 2; }
     }
     if (repeats < 1) repeats = 1;

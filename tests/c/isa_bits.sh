@@ -21,6 +21,8 @@ for run in "${runs[@]}"; do
   fi
 done
 grep -q refused "$dir/wasm-simd" && { echo "isa_bits: FAIL: a problem was refused"; failed=$((failed + 1)); }
+grep -q '!=' "$dir/wasm-simd" && { echo "isa_bits: FAIL: a half-precision value's outputs differ from the float32 call's"; grep '!=' "$dir/wasm-simd" | head -3; failed=$((failed + 1)); }
+[ "$(grep -c ' f16 [0-9a-f]*= bf16 [0-9a-f]*=$' "$dir/wasm-simd")" -eq "$lines" ] || { echo "isa_bits: FAIL: not every problem ran with half-precision values"; failed=$((failed + 1)); }
 [ "$lines" -ge 80 ] || { echo "isa_bits: FAIL: only $lines problems ran"; failed=$((failed + 1)); }
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

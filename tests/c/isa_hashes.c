@@ -3,7 +3,8 @@
  * one query per pixel, a long level; and non-finite ones: NaN payloads of both signs, +-Inf in
  * every tensor, infinite weights at pixel centres; one query per pixel in a random order, where
  * the backward's summation order comes from the locations) and prints one hash of all four outputs per
- * problem. tests/c/isa_bits.sh compares the lines of every ISA this CPU has (natively, forced
+ * problem, and of the same problem with its value in float16 and in bfloat16 bits (value_dtype:
+ * the kernels' half-precision rows). tests/c/isa_bits.sh compares the lines of every ISA this CPU has (natively, forced
  * one by one) and of the wasm SIMD and wasm scalar builds of this same file.
  *   isa_hashes ISA     run on ISA (native builds; "default" for the library's own choice)
  *   isa_hashes --list  print this CPU's ISAs
@@ -36,26 +37,54 @@ static float bits_float(uint32_t bits)
 
 static int cases = 0;
 
-static void run_case(const char *kind, tu_case *tc)
+/* The hash of all four outputs of tc with value `value` of value_dtype `dtype`; 0 when refused. */
+static uint64_t hash_case(const tu_case *tc, const void *value, msda_dtype dtype, msda_error *err)
 {
     float *out = tu_floats(tc->output_elements), *gv = tu_floats(tc->value_elements),
           *gl = tu_floats(tc->locations_elements), *ga = tu_floats(tc->weights_elements);
-    msda_error err;
-    if (msda_forward(&tc->p, tc->value, tc->sampling_locations, tc->attention_weights, out, &err) != MSDA_OK ||
-        msda_backward(&tc->p, tc->grad_output, tc->value, tc->sampling_locations, tc->attention_weights, gv, gl, ga,
-                      &err) != MSDA_OK) {
-        printf("%s %d refused: %s\n", kind, cases, err.message);
-    } else {
-        uint64_t h = 0xcbf29ce484222325ull;
+    msda_problem p = tc->p;
+    p.value_dtype = dtype;
+    uint64_t h = 0;
+    if (msda_forward(&p, value, tc->sampling_locations, tc->attention_weights, out, err) == MSDA_OK &&
+        msda_backward(&p, tc->grad_output, value, tc->sampling_locations, tc->attention_weights, gv, gl, ga, err) ==
+            MSDA_OK) {
+        h = 0xcbf29ce484222325ull;
         h = hash_floats(h, out, tc->output_elements);
         h = hash_floats(h, gv, tc->value_elements);
         h = hash_floats(h, gl, tc->locations_elements);
         h = hash_floats(h, ga, tc->weights_elements);
-        printf("%s %d C=%lld %s %016llx\n", kind, cases, (long long)tc->p.channels, tu_combo_name(&tc->p),
-               (unsigned long long)h);
     }
-    cases++;
     free(out); free(gv); free(gl); free(ga);
+    return h;
+}
+
+/* One line per problem: the hash of its outputs, then those of its value as float16 and as
+ * bfloat16 bits (tu_case_half_value: read by the kernels as they are), each "=" when it equals
+ * the float32 call's on the same values (else that call's hash too). */
+static void run_case(const char *kind, tu_case *tc)
+{
+    msda_error err;
+    const uint64_t h = hash_case(tc, tc->value, MSDA_FLOAT32, &err);
+    if (h == 0) {
+        printf("%s %d refused: %s\n", kind, cases++, err.message);
+        return;
+    }
+    printf("%s %d C=%lld %s %016llx", kind, cases, (long long)tc->p.channels, tu_combo_name(&tc->p),
+           (unsigned long long)h);
+    float *original = tu_floats(tc->value_elements);
+    memcpy(original, tc->value, (size_t)tc->value_elements * sizeof(float));
+    for (int bf = 0; bf < 2; bf++) {
+        uint16_t *bits = tu_case_half_value(tc, bf);
+        const uint64_t wide = hash_case(tc, tc->value, MSDA_FLOAT32, &err),
+                       half = hash_case(tc, bits, bf ? MSDA_BFLOAT16 : MSDA_FLOAT16, &err);
+        if (half == wide) printf(" %s %016llx=", bf ? "bf16" : "f16", (unsigned long long)half);
+        else printf(" %s %016llx!=%016llx", bf ? "bf16" : "f16", (unsigned long long)half, (unsigned long long)wide);
+        memcpy(tc->value, original, (size_t)tc->value_elements * sizeof(float));
+        free(bits);
+    }
+    free(original);
+    printf("\n");
+    cases++;
 }
 
 static void battery(void)

@@ -70,7 +70,7 @@ static void test_problem_init(void)
     msda_problem_init(&p);
     tu_check(p.value_layout == MSDA_VALUE_BLNC && p.locations_layout == MSDA_LOCATIONS_BQHLP2 &&
              p.align_corners == 0 && p.padding == MSDA_PADDING_ZEROS && p.threads == 1 && p.batch == 0 &&
-             p.spatial_shapes == NULL && p.level_start_index == NULL,
+             p.spatial_shapes == NULL && p.level_start_index == NULL && p.value_dtype == MSDA_FLOAT32,
              "msda_problem_init defaults");
     msda_error err;
     expect("msda_problem_init leaves sizes to fill in", validate(&p, &err), &err, MSDA_ERR_INVALID_SIZE, "batch",
@@ -176,6 +176,13 @@ static void test_options(void)
     p = base();
     p.threads = -4;
     expect("threads = -4", validate(&p, &err), &err, MSDA_ERR_INVALID_OPTION, "threads", "-4", ">= 1", NULL);
+    p = base();
+    p.value_dtype = (msda_dtype)3;
+    expect("value_dtype = 3", validate(&p, &err), &err, MSDA_ERR_INVALID_OPTION, "value_dtype", "3", "FLOAT32",
+           "FLOAT16", "BFLOAT16", NULL);
+    p = base();
+    p.value_dtype = (msda_dtype)-1;
+    expect("value_dtype = -1", validate(&p, &err), &err, MSDA_ERR_INVALID_OPTION, "value_dtype", "-1", NULL);
 }
 
 static void test_null_problem_and_arrays(void)
@@ -354,6 +361,33 @@ static void overlap_case(const msda_problem *p, int backward, int out, int other
     free(region);
 }
 
+/* A half-precision value spans 2 bytes an element: an output just past its bytes passes, one on
+ * its last element overlaps; a NULL one names its elements. */
+static void test_half_value_buffers(void)
+{
+    msda_problem p = base();
+    p.value_dtype = MSDA_BFLOAT16;
+    const int64_t nv = msda_value_elements(&p), nl = msda_locations_elements(&p), nw = msda_weights_elements(&p),
+                  no = msda_output_elements(&p);
+    float *loc = tu_floats(nl), *w = tu_floats(nw);
+    memset(loc, 0, (size_t)nl * sizeof *loc);
+    memset(w, 0, (size_t)nw * sizeof *w);
+    char *region = tu_xmalloc((size_t)(2 * nv + 4 * no));
+    memset(region, 0, (size_t)(2 * nv + 4 * no));
+    msda_error err;
+    reset(&err);
+    tu_check(msda_forward(&p, region, loc, w, (float *)(void *)(region + 2 * nv), &err) == MSDA_OK,
+             "an output just past a half value's bytes refused: %s", err.message);
+    reset(&err);
+    expect("forward: output starts on the last element of a half value",
+           msda_forward(&p, region, loc, w, (float *)(void *)(region + 2 * nv - 2), &err), &err, MSDA_ERR_OVERLAP,
+           "output", "value", NULL);
+    reset(&err);
+    expect("forward: half value NULL", msda_forward(&p, NULL, loc, w, (float *)(void *)(region + 2 * nv), &err),
+           &err, MSDA_ERR_NULL_POINTER, "value", "half-precision", NULL);
+    free(region); free(loc); free(w);
+}
+
 /* Each output overlapping each input and each other output; buffers that only touch pass. */
 static void test_overlap(void)
 {
@@ -412,6 +446,7 @@ int main(void)
     test_null_tensors();
     test_overflow();
     test_overlap();
+    test_half_value_buffers();
     test_status_string();
     return tu_finish();
 }

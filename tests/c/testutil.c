@@ -50,6 +50,27 @@ void *tu_xmalloc(size_t bytes)
 float *tu_floats(int64_t n) { return tu_xmalloc((size_t)n * sizeof(float)); }
 double *tu_doubles(int64_t n) { return tu_xmalloc((size_t)n * sizeof(double)); }
 
+uint16_t tu_half_of(float x, int bfloat16)
+{
+    uint32_t b;
+    memcpy(&b, &x, sizeof b);
+    if (bfloat16) return (uint16_t)((b >> 16) | ((b & 0x7f800000u) == 0x7f800000u && (b & 0x7fffffu) ? 0x40u : 0u));
+    const uint32_t sign = b >> 16 & 0x8000u, man = b & 0x7fffffu;
+    const int e = (int)(b >> 23 & 0xffu) - 112;
+    if (e == 255 - 112) return (uint16_t)(sign | 0x7c00u | (man ? 0x200u | man >> 13 : 0u));
+    if (e >= 31) return (uint16_t)(sign | 0x7c00u);
+    if (e <= 0) return (uint16_t)(sign | (e > -10 ? (man | 0x800000u) >> (14 - e) : 0u));
+    return (uint16_t)(sign | (uint32_t)e << 10 | man >> 13);
+}
+
+uint16_t *tu_case_half_value(tu_case *tc, int bfloat16)
+{
+    uint16_t *bits = tu_xmalloc((size_t)tc->value_elements * sizeof *bits);
+    for (int64_t i = 0; i < tc->value_elements; i++) bits[i] = tu_half_of(tc->value[i], bfloat16);
+    msda_widen_half(bits, tc->value, tc->value_elements, bfloat16);
+    return bits;
+}
+
 void tu_case_init(tu_case *tc, uint64_t seed, int64_t batch, int64_t num_queries, int64_t num_heads,
                   int64_t channels, int64_t num_levels, int64_t num_points, const int64_t *shapes, int combo)
 {

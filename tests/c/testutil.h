@@ -44,6 +44,13 @@ void tu_case_fill(tu_case *tc, tu_rng *rng, double loc_lo, double loc_hi);
  * (+-1e30, +-inf, NaN, a few widths outside). */
 void tu_case_sprinkle_far(tu_case *tc, tu_rng *rng, double fraction);
 void tu_case_free(tu_case *tc);
+/* Half-precision bits near x (test data, not a rounding rule: the mantissa truncated; NaN stays
+ * NaN, and float16 outside its range becomes 0 or Inf): bfloat16 x's top half, else float16. */
+uint16_t tu_half_of(float x, int bfloat16);
+/* tc's value as half-precision bits (tu_half_of, a fresh array), and tc->value replaced by their
+ * float32 values (msda_widen_half): a float32 call on tc then computes on the same values as a
+ * call on the bits with value_dtype MSDA_BFLOAT16 (bfloat16) or MSDA_FLOAT16. */
+uint16_t *tu_case_half_value(tu_case *tc, int bfloat16);
 
 /* "seed=... B=2 Nq=3 Nh=1 C=5 Nl=2 Np=2 shapes=[(1x1),(4x3)] value=BLNC loc=BQHLP2 align_corners=0 padding=zeros" */
 const char *tu_case_describe(const tu_case *tc);

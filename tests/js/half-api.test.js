@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { init, initWorker } from '../../bindings/index.js';
 import { referenceBackward } from '../../bindings/reference.js';
-import { HalfBits, narrowToHalf, widenHalf } from '../../bindings/core/half.js';
+import { HalfBits, halfRows, narrowToHalf, widenHalf } from '../../bindings/core/half.js';
 import { OPTION_COMBOS, randomCase } from './helpers.js';
 
 const FLOATS = ['value', 'samplingLocations', 'attentionWeights', 'gradOutput'];
@@ -42,6 +42,59 @@ test('half-precision tensors give the bits of their float32 values on wasm, wasm
     }
     msda.dispose();
   }
+});
+
+// A half value goes to the kernels as its bits where halfRows says so (bfloat16 on wasm SIMD and the
+// addon's AVX2, float16 on the addon's AVX2; the native backward only with fewer sampled corners
+// than value rows):
+// every path, each with the float32 call's bits, on problems of both kinds (a decoder's few queries
+// over a large level, an encoder's query per pixel) and two batches (a streamed forward loads each
+// batch's value in turn).
+test('half rows (the kernels widening value as they read it) give the float32 call\'s bits on every backend', async () => {
+  const paths = new Set();
+  for (const options of [{ backend: 'wasm' }, { backend: 'wasm-scalar' }, { backend: 'native' }, { threads: 2 }]) {
+    const msda = await init(options);
+    for (const [k, [Q, shapes]] of [[3, [[9, 11], [3, 4]]], [150, [[10, 12], [5, 6]]]].entries()) {   // rows < corners, rows > corners
+      const L = shapes.reduce((n, [h, w]) => n + h * w, 0);
+      const B = 2, H = 2, C = 35, NL = shapes.length, P = 2;
+      const r = (n, lo, hi, seed) => Float32Array.from({ length: n }, (_, i) => lo + (hi - lo) * ((Math.sin(seed + i * 12.9898) * 43758.5453) % 1 + 1) % 1);
+      const args = {
+        value: { data: r(B * L * H * C, -1, 1, k), shape: [B, L, H, C] },
+        spatialShapes: shapes,
+        samplingLocations: { data: r(B * Q * H * NL * P * 2, -0.1, 1.1, k + 1), shape: [B, Q, H, NL, P, 2] },
+        attentionWeights: { data: r(B * Q * H * NL * P, 0, 1, k + 2), shape: [B, Q, H, NL, P] },
+      };
+      args.value.data[5] = NaN;
+      args.value.data[17] = -Infinity;
+      const problem = { numQueries: Q, numLevels: NL, numPoints: P, valueLength: L };
+      for (const dtype of ['float16', 'bfloat16']) {
+        const { half, wide } = halfAndWide({ args, gradOutput: { data: r(B * Q * H * C, -1, 1, k + 3), shape: [B, Q, H * C] } }, dtype, ['value']);
+        const { gradOutput: g1, ...fHalf } = half;
+        const { gradOutput: g2, ...fWide } = wide;
+        const where = `${msda.backend}${options.threads ? ' threads' : ''} ${dtype} Q=${Q}`;
+        assert.deepEqual(bitsOf(msda.forward(fHalf)), bitsOf(msda.forward(fWide)), `${where} forward`);
+        const a = msda.backward(half), b = msda.backward(wide);
+        for (const key of ['gradValue', 'gradSamplingLocations', 'gradAttentionWeights']) {
+          assert.deepEqual(bitsOf(a[key]), bitsOf(b[key]), `${where} ${key}`);
+        }
+        for (const op of ['forward', 'backward']) paths.add(`${msda.backend} ${dtype} ${op} ${halfRows(msda._backend, dtype, problem, op) ? 'rows' : 'widened'}`);
+      }
+    }
+    msda.dispose();
+  }
+  // every branch of halfRows was taken (the addon's on an x86 CPU with F16C)
+  for (const want of ['wasm bfloat16 forward rows', 'wasm bfloat16 backward rows', 'wasm float16 forward widened',
+    'wasm-scalar bfloat16 forward widened', 'wasm-scalar float16 backward widened']) {
+    assert.ok(paths.has(want), `${want} ran (${[...paths].join(', ')})`);
+  }
+  const native = await init({ backend: 'native' });
+  if (native.isa === 'avx2') {
+    for (const want of ['native float16 forward rows', 'native float16 backward rows', 'native float16 backward widened',
+      'native bfloat16 backward rows', 'native bfloat16 backward widened']) {
+      assert.ok(paths.has(want), `${want} ran (${[...paths].join(', ')})`);
+    }
+  }
+  native.dispose();
 });
 
 // The C widening (msda_widen_half) where the bits land: every one of the 65,536 patterns of both
