@@ -18,7 +18,7 @@ int64_t msda__backward_units(const msda_plan *p)
 
 /* ---- the ISA, chosen once ----
  * AVX2 if this CPU has it, else AVX-512 if it has that, else the baseline (cpuid, through the
- * compiler's builtin), unless MSDA_ISA names one.
+ * compiler's builtin; F16C from cpuid.h), unless MSDA_ISA names one.
  * Every ISA gives the same bits (simd.h), so the choice is only about speed. */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -35,6 +35,7 @@ typedef struct msda_isa_entry {
 MSDA_DECLARE_ISA(base)
 #if (defined(__x86_64__) || defined(__i386__)) && !defined(__EMSCRIPTEN__) && !defined(MSDA_NO_SIMD)
 #define MSDA_X86 1
+#include <cpuid.h>
 #define MSDA_SCALAR_TOO 1
 #define MSDA_BASE_NAME "sse2"
 MSDA_DECLARE_ISA(scalar)
@@ -73,8 +74,10 @@ static int isa_available(int i)
 {
 #ifdef MSDA_X86
     __builtin_cpu_init();
-    /* F16C for float16 values (simd.h); every CPU with AVX2 or AVX-512 known has it */
-    const int f16c = __builtin_cpu_supports("f16c") != 0;
+    /* F16C for float16 values (simd.h); every CPU with AVX2 or AVX-512 known has it. From
+       CPUID: clang before 16 has no "f16c" in __builtin_cpu_supports */
+    unsigned eax, ebx, ecx, edx;
+    const int f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
     if (strcmp(msda_isas[i].name, "avx2") == 0) return f16c && __builtin_cpu_supports("avx2") != 0;
     if (strcmp(msda_isas[i].name, "avx512") == 0) return f16c && __builtin_cpu_supports("avx512f") != 0;
 #endif
