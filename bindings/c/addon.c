@@ -6,10 +6,12 @@
  *            gradValue, gradSamplingLocations, gradAttentionWeights)
  *
  * An input (value, samplingLocations, attentionWeights, gradOutput) may also be a Uint16Array of
- * half-precision bits, float16 unless bit i of an optional last argument, halfMask, is set
- * for argument i (then bfloat16): value is read as it is (msda_problem's value_dtype; the kernels
- * widen its rows as they read them) unless bit 16 (HALF_WIDEN_VALUE) is set, the others are
- * widened (msda_widen_half) into memory of the call's own, freed after.
+ * half-precision bits, float16 unless bit i of an optional argument after the tensors, halfMask,
+ * is set for argument i (then bfloat16): value is read as it is (msda_problem's value_dtype; the
+ * kernels widen its rows as they read them) unless bit 16 (HALF_WIDEN_VALUE) is set, the others
+ * are widened (msda_widen_half) one after another into scratch, a Float32Array after halfMask
+ * that the caller keeps from call to call (bindings/node/addon.js), so that no call pays for
+ * fresh pages.
  *
  * desc is the BigInt64Array problem description of bindings/c/problem_desc.h. Both return
  * null on success or { status, code, message } with the library's status and message. A wrong
@@ -20,7 +22,6 @@
 #include "problem_desc.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 
 /* The package version (package.json's, from mk/js.mk): bindings/native.js accepts an addon only
  * when it says the version of the JS that loads it. */
@@ -28,7 +29,7 @@
 #error "MSDA_VERSION must be defined (mk/js.mk passes package.json's version)"
 #endif
 
-#define MAX_ARGS 8
+#define MAX_ARGS 10
 #define HALF_WIDEN_VALUE (1u << 16)
 
 /* Throws a TypeError/RangeError and returns NULL so callers can `return fail(...)`. */
@@ -82,14 +83,18 @@ static napi_value run(napi_env env, napi_callback_info info, int backward)
     size_t argc = MAX_ARGS + 1;
     napi_value argv[MAX_ARGS + 1];
     napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-    if (argc != want && argc != want + 1) {
+    if (argc < want || argc > want + 2) {
         char msg[96];
         snprintf(msg, sizeof msg, "%s expects %zu arguments, got %zu", backward ? "backward" : "forward", want, argc);
         return fail(env, 0, msg);
     }
     uint32_t half_mask = 0;
-    if (argc == want + 1 && napi_get_value_uint32(env, argv[want], &half_mask) != napi_ok)
+    if (argc > want && napi_get_value_uint32(env, argv[want], &half_mask) != napi_ok)
         return fail(env, 0, "halfMask must be a number");
+    float *scratch = NULL;
+    size_t scratch_len = 0;
+    if (argc == want + 2 && !(scratch = typed_array(env, argv[want + 1], napi_float32_array, "scratch", &scratch_len)))
+        return NULL;
     size_t desc_count = 0;
     const int64_t *desc = typed_array(env, argv[0], napi_bigint64_array, names[0], &desc_count);
     if (!desc) return NULL;
@@ -131,8 +136,7 @@ static napi_value run(napi_env env, napi_callback_info info, int backward)
     }
 
     /* A half value goes to the kernels as it is, which widen its rows as they read them; the other
-     * half inputs are widened into memory of the call's own (malloc reuses it from one call to the
-     * next). */
+     * half inputs are widened into scratch, each its tensor's elements. */
     const size_t value_arg = backward ? 2 : 1;
     const void *value = buf[value_arg];
     const int value_as_is = bits[value_arg] && !(half_mask & HALF_WIDEN_VALUE);
@@ -140,21 +144,25 @@ static napi_value run(napi_env env, napi_callback_info info, int backward)
         p.value_dtype = half_mask >> value_arg & 1 ? MSDA_BFLOAT16 : MSDA_FLOAT16;
         value = bits[value_arg];
     }
-    float *widened[MAX_ARGS] = {NULL};
-    for (size_t i = 1; i < inputs_end; i++) {
+    int64_t scratch_need = 0;
+    for (size_t i = 1; i < inputs_end; i++)
+        if (bits[i] && !(i == value_arg && value_as_is)) scratch_need += need[i];
+    if ((int64_t)scratch_len < scratch_need) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "scratch has %zu elements, expected %lld (the half-precision inputs widened)",
+                 scratch_len, (long long)scratch_need);
+        return fail(env, 1, msg);
+    }
+    for (size_t i = 1, at = 0; i < inputs_end; i++) {
         if (!bits[i] || (i == value_arg && value_as_is)) continue;
-        widened[i] = buf[i] = malloc(len[i] ? len[i] * sizeof(float) : 1);
-        if (!buf[i]) {
-            for (size_t k = 1; k < i; k++) free(widened[k]);
-            return fail(env, 1, "out of memory for a half-precision input's float32 values");
-        }
-        msda_widen_half(bits[i], buf[i], (int64_t)len[i], (int)(half_mask >> i & 1));
+        buf[i] = scratch + at;
+        msda_widen_half(bits[i], buf[i], need[i], (int)(half_mask >> i & 1));
+        at += (size_t)need[i];
     }
     if (backward)
         st = msda_backward(&p, buf[1], value_as_is ? value : buf[2], buf[3], buf[4], buf[5], buf[6], buf[7], &err);
     else
         st = msda_forward(&p, value_as_is ? value : buf[1], buf[2], buf[3], buf[4], &err);
-    for (size_t i = 1; i < inputs_end; i++) free(widened[i]);
     if (st != MSDA_OK) return make_result(env, &err);
     napi_value null_value;
     napi_get_null(env, &null_value);

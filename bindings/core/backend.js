@@ -36,7 +36,9 @@ import { exactElementsOf, TENSORS } from './problem.js';
  *   allocate(desc, layout): a Store for the problem description (BigInt64Array, core/problem.js
  *     DESC) and the tensors of layout ([{ name, elements }]), checked by checkSizes first.
  * Heap backends (memory not null) also have heapInUse() (bytes malloc has handed out) and
- * resultArray(length) (a Float32Array the caller owns, for the streamed forward).
+ * resultArray(length) (a Float32Array the caller owns, for the streamed forward). A backend that
+ * keeps memory between calls (native: the scratch its half inputs are widened into) has free(),
+ * called when the last instance over it is disposed (core/init.js).
  */
 export const BACKEND_MEMBERS = ['name', 'isa', 'simd', 'memory', 'limits', 'allocate'];
 export const HEAP_BACKEND_MEMBERS = ['heapInUse', 'resultArray'];

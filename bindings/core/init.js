@@ -102,6 +102,7 @@ export function createApi(platform) {
       if (--e.refs === 0) {
         e.forget();
         if (backend.pool) backend.pool.terminate();
+        if (backend.free) backend.free();
       }
     }), (err) => {
       e.refs--;

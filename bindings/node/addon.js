@@ -133,16 +133,29 @@ class NativeBackend {
     // Elements of the longest typed array this Node makes (V8's limit; 2^32 on Node 20).
     this.maxElements = constants.MAX_LENGTH;
     this.limits = { tensorBytes: 4 * this.maxElements, callBytes: null };
+    // Where the addon widens a call's half inputs, kept from call to call (as long as the longest
+    // call's; free() lets it go): fresh memory each call would cost a page fault every 4 KiB.
+    this.scratch = new Float32Array(0);
   }
 
   allocate(desc, layout) {
-    return new NativeStore(this.addon, desc, layout);
+    return new NativeStore(this, desc, layout);
+  }
+
+  // elements: how many float32 the call's widened inputs take.
+  scratchFor(elements) {
+    if (this.scratch.length < elements) this.scratch = new Float32Array(elements);
+    return this.scratch;
+  }
+
+  free() {
+    this.scratch = new Float32Array(0);
   }
 }
 
 class NativeStore {
-  constructor(addon, desc, layout) {
-    this.addon = addon;
+  constructor(backend, desc, layout) {
+    this.backend = backend;
     this.desc = desc;
     this.elements = new Map(layout.map(({ name, elements }) => [name, elements]));
     this.arrays = new Map();
@@ -164,8 +177,8 @@ class NativeStore {
   }
 
   // Inputs are only read by C, so the caller's array is used in place; half-precision bits go to
-  // C as they are, widened there for the call (bindings/c/addon.c), but for a value loaded `asIs`
-  // (core/half.js, halfRows), whose rows the kernels widen as they read them.
+  // C as they are, widened there into the backend's scratch (bindings/c/addon.c), but for a value
+  // loaded `asIs` (core/half.js, halfRows), whose rows the kernels widen as they read them.
   load(name, data, at = 0, asIs = false) {
     this.arrays.set(name, data);
     if (name === 'value') this.valueAsIs = asIs;
@@ -181,18 +194,23 @@ class NativeStore {
 
   run(op) {
     // halfMask: bit i, argument i is bfloat16 bits; bit 16, value is widened before the call
-    let halfMask = this.valueAsIs ? 0 : 1 << 16, i = 0;
+    let halfMask = this.valueAsIs ? 0 : 1 << 16, i = 0, widened = 0;
     const a = (n) => {
       const data = this.view(n);
       i++;
       if (!(data instanceof HalfBits)) return data;
       if (data.dtype === 'bfloat16') halfMask |= 1 << i;
+      if (n !== 'value' || !this.valueAsIs) widened += data.bits.length;
       return data.bits;
     };
-    return op === 'forward'
-      ? this.addon.forward(this.desc, a('value'), a('samplingLocations'), a('attentionWeights'), a('output'), halfMask)
-      : this.addon.backward(this.desc, a('gradOutput'), a('value'), a('samplingLocations'), a('attentionWeights'),
-        a('gradValue'), a('gradSamplingLocations'), a('gradAttentionWeights'), halfMask);
+    const { addon } = this.backend;
+    if (op === 'forward') {
+      const args = [a('value'), a('samplingLocations'), a('attentionWeights'), a('output')];
+      return addon.forward(this.desc, ...args, halfMask, this.backend.scratchFor(widened));
+    }
+    const args = [a('gradOutput'), a('value'), a('samplingLocations'), a('attentionWeights'),
+      a('gradValue'), a('gradSamplingLocations'), a('gradAttentionWeights')];
+    return addon.backward(this.desc, ...args, halfMask, this.backend.scratchFor(widened));
   }
 
   free() {

@@ -123,6 +123,31 @@ test('every half-precision pattern is widened in the wasm heap to the bits half.
 });
 
 // Each input says its own format: float16 and bfloat16 inputs side by side in one call.
+// The addon widens half inputs into one scratch array its backend keeps from call to call: a
+// smaller call after a bigger one (the scratch longer than it needs, holding the bigger call's
+// values) and a bigger one after it still give the float32 call's bits; dispose lets it go.
+test('native: half inputs widened into the reused scratch give the float32 call\'s bits, bigger then smaller; dispose frees it', async () => {
+  const msda = await init({ backend: 'native' });
+  const backend = msda._backend;
+  let longest = 0;
+  for (const [k, seed] of [674, 665, 664].entries()) {   // inputs of 2460, 47 and 912 elements
+    const c = randomCase(seed, OPTION_COMBOS[k]);
+    const { half, wide } = halfAndWide(c, k % 2 ? 'bfloat16' : 'float16');
+    const { gradOutput: g1, ...fHalf } = half;
+    const { gradOutput: g2, ...fWide } = wide;
+    assert.deepEqual(bitsOf(msda.forward(fHalf)), bitsOf(msda.forward(fWide)), `call ${k} forward`);
+    const a = msda.backward(half), b = msda.backward(wide);
+    for (const key of ['gradValue', 'gradSamplingLocations', 'gradAttentionWeights']) {
+      assert.deepEqual(bitsOf(a[key]), bitsOf(b[key]), `call ${k} ${key}`);
+    }
+    if (k === 0) longest = backend.scratch.length;
+    assert.equal(backend.scratch.length, longest, `call ${k}: the first call's scratch is kept`);
+  }
+  assert.ok(longest > 0);
+  msda.dispose();
+  assert.equal(backend.scratch.length, 0, 'dispose frees the scratch');
+});
+
 test('float16 and bfloat16 inputs mixed in one call give the float32 call\'s bits on every backend', async () => {
   const c = randomCase(640, OPTION_COMBOS[0]);
   const dtypes = { value: 'bfloat16', samplingLocations: 'float16', attentionWeights: 'bfloat16', gradOutput: 'float16' };
