@@ -12,10 +12,11 @@ BENCH := $(BUILD)/bench
 BENCH_WASM_CFLAGS := -O3 $(CSTD) -DNDEBUG -msimd128
 # The probe prints through Emscripten's glue, which needs acorn from Debian's node modules.
 BENCH_EMCC = NODE_PATH=/usr/share/nodejs $(EMCC)
+# F16C with AVX2 and AVX-512, as the library's kernel files have it (simd.h widens float16 with it).
 PROBE_HDR := tests/bench/probe.h tests/bench/probe_body.h src/simd.h
 PROBE_FLAGS_base   :=
-PROBE_FLAGS_avx2   := -mavx2 -DMSDA_VW=8
-PROBE_FLAGS_avx512 := -mavx512f -DMSDA_VW=16
+PROBE_FLAGS_avx2   := -mavx2 -mf16c -DMSDA_VW=8
+PROBE_FLAGS_avx512 := -mavx512f -mf16c -DMSDA_VW=16
 PROBE_ISAS := base $(if $(filter x86_64 i686,$(shell uname -m)),avx2 avx512)
 
 .PHONY: bench bench-build kernel-bench split-sim

@@ -90,14 +90,14 @@ static void replay_forward_query(const msda_plan *p, const msda_tensors *t, geom
                               v4_mul(a, pg.weight[3])};
             if (n + 16 > MSDA_TAPS) {   /* as the kernel: sum what fits */
                 for (int i = 0; i < n; i++)
-                    for (int v = 0; v < WALK_C / MSDA_VW; v++) acc[v] = vf_add(acc[v], vf_load(tp->row[i] + MSDA_VW * v));
+                    for (int v = 0; v < WALK_C / MSDA_VW; v++) acc[v] = vf_add(acc[v], vf_load((const float *)(const void *)tp->row[i] + MSDA_VW * v));
                 n = 0;
             }
-            n = emit_taps(tp, n, &pg, aw, count, value_bh + lg->start, lg);
+            n = emit_taps(tp, n, &pg, aw, count, (const char *)(value_bh + lg->start), lg, (int)sizeof(float));
         }
     }
     for (int i = 0; i < n; i++)
-        for (int v = 0; v < WALK_C / MSDA_VW; v++) acc[v] = vf_add(acc[v], vf_load(tp->row[i] + MSDA_VW * v));
+        for (int v = 0; v < WALK_C / MSDA_VW; v++) acc[v] = vf_add(acc[v], vf_load((const float *)(const void *)tp->row[i] + MSDA_VW * v));
     for (int v = 0; v < WALK_C / MSDA_VW; v++) vf_store(out + MSDA_VW * v, acc[v]);
 }
 
@@ -176,10 +176,10 @@ static void replay(const msda_plan *p, const msda_tensors *t, int backward, v4 *
             sample_order(p, t, &sg, b, q0, n, order);
             const int fetch = backward || fetch_walk(&sg, order, n);
             for (int i = 0; i < n; i++) {
-                if (fetch && i + 1 < n) fetch_query(&fa, p, t, b, q0 + (order[i + 1] & MSDA_ORDER_INDEX), backward);
+                if (fetch && i + 1 < n) fetch_query(&fa, p, t, b, q0 + order[i + 1], backward);
                 for (int64_t h = 0; h < p->num_heads; h++)
-                    if (backward) replay_query(p, t, &gc, b, q0 + (order[i] & MSDA_ORDER_INDEX), h, 1, acc);
-                    else replay_forward_query(p, t, &gc, &tp, b, q0 + (order[i] & MSDA_ORDER_INDEX), h);
+                    if (backward) replay_query(p, t, &gc, b, q0 + order[i], h, 1, acc);
+                    else replay_forward_query(p, t, &gc, &tp, b, q0 + order[i], h);
             }
         }
     *acc = v4_add(*acc, v4_splat(fa.sink));
