@@ -81,7 +81,7 @@ export function analyse(name) {
     perLevel[l].pixels = B * H * h * w; perLevel[l].mean = perLevel[l].recs / perLevel[l].pixels; perLevel[l].max = mx;
   });
   const touched = rowsTouched.reduce((a, v) => a + v, 0);
-  // order pass: bands/cols as backend.js sampleGrid
+  // order pass: bands/cols as bindings/webgpu/plan.js sampleGrid
   let rows = 1, cols = 1; for (const [h, w] of levels) { rows = Math.max(rows, h); cols = Math.max(cols, w); }
   const bands = Math.min(Math.ceil(rows / STRIP), ORDER_CELLS - 1); cols = Math.min(cols, Math.floor((ORDER_CELLS - 1) / bands));
   const cells = bands * cols + 1;

@@ -8,7 +8,8 @@ import { SWIFTSHADER_ICD, firstDiff, nonFiniteCase, sameBits } from './helpers.j
 import { OPTION_COMBOS, assertClose, randomCase, rng } from '../js/helpers.js';
 import { init } from '../../bindings/node.js';
 import { narrowToHalf, widenHalf } from '../../bindings/core/half.js';
-import { MsdaWebGPU, sampleGrid } from '../../bindings/webgpu/backend.js';
+import { MsdaWebGPU } from '../../bindings/webgpu/backend.js';
+import { sampleGrid } from '../../bindings/webgpu/plan.js';
 import { noAdapterHint } from '../../bindings/webgpu/node-gpu.js';
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';

@@ -9,11 +9,12 @@
 import { GEOMETRY } from './geometry.js';
 import { SCAN_BLOCK, WORKGROUP, program } from './problem.js';
 
-// The `vec4` variant (channels a multiple of 4: backend.js variantOf) reads value and
+// The `vec4` variant (channels a multiple of 4: plan.js variantOf) reads value and
 // grad_output rows as vec4s; the dot products add in the same order either way.
 const row = ({ vec4 = false }) => (vec4 ? 'read array<vec4<f32>>' : 'read array<f32>');
 
 export const SAMPLES = program('samples', {
+  words: ['first_pair'],
   bindings: {
     value: row,
     locs: 'read array<f32>',
@@ -28,13 +29,13 @@ export const SAMPLES = program('samples', {
 }, ({ vec4 = false }) => /* wgsl */ `
 @compute @workgroup_size(${WORKGROUP})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  // This dispatch's samples: those of (batch, head) pairs disp.first, disp.first + 1, ..., each pair's
+  // This dispatch's samples: those of (batch, head) pairs disp.first_pair, disp.first_pair + 1, ..., each pair's
   // queries, levels and points in order (local index r; s is the sample's index in the tensors).
   let r = invocation(gid);
   if (r >= disp.n) { return; }
   let Q = pr.queries; let H = pr.heads; let C = pr.channels; let NL = pr.num_levels; let P = pr.points; let L = pr.length;
   let p = r % P; let l = (r / P) % NL; let q = (r / (P * NL)) % Q; let bhl = r / (P * NL * Q);
-  let bh = disp.first + bhl; let h = bh % H; let b = bh / H;
+  let bh = disp.first_pair + bhl; let h = bh % H; let b = bh / H;
   let bqh = (b * Q + q) * H + h;
   let s = (bqh * NL + l) * P + p;
   let lx = loc_index(b, q, h, l, p, 0u); let ly = loc_index(b, q, h, l, p, 1u);
@@ -86,6 +87,8 @@ ${vec4 ? '' : `    for (var c = CB; c < C; c = c + 1u) { dk = dk + gout[go + c] 
 // barriers (an emulator such as SwiftShader switches coroutines at each, per 4 invocations).
 export const SCAN = program('scan', {
   problem: false,
+  perGroup: SCAN_BLOCK,
+  perRow: 'workgroups',
   bindings: {
     src: 'read array<u32>',
     dst: 'read_write array<u32>',
@@ -138,6 +141,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 // its slot with the query's index replaced by the query's rank in the CPU walk (orderPlace), so
 // that walk slots ascend in the order the CPU sums a pixel's terms (rank, point).
 export const PLACE = program('place', {
+  words: ['first_pair'],
   bindings: {
     recs: 'read array<vec2<u32>>',
     offsets: 'read array<u32>',
@@ -154,7 +158,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   if (dest == 0xffffffffu) { return; }
   let Q = pr.queries; let H = pr.heads; let NL = pr.num_levels; let P = pr.points;
   let r = slot / 4u;   // the samples pass's local index
-  let q = (r / (P * NL)) % Q; let b = (disp.first + r / (P * NL * Q)) / H;
+  let q = (r / (P * NL)) % Q; let b = (disp.first_pair + r / (P * NL * Q)) / H;
   let rank = ranks[b * Q + q];
   placed[offsets[dest] + atomicAdd(&cursors[dest], 1u)] = slot + 4u * P * NL * rank - 4u * P * NL * q;
 }

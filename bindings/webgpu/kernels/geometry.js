@@ -1,7 +1,7 @@
 // Where a sample falls (src/kernel/geometry.h): its position on each axis, exactly as the CPU
 // forms it (float arithmetic for narrow levels, integers standing in for the CPU's doubles for
 // wide ones), and its inside corners and bilinear weights. The `narrow` variant (every level at
-// most FLOAT_SIDE wide: backend.js variantOf) leaves the wide levels' integer code out.
+// most FLOAT_SIDE wide: plan.js variantOf) leaves the wide levels' integer code out.
 
 import { variantCode } from './problem.js';
 

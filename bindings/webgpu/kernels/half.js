@@ -1,17 +1,18 @@
 // Half-precision tensors on the GPU, by integer operations on the bits (the twins of core/half.js
 // and src/cli/npy.c, so the bits do not depend on how a device converts floats, nor on whether it
 // flushes subnormals):
-//   widen   one invocation per element: a float16 or bfloat16 (disp.extra 1) half of a u32 word
-//           to the float32 it is exactly; disp.first is the first half's index in the bound words
+//   widen   one invocation per element: a float16 or bfloat16 (disp.is_bfloat16 1) half of a u32 word
+//           to the float32 it is exactly; disp.first_half is the first half's index in the bound words
 //           (a tensor may start mid-word, or past the binding's aligned offset);
 //   narrow  one invocation per u32 word of the result: two float32 results rounded to nearest,
-//           ties to even, to float16 or bfloat16 (disp.extra 1); disp.first is the element count
+//           ties to even, to float16 or bfloat16 (disp.is_bfloat16 1); disp.count is the element count
 //           (the last word of an odd count holds one half and zeros).
 
 import { WORKGROUP, program } from './problem.js';
 
 export const WIDEN = program('widen', {
   problem: false,
+  words: ['first_half', 'is_bfloat16'],
   bindings: {
     src: 'read array<u32>',
     dst: 'read_write array<u32>',   // float32 bits: stored as integers, a NaN keeps its payload
@@ -34,14 +35,15 @@ fn f16_to_f32(h: u32) -> u32 {
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let i = invocation(gid);
   if (i >= disp.n) { return; }
-  let k = disp.first + i;
+  let k = disp.first_half + i;
   let h = (src[k >> 1u] >> ((k & 1u) * 16u)) & 0xffffu;
-  if (disp.extra != 0u) { dst[i] = h << 16u; } else { dst[i] = f16_to_f32(h); }
+  if (disp.is_bfloat16 != 0u) { dst[i] = h << 16u; } else { dst[i] = f16_to_f32(h); }
 }
 `);
 
 export const NARROW = program('narrow', {
   problem: false,
+  words: ['count', 'is_bfloat16'],
   bindings: {
     src: 'read array<u32>',   // float32 bits
     dst: 'read_write array<u32>',
@@ -81,7 +83,7 @@ fn f32_to_bf16(f: u32) -> u32 {
 }
 
 fn narrow(f: u32) -> u32 {
-  if (disp.extra != 0u) { return f32_to_bf16(f); }
+  if (disp.is_bfloat16 != 0u) { return f32_to_bf16(f); }
   return f32_to_f16(f);
 }
 
@@ -90,7 +92,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let i = invocation(gid);
   if (i >= disp.n) { return; }
   var word = narrow(src[2u * i]);
-  if (2u * i + 1u < disp.first) { word = word | (narrow(src[2u * i + 1u]) << 16u); }
+  if (2u * i + 1u < disp.count) { word = word | (narrow(src[2u * i + 1u]) << 16u); }
   dst[i] = word;
 }
 `);

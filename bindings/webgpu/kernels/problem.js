@@ -1,5 +1,5 @@
 // What every WebGPU program shares: the constants held to the C headers, the problem's constants
-// as one table (the WGSL struct `pr` and the words backend.js writes both come from it), the
+// as one table (the WGSL struct `pr` and the words plan.js writes both come from it), the
 // tensor layouts, and program(), which numbers a pass's bindings from their names.
 
 export const WORKGROUP = 64;
@@ -48,9 +48,14 @@ export function encodeProblem(fields, levels) {
   return words;
 }
 
+// The dispatch uniform: invocations (values for the scan), invocations per grid row (workgroups
+// for the scan), then the program's own two words by its names (program() `words`).
+const dispatchStruct = (words) => {
+  const [w2 = 'unused2', w3 = 'unused3'] = words;
+  return `struct Dispatch { n: u32, per_row: u32, ${w2}: u32, ${w3}: u32 }\n`;
+};
+
 const BASICS = /* wgsl */ `
-// invocations, per grid row, first (batch, head) of a part (first range of an order group), extra (rank: the part's pixels)
-struct Dispatch { n: u32, per_row: u32, first: u32, extra: u32 }
 // Bit tests: WGSL lets a compiler assume no NaN or Inf in comparisons.
 fn is_nan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
 fn is_inf(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u; }
@@ -94,12 +99,16 @@ export function variantCode(flags, make) {
  * problem, 'dispatch' last where it has a grid), each `name: 'access type'` (access read or
  * read_write), or a function of the variant giving that; `uses`, WGSL the body calls (strings,
  * or variantCode() pieces: geometry.js); `body`, a string or a function of the variant. A variant
- * is an object of boolean flags that a call's problem allows (backend.js variantOf: `narrow` when
+ * is an object of boolean flags that a call's problem allows (plan.js variantOf: `narrow` when
  * every level is narrow); a program has one pipeline per combination of the flags it reads
  * (`variants`, its own, and those of its pieces), each compiled the first time a call needs it.
- * backend.js binds by the names.
+ * Where it has a grid: `words`, the names of the dispatch uniform's last two words as the body
+ * reads them (disp.first_pair), which gpu.js dispatch() is given by name; `perGroup`, the
+ * invocations (values) one workgroup covers; `perRow`, what the uniform's per_row counts
+ * ('invocations', or 'workgroups'). gpu.js binds by the names.
  */
-export function program(label, { problem = true, dispatch = true, bindings, uses = [], variants = [] }, body) {
+export function program(label, { problem = true, dispatch = true, words = [], perGroup = WORKGROUP, perRow = 'invocations', bindings, uses = [], variants = [] }, body) {
+  if (words.length > 2) throw new Error(`ms-deform-attn: the WebGPU ${label} program names ${words.length} dispatch words, the uniform holds 2`);
   const names = [...(problem ? ['problem'] : []), ...Object.keys(bindings), ...(dispatch ? ['dispatch'] : [])];
   const decls = (variant) => names.map((name, i) => {
     if (name === 'problem') return `@group(0) @binding(${i}) var<storage, read> pr: Problem;`;
@@ -109,9 +118,9 @@ export function program(label, { problem = true, dispatch = true, bindings, uses
     return `@group(0) @binding(${i}) var<storage, ${access}> ${name}: ${type};`;
   });
   const flags = [...new Set([...variants, ...uses.flatMap((u) => (typeof u === 'string' ? [] : u.flags))])].sort();
-  const code = (variant = {}) => [dispatch ? BASICS : '', problem ? LAYOUTS : '', ...uses.map((u) => (typeof u === 'string' ? u : u.make(variant))),
+  const code = (variant = {}) => [dispatch ? dispatchStruct(words) + BASICS : '', problem ? LAYOUTS : '', ...uses.map((u) => (typeof u === 'string' ? u : u.make(variant))),
     decls(variant).join('\n'), typeof body === 'function' ? body(variant) : body].join('\n');
   // The pipeline's name: the label, then the flags it reads that the variant sets, in name order.
   const key = (variant = {}) => [label, ...flags.filter((f) => variant[f])].join(' ');
-  return { label, code, key, bindings: names };
+  return { label, code, key, bindings: names, words, perGroup, perRow };
 }

@@ -10,6 +10,7 @@
 import { WORKGROUP, program } from './problem.js';
 
 export const RANK = program('rank', {
+  words: ['first_pair', 'part_pixels'],
   bindings: {
     offsets: 'read array<u32>',
     placed: 'read array<u32>',
@@ -21,11 +22,11 @@ export const RANK = program('rank', {
 @compute @workgroup_size(${WORKGROUP})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let i = invocation(gid);
-  if (i >= disp.n || i >= offsets[disp.extra]) { return; }   // disp.extra: the part's pixels
+  if (i >= disp.n || i >= offsets[disp.part_pixels]) { return; }
   let Q = pr.queries; let H = pr.heads; let NL = pr.num_levels; let P = pr.points;
   let ws = placed[i];
   let r = ws / 4u;   // the samples pass's local index, with the query's rank for its index
-  let bh = disp.first + r / (P * NL * Q); let h = bh % H; let b = bh / H;
+  let bh = disp.first_pair + r / (P * NL * Q); let h = bh % H; let b = bh / H;
   let rank = (r / (P * NL)) % Q;
   let q = walk[b * Q + rank];
   let rec = recs[ws + 4u * P * NL * q - 4u * P * NL * rank];
@@ -37,6 +38,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 `);
 
 export const GATHER = program('gather', {
+  words: ['first_pair'],
   bindings: {
     offsets: 'read array<u32>',
     terms: 'read array<vec2<u32>>',
@@ -50,7 +52,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   if (idx >= disp.n) { return; }
   let H = pr.heads; let C = pr.channels; let L = pr.length;
   let c = idx % C; let dest = idx / C;
-  let pix = dest % L; let bh = disp.first + dest / L; let h = bh % H; let b = bh / H;
+  let pix = dest % L; let bh = disp.first_pair + dest / L; let h = bh % H; let b = bh / H;
   var acc: f32 = 0.0;
   for (var i = offsets[dest]; i < offsets[dest + 1u]; i = i + 1u) {
     let t = terms[i];

@@ -4,11 +4,11 @@
 //   cells       each query's cell (query_cell), one invocation per (batch, query);
 //   orderCount  per tile of ORDER_TILE queries of a range, a histogram of cells (integer
 //               atomics: a count does not depend on their order), laid out (range, cell, tile);
-//   scan        (backend.js) exclusive prefix sums in that order: where each (cell, tile) starts;
+//   scan        (gpu.js) exclusive prefix sums in that order: where each (cell, tile) starts;
 //   orderPlace  each query to its start plus its rank in its tile among the queries of its cell
 //               (those before it in index order): the walk, walk[b * Q + rank] = q, and its
 //               inverse, ranks[b * Q + q] = rank.
-// The ranges are counted a group at a time (disp.first its first range) when one histogram of
+// The ranges are counted a group at a time (disp.first_range its first range) when one histogram of
 // all of them would not fit one buffer.
 
 import { ORDER_CHUNK, WORKGROUP, program } from './problem.js';
@@ -62,7 +62,7 @@ fn walked(u: u32) -> Walked {
   let chunks = (Q + ${ORDER_CHUNK - 1}u) / ${ORDER_CHUNK}u;
   let cells = pr.bands * pr.cols + 1u;
   let tiles = (min(Q, ${ORDER_CHUNK}u) + ${ORDER_TILE - 1}u) / ${ORDER_TILE}u;
-  let r0 = disp.first;
+  let r0 = disp.first_range;
   let group_first = (r0 / chunks) * Q + (r0 % chunks) * ${ORDER_CHUNK}u;
   let gq = group_first + u;
   let b = gq / Q; let q = gq % Q;
@@ -78,6 +78,8 @@ fn walked(u: u32) -> Walked {
 `;
 
 export const ORDER_COUNT = program('orderCount', {
+  words: ['first_range'],
+  perGroup: ORDER_TILE,
   bindings: {
     cell_of: 'read array<u32>',
     hist: 'read_write array<atomic<u32>>',
@@ -92,6 +94,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 `);
 
 export const ORDER_PLACE = program('orderPlace', {
+  words: ['first_range'],
+  perGroup: ORDER_TILE,
   bindings: {
     cell_of: 'read array<u32>',
     starts: 'read array<u32>',

@@ -1,0 +1,157 @@
+// Plans of the WebGPU backend's calls: the pipelines' variant a problem allows, the problem's
+// words for the programs (kernels/problem.js, binding `problem`), and every buffer and pass a
+// call makes, checked against the device's limits before anything is made.
+
+import { typedArrayLength } from '../core/typed.js';
+import { HalfBits } from '../core/half.js';
+import { BACKWARD_STRIP, FLOAT_SIDE, ORDER_CELLS, ORDER_CHUNK, WORKGROUP, encodeProblem } from './kernels/problem.js';
+import { FORWARD, forwardWorkgroups } from './kernels/forward.js';
+import { PLACE, SAMPLES, SCAN, SCAN_ADD } from './kernels/backward.js';
+import { CELLS, ORDER_COUNT, ORDER_PLACE, ORDER_TILE } from './kernels/walks.js';
+import { GATHER, RANK } from './kernels/segments.js';
+import { WIDEN } from './kernels/half.js';
+import { gridSide } from './gpu.js';
+import { GpuTensor, product } from './tensors.js';
+
+// The programs a backward may dispatch: compiled (once per variant) before its first call runs
+// (with WIDEN where an input is half precision, NARROW where the results are).
+const BACKWARD_PROGRAMS = [CELLS, ORDER_COUNT, SCAN, SCAN_ADD, ORDER_PLACE, SAMPLES, PLACE, RANK, GATHER];
+
+const INT32_MAX = 2 ** 31 - 1;
+
+// The grid of cells the CPU backward walks queries by (src/kernel/walks.h sample_grid): the
+// order passes (kernels/walks.js) sort each batch's queries by it on the GPU.
+export function sampleGrid(problem) {
+  let rows = 1, cols = 1;
+  for (const [h, w] of problem.spatialShapes) {
+    rows = Math.max(rows, h);
+    cols = Math.max(cols, w);
+  }
+  const bands = Math.min(Math.ceil(rows / BACKWARD_STRIP), ORDER_CELLS - 1);
+  return { bands, cols: Math.min(cols, Math.floor((ORDER_CELLS - 1) / bands)) };
+}
+
+// A level whose positions are formed in float (geometry.h axis4) and whose element offsets fit i32.
+function narrowLevel(h, w, px) {
+  return h <= FLOAT_SIDE && w <= FLOAT_SIDE && (w + 1) * (h + 1) <= Math.floor(INT32_MAX / px);
+}
+
+const pixelStride = (problem) => (problem.valueLayout === 'BLNC' ? problem.numHeads * problem.channels : problem.channels);
+
+// The pipelines' variant a problem allows (kernels/problem.js program()): `narrow` when every
+// level is narrow, so that the wide levels' integer code is left out; `vec4` when the channels
+// are a multiple of 4, so that value and grad_output rows are read as vec4s.
+export function variantOf(problem) {
+  const px = pixelStride(problem);
+  return { narrow: problem.spatialShapes.every(([h, w]) => narrowLevel(h, w, px)), vec4: problem.channels % 4 === 0 };
+}
+
+/** The words of the `problem` binding (kernels/problem.js encodeProblem): the backward's with where grad_attention_weights starts and its walk's grid. */
+export function problemWords(problem, { gradWeightsOffset = 0, grid = { bands: 0, cols: 0 } } = {}) {
+  const { numHeads: H, channels: C } = problem;
+  const blnc = problem.valueLayout === 'BLNC';
+  const ac = problem.alignCorners;
+  const px = pixelStride(problem);
+  return encodeProblem({
+    batch: problem.batch, queries: problem.numQueries, heads: H, channels: C, num_levels: problem.numLevels,
+    points: problem.numPoints, length: problem.valueLength, blnc: blnc ? 1 : 0,
+    bqhlp2: problem.samplingLocationsLayout === 'BQHLP2' ? 1 : 0, border: problem.paddingMode === 'border' ? 1 : 0,
+    half_shift: ac ? 0 : 1, grad_weights_at: gradWeightsOffset, bands: grid.bands, cols: grid.cols,
+  }, problem.spatialShapes.map(([h, w], l) => {
+    const sx = ac ? w - 1 : w, sy = ac ? h - 1 : h;
+    return {
+      h, w, start: problem.levelStartIndex[l], narrow: narrowLevel(h, w, px) ? 1 : 0,
+      scale_x: sx, scale_y: sy, last_x: w - 1, last_y: h - 1, size_x: w, size_y: h, iscale_x: sx, iscale_y: sy,
+      degen_x: ac && w === 1 ? 1 : 0, degen_y: ac && h === 1 ? 1 : 0, px, row: w * px,
+    };
+  }));
+}
+
+export function planForward(problem) {
+  const s = problem.shapes;
+  const groups = problem.batch * problem.numQueries * problem.numHeads;
+  return {
+    fn: 'forward', programs: [FORWARD],
+    buffers: { output: 4 * product(s.output) }, invocations: { forward: WORKGROUP * forwardWorkgroups(groups, problem.channels) },
+  };
+}
+
+// The backward's scratch (corner records, placed and ranked, per-pixel counts) is made for a
+// part of the (batch, head) pairs at a time when all of them would not fit one buffer: the
+// parts run one after the other in one submission, and each grad_value element still gets its
+// terms from one invocation, in the same order (the bits do not depend on the parts).
+export function planBackward(gpu, problem) {
+  const s = problem.shapes;
+  const samples = product(s.attentionWeights);
+  const pairs = problem.batch * problem.numHeads;
+  const perPair = samples / pairs, L = problem.valueLength;
+  const limit = Math.min(gpu.limits.maxStorageBufferBindingSize, gpu.limits.maxBufferSize);
+  const pairsPerPart = Math.max(1, Math.min(pairs, Math.floor(limit / (32 * perPair)), Math.floor((limit - 4) / (4 * L))));
+  const pixels = pairsPerPart * L;
+  const BQ = problem.batch * problem.numQueries, grid = sampleGrid(problem);
+  const ranges = problem.batch * Math.ceil(problem.numQueries / ORDER_CHUNK);
+  // The order's histogram, (range, cell, tile), for as many ranges as fit one buffer at a time.
+  const perRange = (grid.bands * grid.cols + 1) * Math.ceil(Math.min(problem.numQueries, ORDER_CHUNK) / ORDER_TILE);
+  const rangesPerGroup = Math.max(1, Math.min(ranges, Math.floor(limit / (4 * (perRange + 1)))));
+  return {
+    fn: 'backward',
+    programs: BACKWARD_PROGRAMS,
+    samples,
+    pairs,
+    pairsPerPart,
+    perPair,
+    pixels,
+    buffers: {
+      gradValue: 4 * product(s.gradValue),
+      gradSamplingLocations: 4 * product(s.gradSamplingLocations),
+      gradAttentionWeights: 4 * samples,
+      'location and weight gradients (scratch)': 4 * (product(s.gradSamplingLocations) + samples),
+      'corner records of one (batch, head) part (scratch)': 32 * perPair * pairsPerPart,
+      'placed records of one part (scratch)': 16 * perPair * pairsPerPart,
+      'ranked terms of one part (scratch)': 32 * perPair * pairsPerPart,
+      'pixel counts of one part (scratch)': 4 * (pixels + 1),
+      'query cells, walk and ranks (scratch)': 4 * BQ,
+      'cell histogram of the query order (scratch)': 4 * (rangesPerGroup * perRange + 1),
+    },
+    ranges,
+    rangesPerGroup,
+    perRange,
+    invocations: { cells: BQ, samples: perPair * pairsPerPart, place: 4 * perPair * pairsPerPart, gather: pixels * problem.channels },
+  };
+}
+
+/** What the inputs add to a plan: their buffers, and the widening pass of each half-precision one. */
+export function planInputs(plan, inputs) {
+  for (const [name, data] of Object.entries(inputs)) {
+    const gpuHalf = data instanceof GpuTensor && data.elementBytes === 2;
+    if (gpuHalf || data instanceof HalfBits) {
+      const n = gpuHalf ? data.count : data.length;
+      if (!plan.programs.includes(WIDEN)) plan.programs = [...plan.programs, WIDEN];
+      plan.buffers[`${name} (input)`] = 2 * n;
+      plan.buffers[`${name} widened to float32 (scratch)`] = 4 * n;
+      plan.invocations[`${name}'s widening`] = n;
+    } else {
+      plan.buffers[`${name} (input)`] = data instanceof GpuTensor ? data.bytes : 4 * typedArrayLength(data);
+    }
+  }
+}
+
+/** Refuses a plan whose buffers or passes exceed what the device can bind or index, naming the first. */
+export function checkPlan(fn, gpu, plan) {
+  const { maxStorageBufferBindingSize: bind, maxBufferSize: most } = gpu.limits;
+  for (const [name, bytes] of Object.entries(plan.buffers)) {
+    const limit = Math.min(bind, most);
+    if (bytes > limit) {
+      throw new RangeError(`${fn}: ${name} needs ${bytes} bytes on the GPU, more than this device binds in one buffer (maxStorageBufferBindingSize ${bind}, maxBufferSize ${most} bytes)`);
+    }
+  }
+  const max = gridSide(gpu.limits);
+  for (const [name, n] of Object.entries(plan.invocations)) {
+    if (n >= 2 ** 32 || Math.ceil(n / WORKGROUP) > max * max) {
+      throw new RangeError(`${fn}: the ${name} pass needs ${n} invocations, more than one dispatch can index (32-bit indices, ${max} x ${max} workgroups)`);
+    }
+  }
+  if (plan.fn === 'backward' && (plan.pixels + 1 >= 2 ** 32 || plan.perPair * plan.pairsPerPart * 4 >= 2 ** 32)) {
+    throw new RangeError(`${fn}: a part of ${plan.pairsPerPart} (batch, head) pairs has ${plan.pixels} pixels and ${4 * plan.perPair * plan.pairsPerPart} corner records, past the 32-bit indices of the backward's gather`);
+  }
+}

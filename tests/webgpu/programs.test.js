@@ -1,0 +1,33 @@
+// The WebGPU programs' dispatch words (kernels/problem.js program() `words`): each program's WGSL
+// reads the uniform by the names it declares and no other, and gpu.js dispatch() refuses a word a
+// program does not declare or a declared one left out. No GPU.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { FORWARD } from '../../bindings/webgpu/kernels/forward.js';
+import { PLACE, SAMPLES, SCAN, SCAN_ADD } from '../../bindings/webgpu/kernels/backward.js';
+import { CELLS, ORDER_COUNT, ORDER_PLACE } from '../../bindings/webgpu/kernels/walks.js';
+import { GATHER, RANK } from '../../bindings/webgpu/kernels/segments.js';
+import { NARROW, WIDEN } from '../../bindings/webgpu/kernels/half.js';
+import { Gpu } from '../../bindings/webgpu/gpu.js';
+
+const PROGRAMS = [FORWARD, SAMPLES, SCAN, SCAN_ADD, CELLS, ORDER_COUNT, ORDER_PLACE, PLACE, RANK, GATHER, WIDEN, NARROW];
+const VARIANTS = [{}, { narrow: true }, { vec4: true }, { narrow: true, vec4: true }];
+
+test('each program reads the dispatch uniform by the words it declares, every one of them', () => {
+  for (const prog of PROGRAMS) {
+    for (const variant of VARIANTS) {
+      const read = new Set([...prog.code(variant).matchAll(/\bdisp\.(\w+)/g)].map((m) => m[1]));
+      const own = [...read].filter((w) => w !== 'n' && w !== 'per_row').sort();
+      assert.deepEqual(own, [...prog.words].sort(), `${prog.key(variant)} reads ${own.join(', ') || 'no word of its own'}`);
+    }
+  }
+});
+
+test('dispatch() takes a program\'s words by name: an unknown or a missing one is refused before any GPU work', () => {
+  const call = { variant: {}, now: false, checks: [], temps: [] };
+  const dispatch = (name, words) => Gpu.prototype.dispatch.call({}, call, name, 0, {}, words);
+  assert.throws(() => dispatch('rank', { first_pair: 0, extra: 1 }), /the WebGPU rank pass has no dispatch word extra/);
+  assert.throws(() => dispatch('rank', { first_pair: 0 }), /the WebGPU rank pass lacks its dispatch word part_pixels/);
+  assert.throws(() => dispatch('forward', { first: 0 }), /the WebGPU forward pass has no dispatch word first/);
+  assert.doesNotThrow(() => dispatch('rank', { first_pair: 0, part_pixels: 3 }));   // n = 0: nothing to record
+});
