@@ -4,7 +4,7 @@
 import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { inflateRawSync } from 'node:zlib';
 import { widenHalf } from '../core/half.js';
-import { looksLikeZip, NpzError, parseNpz } from '../core/npz.js';
+import { looksLikeZip, NpzError, parseNpz } from './npz.js';
 import { formatShape, NpyError, parseNpy, parseNpyHeader } from '../npy.js';
 import { bad, CliError, joinPath, say, T, why } from './messages.js';
 

@@ -3,9 +3,9 @@
 // native or the reference.
 import {
   compareWithBounds, coordinates, formatCoordinates, OUTPUT_NAMES as CHECKED_OUTPUTS, referenceWithBounds, UNIT_ROUNDOFF,
-} from '../core/crosscheck.js';
+} from './bounds.js';
 import { narrowToHalf, widenHalf } from '../core/half.js';
-import { shown } from '../core/npz.js';
+import { shown } from './npz.js';
 import { formatShape } from '../npy.js';
 import { backendApi, compute } from './backends.js';
 import { deriveProblem, exists, loadCase, openSource, sameShape } from './cases.js';

@@ -1,6 +1,6 @@
 // One axis of SEMANTICS.md's bilinear sampling, in float64: a coordinate in [0, 1] to a pixel
 // position (pixel), then the padding (pad). Shared by the float64 reference (reference.js) and
-// crosscheck's bounded reference (crosscheck.js), so both read the contract the same way.
+// crosscheck's bounded reference (cli/bounds.js), so both read the contract the same way.
 // Part of bindings/core/: environment-neutral code.
 
 // SEMANTICS' padding of one pixel coordinate: null when the sample contributes nothing.

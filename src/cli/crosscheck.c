@@ -1,4 +1,4 @@
-/* crosscheck --expect (see crosscheck.h): a line-for-line port of bindings/core/crosscheck.js and
+/* crosscheck --expect (see crosscheck.h): a line-for-line port of bindings/cli/bounds.js and
  * the report of bindings/cli/crosscheck.js, in the same order of floating-point operations, so both CLIs
  * decide every element alike and print the same numbers. */
 #define _POSIX_C_SOURCE 200809L
@@ -465,7 +465,7 @@ static int compare(int which, const float *yours, const bounded *r, const dims *
     return 0;
 }
 
-/* name[b=0, q=12, ...], as bindings/core/crosscheck.js formatCoordinates writes it. */
+/* name[b=0, q=12, ...], as bindings/cli/bounds.js formatCoordinates writes it. */
 static void append_coordinates(text *t, const char *name, const coords *co)
 {
     append(t, "%s[", name);

@@ -1,6 +1,6 @@
 /* msda crosscheck --expect for the native CLI: your dumps against the float64 reference, each
  * element against its own bound, with the JS CLI's rule, report and JSON, character for
- * character (bindings/core/crosscheck.js and bindings/cli/crosscheck.js are the other half; the
+ * character (bindings/cli/bounds.js and bindings/cli/crosscheck.js are the other half; the
  * tests run both and compare their output). */
 #ifndef MSDA_CLI_CROSSCHECK_H
 #define MSDA_CLI_CROSSCHECK_H

@@ -1,5 +1,5 @@
 /* NumPy .npz archives for the command line: zip files of .npy members, stored (np.savez) or
- * deflated (np.savez_compressed), read strictly (the twin of bindings/core/npz.js: the same
+ * deflated (np.savez_compressed), read strictly (the twin of bindings/cli/npz.js: the same
  * refusals in the same words). The central directory (zip64 too), each local header and each
  * member's CRC-32 are checked; nothing in the file is trusted as a length. Deflate is decoded
  * here (RFC 1951), so the CLI needs no library for it. */
@@ -44,7 +44,7 @@ int npz_read(const npz *z, const npz_member *m, unsigned char **out, size_t *out
 void npz_free(npz *z);
 
 /* name as messages show it: bytes outside printable ASCII and backslashes as \\xNN, cut to 200
- * characters and "..." (bindings/core/npz.js shown). */
+ * characters and "..." (bindings/cli/npz.js shown). */
 enum { NPZ_SHOWN = 256 };
 const char *npz_shown(const char *name, char buf[NPZ_SHOWN]);
 

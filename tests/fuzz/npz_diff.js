@@ -1,4 +1,4 @@
-// Differential fuzzing of the two .npz readers (src/cli/npz.c, bindings/core/npz.js): mutations
+// Differential fuzzing of the two .npz readers (src/cli/npz.c, bindings/cli/npz.js): mutations
 // of the seeds in tests/fuzz/corpus/npz (byte flips, 16/32/64-bit fields set to edge values, cuts,
 // repeated spans), a batch at a time through build/fuzz/npz_verdicts (one process per batch) and
 // through parseNpz with node:zlib; any archive on which their verdicts differ is written to
@@ -9,7 +9,7 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { inflateRawSync } from 'node:zlib';
-import { parseNpz } from '../../bindings/core/npz.js';
+import { parseNpz } from '../../bindings/cli/npz.js';
 
 const seconds = Number(process.argv[2] ?? 5);
 let state = Number(process.argv[3] ?? 1) >>> 0 || 1;

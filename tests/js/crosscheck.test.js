@@ -228,7 +228,7 @@ test('an element with no bound (ours exactly 0, nothing contributing) gets no ra
   const c = makeCase(10, OPTIONS[0], 'float32');
   const dir = `${root}/nobound`;
   writeCase(dir, c);
-  const { referenceWithBounds } = await import('../../bindings/core/crosscheck.js');
+  const { referenceWithBounds } = await import('../../bindings/cli/bounds.js');
   const outs = kernel(c);
   writeDumps(`${dir}/yours`, c, { grad_value: outs.grad_value }, 'float32', '<f4');
   const agree = await js(['crosscheck', '--in', dir, '--expect', `${dir}/yours`]);

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { constants, deflateRawSync } from 'node:zlib';
 import { main } from '../../bindings/cli.js';
-import { crc32 } from '../../bindings/core/npz.js';
+import { crc32 } from '../../bindings/cli/npz.js';
 import { serializeNpy } from '../../bindings/npy.js';
 import { OPTION_COMBOS, randomCase } from './helpers.js';
 

@@ -3,7 +3,7 @@
 // local header, its CRC-32. The twin of src/cli/npz.c: same refusals, same words. Deflated
 // members need an inflateRaw(bytes, maxOutputLength) => bytes from the caller, which throws past
 // maxOutputLength bytes (node:zlib's inflateRawSync with that option, in the CLI).
-// Part of bindings/core/: environment-neutral code (no fetch, fs, workers or addon here).
+// Bytes in, bytes out: no files here (bindings/cli/cases.js reads them).
 
 export class NpzError extends Error {
   constructor(message) {

@@ -1,6 +1,6 @@
-// `msda crosscheck --expect`: someone else's outputs ("yours") against the float64 reference of
-// SEMANTICS.md ("ours"), element by element, each with its own error bound computed alongside
-// the reference, and a report that names the elements by their coordinates.
+// The bounded float64 reference of `msda crosscheck --expect` (bindings/cli/crosscheck.js reports):
+// someone else's outputs ("yours") against the float64 reference of SEMANTICS.md ("ours"),
+// element by element, each with its own error bound computed alongside the reference, named by coordinates.
 //
 // The bound for one element whose reference is the sum of terms t_k (a * w_corner * v for an
 // output channel, and likewise for each gradient) is
@@ -24,7 +24,7 @@
 // With --rtol R --atol A the rule is |yours - ours| <= A + R*|ours| instead. NaN agrees with
 // NaN, an infinity with the same infinity.
 
-import { pad, pixel } from './geometry.js';
+import { pad, pixel } from '../core/geometry.js';
 
 export const UNIT_ROUNDOFF = Object.freeze({ float32: 2 ** -24, float16: 2 ** -11, bfloat16: 2 ** -8 });
 const TINY = Object.freeze({ float32: 2 ** -150, float16: 2 ** -25, bfloat16: 2 ** -134 });
