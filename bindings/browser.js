@@ -1,5 +1,5 @@
 // The package in browsers and bundlers (package.json's "browser" and "default" conditions): the
-// core (core.js) with fetch() for the .wasm files and module Web Workers for threads. Nothing
+// core (bindings/core/init.js) with fetch() for the .wasm files and module Web Workers for threads. Nothing
 // this file imports is Node-only or mentions the native addon.
 //
 //   import { init } from 'ms-deform-attn';

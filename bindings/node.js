@@ -1,4 +1,4 @@
-// The package in Node (package.json's "node" condition): the core (core.js) with the .wasm files
+// The package in Node (package.json's "node" condition): the core (bindings/core/init.js) with the .wasm files
 // read from disk, worker_threads for threads, and the native addon (native.js).
 //
 //   import { init } from 'ms-deform-attn';

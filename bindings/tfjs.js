@@ -216,7 +216,7 @@ function onTfjsWasm(b = tf.backend()) {
 // there the outputs go from a prepared problem's heap views straight into tfjs; elsewhere the
 // core API's own calls hand over arrays of ours for tf.tensor to keep (prepare would also
 // pre-touch the output pages, work the copying calls skip). The forward on one wasm thread is
-// the copying call everywhere: it streams the queries through cache (core.js streamForward),
+// the copying call everywhere: it streams the queries through cache (bindings/core/stream.js streamForward),
 // which gains more than the copy of its result into tfjs-backend-wasm's heap costs.
 function run(mode, o, dims, inputs, outputs) {
   const options = { spatialShapes: o.spatialShapes, levelStartIndex: o.levelStartIndex, valueLayout: o.valueLayout,

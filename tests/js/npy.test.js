@@ -1,6 +1,6 @@
 // bindings/npy.js: round trips in every dtype, NumPy's exact header, the Python-literal forms
 // NumPy accepts, and one refusal per malformed class with the words of its message (the same
-// messages as src/cli/npy.c; test_cli.js checks the two CLIs print identical lines).
+// messages as src/cli/npy.c; tests/js/cli.test.js checks the two CLIs print identical lines).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { formatShape, NpyError, parseNpy, serializeNpy } from '../../bindings/npy.js';

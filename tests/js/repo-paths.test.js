@@ -1,7 +1,8 @@
 // Every repository path that a build file, a script or a page names, or a source file's comment
 // names, is a file or folder the repository tracks: a move that leaves a
 // comment or a make rule pointing at the old place fails here. Documents are named with their
-// path (TOOLCHAIN.md alone names nothing a reader can open).
+// path (TOOLCHAIN.md alone names nothing a reader can open). A file named bare (`core.js`, no
+// folder) in a source file's comment or a build file is one that some folder of the tree holds.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -18,6 +19,14 @@ const CODE = /\.(c|h|js|mjs|cjs|ts|css)$/;
 const comments = (text) => [...text.matchAll(/\/\*[\s\S]*?\*\/|(?<![:'"`\\])\/\/[^\n]*/g)].map((m) => m[0]).join('\n');
 // Files whose text is data, not a description of this tree, and this checker's own test strings.
 const SKIP = /^(package-lock\.json|tests\/fixtures\/.*\.json|tests\/fuzz\/corpus\/|tests\/fuzz\/regressions\/|tests\/js\/repo-paths\.test\.js$)/;
+// Where bare names are checked: source files' comments and the build files. Documents name the
+// reader's own files too (vite.config.js, a script of theirs).
+const BARE_IN = /\.(c|h|js|mjs|cjs|ts|css|mk|sh|py)$|(^|\/)(Makefile|run)$/;
+// A file's bare name: not a path's last part, not a pattern (kernel_<isa>.c, *.js), not a member.
+const BARE = /(?<![\w./@$<{*%\\-])([A-Za-z_][\w-]*(?:\.[\w-]+)*\.(?:c|h|js|mjs|cjs|ts|mk|sh|py))\b(?![\w/(-])/g;
+// Named bare but not in this tree: system and Node headers, Emscripten's and zlib's sources, the
+// script of docs/cli.md's worked example (the reader's), and products whose names end like a file's.
+const ELSEWHERE = new Set(['cpuid.h', 'node_api.h', 'emmalloc.c', 'puff.c', 'make-case.mjs', 'Node.js', 'TensorFlow.js']);
 
 function pathProblems(file, text, has) {
   const problems = [];
@@ -38,6 +47,14 @@ function pathProblems(file, text, has) {
   return problems;
 }
 
+function bareProblems(file, text, names) {
+  const problems = [];
+  for (const m of text.matchAll(BARE)) {
+    if (!names.has(m[1]) && !ELSEWHERE.has(m[1])) problems.push(`${file} names ${m[1]}, which no folder of the repository holds`);
+  }
+  return problems;
+}
+
 function trackedTree() {
   const files = execFileSync('git', ['ls-files', '-z'], { cwd: root, encoding: 'utf8', maxBuffer: 1 << 26 }).split('\0').filter(Boolean);
   const dirs = new Set();
@@ -45,16 +62,18 @@ function trackedTree() {
   const set = new Set(files);
   // A path may also be named from a folder of its own (an app's src/index.js in tests/bundlers/app/).
   const within = (p) => files.some((f) => f.endsWith(`/${p}`)) || [...dirs].some((d) => d.endsWith(`/${p}`));
-  return { files, has: (p) => set.has(p) || dirs.has(p) || within(p) };
+  return { files, has: (p) => set.has(p) || dirs.has(p) || within(p), names: new Set(files.map((f) => f.slice(f.lastIndexOf('/') + 1))) };
 }
 
-test('every repository path named in a source, build file, script or page exists', () => {
-  const { files, has } = trackedTree();
+test('every repository path named in a source, build file, script or page exists, and every file named bare in a comment or build file', () => {
+  const { files, has, names } = trackedTree();
   const problems = [];
   for (const f of files) {
     if (!TEXT.test(f) || SKIP.test(f)) continue;
     const text = readFileSync(`${root}/${f}`, 'utf8');
-    problems.push(...pathProblems(f, CODE.test(f) ? comments(text) : text, has));
+    const read = CODE.test(f) ? comments(text) : text;
+    problems.push(...pathProblems(f, read, has));
+    if (BARE_IN.test(f)) problems.push(...bareProblems(f, read, names));
   }
   assert.deepEqual(problems, []);
 });
@@ -72,4 +91,12 @@ test('the path check finds a moved file, a moved folder and a document named wit
   assert.deepEqual(pathProblems('x.mk', '# see TOOLCHAIN.md', has), ['x.mk names TOOLCHAIN.md, which is not in the repository']);
   // not a path into this tree: a URL, another repository's, a scoped package
   assert.deepEqual(pathProblems('x.js', "'https://x.org/src/a.c' '../other/src/a.c' '@webgpu/types' 'node_modules/webgpu/index.js'", has), []);
+});
+
+test('the bare-name check finds a file no folder holds, and passes paths, patterns and members', () => {
+  const names = new Set(['init.js', 'test_cli.c', 'stream.js']);
+  assert.deepEqual(bareProblems('x.js', '// the core (core.js streamForward), init.js; test_cli.js checks it', names),
+    ['x.js names core.js, which no folder of the repository holds', 'x.js names test_cli.js, which no folder of the repository holds']);
+  // a path (the path check's), a pattern, a member, a header or product from elsewhere, a name the tree has
+  assert.deepEqual(bareProblems('x.c', '/* bindings/core/gone.js, kernel_<isa>.c, *.js, msda.forward.js(), <cpuid.h>, Node.js, `stream.js` */', names), []);
 });

@@ -76,26 +76,31 @@ export function screenshotPath(name) {
   return path.join(SCREENSHOTS, name);
 }
 
-const TYPES = { '.js': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html' };
+const TYPES = { '.js': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html', '.css': 'text/css' };
 
-// A server for a test's own page: `bodies` maps a path to its text, `files` a path to a file
-// under ROOT (node_modules' bundles), every other path as `make demo` serves it (bindings/node/serve.js).
-// Resolves with { server, base }.
-export async function servePages({ bodies = {}, files = {} } = {}) {
+// The one static server of the Chromium suites' own pages: `bodies` maps a path to its text,
+// `files` a path to a file under ROOT (node_modules' bundles), every other path as `make demo`
+// serves it (bindings/node/serve.js). `prefixes` maps a first folder to the headers of every
+// answer under it, the rest of the path served as above (the threads suite's /iso/ with the
+// cross-origin isolation headers, /plain/ without). Resolves with { server, base }.
+export async function servePages({ bodies = {}, files = {}, prefixes = {} } = {}) {
   const server = http.createServer((req, res) => {
-    const url = (req.url || '/').split('?')[0];
+    let url = (req.url || '/').split('?')[0];
+    const prefix = Object.keys(prefixes).find((p) => url.startsWith(`${p}/`));
+    const headers = prefix === undefined ? {} : prefixes[prefix];
+    if (prefix !== undefined) url = url.slice(prefix.length);
     if (Object.hasOwn(bodies, url)) {
-      res.writeHead(200, { 'Content-Type': TYPES[path.extname(url)] });
+      res.writeHead(200, { ...headers, 'Content-Type': TYPES[path.extname(url)] });
       res.end(bodies[url]);
       return;
     }
     const file = Object.hasOwn(files, url) ? path.join(ROOT, files[url]) : resolveRequest(url);
     if (file === null || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
-      res.writeHead(404);
+      res.writeHead(404, headers);
       res.end();
       return;
     }
-    res.writeHead(200, { 'Content-Type': TYPES[path.extname(file)] || 'application/octet-stream' });
+    res.writeHead(200, { ...headers, 'Content-Type': TYPES[path.extname(file)] || 'application/octet-stream' });
     fs.createReadStream(file).pipe(res);
   });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));

@@ -1,21 +1,18 @@
 // Wasm threads in headless Chromium: a cross-origin isolated page gets 2 threads (workers on a
 // shared memory) with the bits of 1 thread and of Node; a page without isolation falls back to 1
 // thread with one console notice and still computes; the demo page shows which. The pages are
-// served here, from a tiny server that sends the isolation headers under /iso/ and none under
-// /plain/.
+// served by servePages (tests/web/browser.js) with the isolation headers under /iso/ and none
+// under /plain/.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import http from 'node:http';
-import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { init } from '../../bindings/index.js';
-import { CHROMIUM, ROOT } from './browser.js';
+import { CHROMIUM, servePages } from './browser.js';
 import { PATIENCE_MS } from '../patience.js';
 
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
   '--disable-component-update', '--disable-sync', '--no-first-run'];
-const TYPES = { '.js': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html', '.css': 'text/css' };
 const ISOLATION = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' };
 
 // The same inputs in the page and in Node: a small LCG, so nothing but this text is shared.
@@ -77,27 +74,7 @@ try {
 let server, base, browser;
 
 before(async () => {
-  server = http.createServer((req, res) => {
-    const [, mode, ...rest] = (req.url || '/').split('?')[0].split('/');
-    const headers = mode === 'iso' ? { ...ISOLATION } : {};
-    const rel = rest.join('/');
-    if (rel === 'page.html') {
-      res.writeHead(200, { ...headers, 'Content-Type': TYPES['.html'] });
-      res.end(PAGE);
-      return;
-    }
-    const file = path.join(ROOT, rel);
-    if (!['bindings/', 'dist/', 'web/'].some((d) => rel.startsWith(d)) || rel.includes('..') || !fs.existsSync(file)
-      || !fs.statSync(file).isFile()) {
-      res.writeHead(404, headers);
-      res.end();
-      return;
-    }
-    res.writeHead(200, { ...headers, 'Content-Type': TYPES[path.extname(file)] || 'application/octet-stream' });
-    fs.createReadStream(file).pipe(res);
-  });
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  base = `http://127.0.0.1:${server.address().port}`;
+  ({ server, base } = await servePages({ bodies: { '/page.html': PAGE }, prefixes: { '/iso': ISOLATION, '/plain': {} } }));
   if (!fs.existsSync(CHROMIUM)) throw new Error(`Chromium not found at ${CHROMIUM} (make setup installs Debian's chromium)`);
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
 });

@@ -6,11 +6,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import http from 'node:http';
-import path from 'node:path';
 import { chromium } from 'playwright-core';
-import { resolveRequest } from '../../bindings/node/serve.js';
-import { CHROMIUM } from '../web/browser.js';
+import { CHROMIUM, servePages } from '../web/browser.js';
 import { sameBits } from './helpers.js';
 import { assertClose } from '../js/helpers.js';
 import { init } from '../../bindings/node.js';
@@ -18,7 +15,6 @@ import { PATIENCE_MS } from '../patience.js';
 
 const ARGS = ['--headless', '--no-sandbox', '--enable-unsafe-webgpu', '--use-webgpu-adapter=swiftshader',
   '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
-const TYPES = { '.js': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html' };
 
 // The same problems in the page and in Node: this text is evaluated in both.
 const CASE_SOURCE = `
@@ -93,24 +89,7 @@ let server, browser, origin, wasm;
 
 before(async () => {
   assert.ok(fs.existsSync(CHROMIUM), `Chromium not found at ${CHROMIUM} (make setup installs Debian's chromium)`);
-  server = http.createServer((req, res) => {
-    const url = (req.url || '/').split('?')[0];
-    if (url === '/page.html') {
-      res.writeHead(200, { 'Content-Type': 'text/html' });
-      res.end(PAGE);
-      return;
-    }
-    const file = resolveRequest(url);
-    if (file === null || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
-      res.writeHead(404);
-      res.end();
-      return;
-    }
-    res.writeHead(200, { 'Content-Type': TYPES[path.extname(file)] ?? 'application/octet-stream' });
-    fs.createReadStream(file).pipe(res);
-  });
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  origin = `http://127.0.0.1:${server.address().port}`;
+  ({ server, base: origin } = await servePages({ bodies: { '/page.html': PAGE } }));
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
   wasm = await init({ backend: 'wasm', simd: true });
 });

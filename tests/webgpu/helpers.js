@@ -1,8 +1,11 @@
-// Shared by the WebGPU suites: the adapter these tests run on, bit counts against wasm SIMD,
-// and problems whose non-finite samples hit the rules of SEMANTICS.md on purpose.
+// Shared by the WebGPU suites: the adapter these tests run on, the instances the Node suites
+// compare, bit counts against wasm SIMD, their problems (random, crowded, non-finite on purpose,
+// identity) and GPU buffers up and down.
 
+import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { rng, shapesFor } from '../js/helpers.js';
+import { assertClose, rng, shapesFor } from '../js/helpers.js';
+import { init } from '../../bindings/node.js';
 
 // Dawn on SwiftShader (the Vulkan driver Debian's Chromium ships) unless the caller points the
 // Vulkan loader elsewhere, e.g. at a real GPU's driver. Read when Dawn starts (the first init).
@@ -90,4 +93,171 @@ export function nonFiniteCase(seed, options, C = 5) {
     },
     gradOutput: { data: grad, shape: s.output },
   };
+}
+
+/** The instances a Node suite compares: WebGPU (Dawn for Node) and wasm SIMD. */
+export async function backends() {
+  return { gpu: await init({ backend: 'webgpu' }), wasm: await init({ backend: 'wasm', simd: true }) };
+}
+
+/** Equal bits per tensor name, { same, all }, of every compare() in this test file. */
+export const totals = {};
+
+// Counts equal bits per tensor (into `totals`, this file's) and checks every tensor bit for bit (one writer, the
+// CPU's order; grad_value's the CPU walk's, the order pass's ranks) where the device neither fuses
+// nor flushes inputs these problems have, and within SEMANTICS.md's tolerance with its NaNs where
+// the CPU has them.
+export function compare(label, got, want, exact) {
+  for (const [name, g] of Object.entries(got)) {
+    const w = want[name];
+    assert.deepEqual(g.shape, w.shape, `${label} ${name}: shape`);
+    const same = sameBits(g.data, w.data);
+    const t = (totals[name] ??= { same: 0, all: 0 });
+    t.same += same;
+    t.all += w.data.length;
+    if (exact) assert.equal(same, w.data.length, `${label} ${name}: ${firstDiff(g.data, w.data)}`);
+    assertClose(g.data, w.data, `${label} ${name}`);
+    for (let i = 0; i < w.data.length; i++) {
+      if (Number.isNaN(w.data[i]) !== Number.isNaN(g.data[i])) assert.fail(`${label} ${name}[${i}] is ${g.data[i]}, expected ${w.data[i]}`);
+    }
+  }
+}
+
+/** A problem of `spec` (shapes and sizes, the range of the locations, options) from a seed. */
+export function problem(seed, { shapes, B = 1, H = 2, C = 3, Q = 8, P = 2, lo = -0.1, hi = 1.1, ...options }) {
+  const r = rng(seed);
+  const L = shapes.reduce((a, [h, w]) => a + h * w, 0), NL = shapes.length;
+  const fill = (n, f) => Float32Array.from({ length: n }, f);
+  const blnc = (options.valueLayout ?? 'BLNC') === 'BLNC';
+  const qhlp2 = (options.samplingLocationsLayout ?? 'BQHLP2') === 'BQHLP2';
+  return {
+    args: {
+      value: { data: fill(B * L * H * C, () => r.uniform(-1, 1)), shape: blnc ? [B, L, H, C] : [B, H, L, C] },
+      spatialShapes: shapes,
+      samplingLocations: { data: fill(B * Q * H * NL * P * 2, () => r.uniform(lo, hi)), shape: qhlp2 ? [B, Q, H, NL, P, 2] : [B, 2, Q, H, NL, P] },
+      attentionWeights: { data: fill(B * Q * H * NL * P, () => r.uniform(-1, 1)), shape: [B, Q, H, NL, P] },
+      ...options,
+    },
+    gradOutput: { data: fill(B * Q * H * C, () => r.uniform(-1, 1)), shape: [B, Q, H * C] },
+  };
+}
+
+// Queries crowding a few pixels (3+ terms a pixel, so the summation order shows in the bits):
+// kind 'encoder' one query per pixel, shuffled, sampling around its own pixel on every level;
+// 'decoder' queries around a few centres; 'spread' many queries all over a small image; 'edges'
+// every other query's points at 16383.75, 16384, 16384 units of 2^-16 in x: their place (the mean
+// of the truncated units, rounded down) just left of the edge 0.25 of a 4-column grid. Some
+// points outside [0, 1] and some weights 0 (they do not place their query).
+export function crowdCase(seed, { kind, shapes, B = 2, H = 2, C = 3, P = 4, Q = 0, zeros = 0.15, ...options }) {
+  const r = rng(seed);
+  const L = shapes.reduce((a, [h, w]) => a + h * w, 0), NL = shapes.length;
+  if (kind === 'encoder') Q = L;
+  const qhlp2 = (options.samplingLocationsLayout ?? 'BQHLP2') === 'BQHLP2';
+  const blnc = (options.valueLayout ?? 'BLNC') === 'BLNC';
+  const loc = new Float32Array(B * Q * H * NL * P * 2);
+  const at = (b, q, h, l, p, xy) => (qhlp2 ? ((((b * Q + q) * H + h) * NL + l) * P + p) * 2 + xy
+    : ((b * 2 + xy) * Q + q) * H * NL * P + (h * NL + l) * P + p);
+  const refs = [];
+  shapes.forEach(([h, w]) => { for (let y = 0; y < h; y++) for (let x = 0; x < w; x++) refs.push([(x + 0.5) / w, (y + 0.5) / h]); });
+  const centres = Array.from({ length: 4 }, () => [r.uniform(0, 1), r.uniform(0, 1)]);
+  for (let b = 0; b < B; b++) {
+    const perm = refs.map((_, i) => i);
+    for (let i = perm.length - 1; i > 0; i--) { const j = r.int(0, i); [perm[i], perm[j]] = [perm[j], perm[i]]; }
+    for (let q = 0; q < Q; q++) {
+      let ref, spread;
+      if (kind === 'encoder') { ref = refs[perm[q]]; spread = 0.15; }
+      else if (kind === 'decoder') { const c = r.pick(centres); ref = [c[0] + r.uniform(-0.05, 0.05), c[1] + r.uniform(-0.05, 0.05)]; spread = 0.1; }
+      else if (kind === 'edges') { ref = [0.5, 0.5]; spread = 0.5; }
+      else { ref = [r.uniform(0, 1), r.uniform(0, 1)]; spread = 0.6; }
+      for (let h = 0; h < H; h++) for (let l = 0; l < NL; l++) for (let p = 0; p < P; p++) {
+        loc[at(b, q, h, l, p, 0)] = ref[0] + r.uniform(-spread, spread);
+        loc[at(b, q, h, l, p, 1)] = ref[1] + r.uniform(-spread, spread);
+        if (kind === 'edges' && q % 2 === 0) loc[at(b, q, h, l, p, 0)] = [16383.75, 16384, 16384][p % 3] / 65536;
+      }
+    }
+  }
+  const fill = (n, f) => Float32Array.from({ length: n }, f);
+  return {
+    args: {
+      value: { data: fill(B * L * H * C, () => r.uniform(-1, 1)), shape: blnc ? [B, L, H, C] : [B, H, L, C] },
+      spatialShapes: shapes,
+      samplingLocations: { data: loc, shape: qhlp2 ? [B, Q, H, NL, P, 2] : [B, 2, Q, H, NL, P] },
+      attentionWeights: { data: fill(B * Q * H * NL * P, () => (r() < zeros ? 0 : r.uniform(-1, 1))), shape: [B, Q, H, NL, P] },
+      ...options,
+    },
+    gradOutput: { data: fill(B * Q * H * C, () => r.uniform(-1, 1)), shape: [B, Q, H * C] },
+  };
+}
+
+// A GPU buffer holding `data` at `offset` bytes.
+export function upload(device, data, offset = 0, usage = 0x80 | 0x4 | 0x8) {
+  const buffer = device.createBuffer({ size: offset + data.byteLength, usage });
+  device.queue.writeBuffer(buffer, offset, data);
+  return buffer;
+}
+
+export async function download(device, buffer, bytes) {
+  const staging = device.createBuffer({ size: bytes, usage: 0x1 | 0x8 });
+  const enc = device.createCommandEncoder();
+  enc.copyBufferToBuffer(buffer, 0, staging, 0, bytes);
+  device.queue.submit([enc.finish()]);
+  await staging.mapAsync(0x1);
+  const out = new Float32Array(staging.getMappedRange().slice(0));
+  staging.destroy();
+  return out;
+}
+
+// A GPU buffer holding the half-precision `bits` at `offset` bytes (a multiple of 2), as small as
+// WebGPU allows (its last 4-byte word whole), every other half of it 0x7fff (a NaN in both dtypes:
+// a half read from the wrong place shows).
+export function uploadHalf(device, bits, offset = 0) {
+  const size = Math.ceil((offset + 2 * bits.length) / 4) * 4;
+  const all = new Uint16Array(size / 2).fill(0x7fff);
+  all.set(bits, offset / 2);
+  const buffer = device.createBuffer({ size, usage: 0x80 | 0x4 | 0x8 });
+  device.queue.writeBuffer(buffer, 0, all);
+  return buffer;
+}
+
+// Every element of `got` has the bits of `want` (typed arrays of the same kind).
+export function assertSameBits(got, want, label) {
+  assert.equal(got.constructor, want.constructor, `${label}: ${got.constructor.name}`);
+  const g = new Uint32Array(got.buffer, got.byteOffset, got.byteLength >> 2);
+  const w = new Uint32Array(want.buffer, want.byteOffset, want.byteLength >> 2);
+  assert.equal(got.length, want.length, `${label}: length`);
+  if (got instanceof Uint16Array) {
+    const i = want.findIndex((x, k) => got[k] !== x);
+    assert.equal(i, -1, `${label}: element ${i} is 0x${got[i]?.toString(16)}, expected 0x${want[i]?.toString(16)}`);
+  } else {
+    assert.equal(sameBits(got, want), want.length, `${label}: ${firstDiff(got, want)}`);
+  }
+  assert.ok(g.length === w.length);
+}
+
+// Each query of a rows x cols level (powers of 2: exact centres) samples its own pixel's centre
+// with weight 1: the forward's output is its value (but where a neighbour's Inf or NaN meets a
+// corner weight of 0, or a subnormal is flushed).
+export function identityCase(rows, cols) {
+  const L = rows * cols;
+  const centres = new Float32Array(2 * L);
+  for (let i = 0; i < L; i++) {
+    centres[2 * i] = ((i % cols) + 0.5) / cols;
+    centres[2 * i + 1] = (Math.floor(i / cols) + 0.5) / rows;
+  }
+  return {
+    L, centres,
+    args: (value) => ({
+      value, spatialShapes: [[rows, cols]],
+      samplingLocations: { data: centres, shape: [1, L, 1, 1, 1, 2] },
+      attentionWeights: { data: new Float32Array(L).fill(1), shape: [1, L, 1, 1, 1] },
+    }),
+  };
+}
+
+// A device of its own from the entry's Dawn instance (one per process: a second one has crashed
+// Dawn on SwiftShader).
+export async function ownDevice() {
+  const { nodeGpu } = await import('../../bindings/webgpu/node-gpu.js');
+  const adapter = await (await nodeGpu((m) => new Error(m))).requestAdapter();
+  return adapter.requestDevice();
 }
