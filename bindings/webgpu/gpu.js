@@ -121,6 +121,23 @@ export class Gpu {
     const d = this.device;
     const wait = [];
     d.pushErrorScope('validation');   // popped at once: it holds only these modules' creation
+    try {
+      this._compileAll(programs, variant, wait);
+    } catch (e) {   // thrown, not reported: the scope popped all the same (a shared device's caller keeps its own)
+      d.popErrorScope().catch(() => {});
+      for (const w of wait) w.catch(() => {});
+      throw e;
+    }
+    const scope = d.popErrorScope();
+    return this.guard(Promise.all(wait).then(async () => {
+      const err = await scope;
+      if (err) throw new Error(`ms-deform-attn: WebGPU kernels failed to compile: ${err.message}`);
+    }, (e) => { scope.catch(() => {}); throw e; }));
+  }
+
+  // prepare()'s compiles started (or joined) into `wait`.
+  _compileAll(programs, variant, wait) {
+    const d = this.device;
     for (const prog of programs) {
       const key = prog.key(variant);
       if (this.pipelines.has(key)) continue;
@@ -145,11 +162,6 @@ export class Gpu {
       }
       wait.push(this.compiling.get(key));
     }
-    const scope = d.popErrorScope();
-    return this.guard(Promise.all(wait).then(async () => {
-      const err = await scope;
-      if (err) throw new Error(`ms-deform-attn: WebGPU kernels failed to compile: ${err.message}`);
-    }, (e) => { scope.catch(() => {}); throw e; }));
   }
 
   // The pipeline of `prog` for `variant`: one prepare() made or, where `now` (the synchronous
@@ -163,7 +175,12 @@ export class Gpu {
     if (!now) throw new Error(`ms-deform-attn: the WebGPU pipeline '${key}' was dispatched before it was compiled`);
     const d = this.device, label = `msda ${key}`;
     d.pushErrorScope('validation');
-    p = d.createComputePipeline({ label, layout: 'auto', compute: { module: d.createShaderModule({ code: prog.code(variant), label }), entryPoint: 'main' } });
+    try {
+      p = d.createComputePipeline({ label, layout: 'auto', compute: { module: d.createShaderModule({ code: prog.code(variant), label }), entryPoint: 'main' } });
+    } catch (e) {   // thrown, not reported: the scope popped all the same (a shared device's caller keeps its own)
+      d.popErrorScope().catch(() => {});
+      throw e;
+    }
     const made = p;
     checks.push(d.popErrorScope().then((err) => {
       if (err === null) return null;
