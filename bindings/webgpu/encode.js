@@ -5,7 +5,7 @@
 
 import { ORDER_CHUNK } from './kernels/problem.js';
 import { NARROW } from './kernels/half.js';
-import { CallEncoder, COPY_DST, COPY_SRC, MAP_MODE_READ, MAP_READ, STORAGE } from './gpu.js';
+import { CallEncoder, COPY_DST, COPY_SRC, MAP_MODE_READ, STORAGE } from './gpu.js';
 import { problemWords, sampleGrid, variantOf } from './plan.js';
 import { bindInput, cpuResults, gpuResult, product, snapshotInputs } from './tensors.js';
 
@@ -13,8 +13,9 @@ const OUTPUT_USAGE = STORAGE | COPY_SRC | COPY_DST;
 
 // Encodes and submits one call, synchronously, inside its own error scopes (pushed and popped
 // here, so that calls in flight together never pop each other's): the result buffers, a staging
-// copy of them when `readBack`, and a Promise of what the scopes caught. Scratch buffers are
-// destroyed at once (the submitted work keeps them). The passes run the pipelines of `variant`:
+// copy of them when `readBack`, and a Promise of what the scopes caught. Scratch is the
+// instance's, kept between calls (gpu.js kept), as are the results when they are read back; a
+// buffer outgrown is destroyed at once (the submitted work keeps it). The passes run the pipelines of `variant`:
 // prepared before, or made now where `now` (dispatch*); the results are rounded to `dtype`.
 function submitCall(gpu, fn, problem, inputs, plan, readBack, dtype, variant, now) {
   const d = gpu.device;
@@ -27,9 +28,16 @@ function submitCall(gpu, fn, problem, inputs, plan, readBack, dtype, variant, no
     const bind = {};
     for (const [name, data] of Object.entries(inputs)) bind[name] = bindInput(call, fn, name, data);
     const half = dtype !== 'float32';
-    const out = (name, bytes) => {
+    // Results handed out on the GPU are the caller's: made per call; the others are kept.
+    const bytesOf = new Map();   // a kept buffer may be larger than the result
+    const out = (name, bytes, final = !half) => {
+      if (readBack || !final) {
+        const buf = call.scratch(bytes, OUTPUT_USAGE, `msda ${name}${final ? '' : ' float32'}`);
+        bytesOf.set(buf, bytes);
+        return buf;
+      }
       const buf = gpu.buffer(bytes, OUTPUT_USAGE, `msda ${name}`);
-      (half ? call.temps : made).push(buf);
+      made.push(buf);
       return buf;
     };
     results = fn === 'forward' ? encodeForward(call, problem, plan, bind, out) : encodeBackward(call, problem, plan, bind, out);
@@ -37,8 +45,7 @@ function submitCall(gpu, fn, problem, inputs, plan, readBack, dtype, variant, no
     if (half) {
       for (const [name, wide] of Object.entries(results)) {
         const n = product(problem.shapes[name]), words = Math.ceil(n / 2);
-        const buf = gpu.buffer(4 * words, OUTPUT_USAGE, `msda ${name} ${dtype}`);
-        made.push(buf);
+        const buf = out(`${name} ${dtype}`, 4 * words, true);
         call.dispatch('narrow', words, { src: { buffer: wide }, dst: { buffer: buf } }, { count: n, is_bfloat16: dtype === 'bfloat16' ? 1 : 0 });
         results[name] = buf;
       }
@@ -46,11 +53,11 @@ function submitCall(gpu, fn, problem, inputs, plan, readBack, dtype, variant, no
     if (readBack) {
       const names = Object.keys(results);
       let total = 0;
-      at = names.map((name) => { const o = total; total += results[name].size; return o; });
-      staging = gpu.buffer(total, MAP_READ | COPY_DST, 'msda readback');
-      names.forEach((name, i) => call.encoder.copyBufferToBuffer(results[name], 0, staging, at[i], results[name].size));
+      at = names.map((name) => { const o = total; total += Math.ceil(bytesOf.get(results[name]) / 4) * 4; return o; });
+      staging = gpu.stage(total);
+      names.forEach((name, i) => call.encoder.copyBufferToBuffer(results[name], 0, staging, at[i], Math.ceil(bytesOf.get(results[name]) / 4) * 4));
     }
-    d.queue.submit([call.encoder.finish()]);
+    d.queue.submit([call.finish()]);
   } catch (e) {
     for (const buf of made) buf.destroy();
     staging?.destroy();
@@ -98,8 +105,9 @@ export async function run(gpu, fn, problem, inputs, plan, { outputs, dtype }) {
     result = null;
     throw e;
   } finally {
-    call.staging?.destroy();
-    if (outputs === 'cpu' || result === null) for (const buf of call.made) buf.destroy();
+    if (call.staging && result !== null) gpu.unstage(call.staging);
+    else call.staging?.destroy();
+    if (result === null) for (const buf of call.made) buf.destroy();
   }
   return fn === 'forward' ? result.output : result;
 }
