@@ -3,11 +3,12 @@
 // waits, the startup probe of the device's numerics, and one call's recording (CallEncoder): its
 // compute passes (dispatch, with the program's dispatch words by name) and prefix sums (scan).
 
-import { SCAN_BLOCK } from './kernels/problem.js';
+import { DISPATCH_WORDS, SCAN_BLOCK } from './kernels/problem.js';
 import { FORWARD } from './kernels/forward.js';
-import { PLACE, SAMPLES, SCAN, SCAN_ADD } from './kernels/backward.js';
+import { SAMPLES, SCAN, SCAN_ADD } from './kernels/backward.js';
+import { SORT_COUNT, SORT_SCATTER, SORT_TERMS } from './kernels/sort.js';
 import { CELLS, ORDER_COUNT, ORDER_PLACE } from './kernels/walks.js';
-import { GATHER, RANK } from './kernels/segments.js';
+import { GATHER } from './kernels/segments.js';
 import { PROBE } from './kernels/probe.js';
 import { NARROW, WIDEN } from './kernels/half.js';
 
@@ -19,7 +20,7 @@ export const MAP_READ = 0x1, COPY_SRC = 0x4, COPY_DST = 0x8, UNIFORM = 0x40, STO
 export const MAP_MODE_READ = 0x1;
 export const COMPUTE = 0x4;   // GPUShaderStage.COMPUTE
 
-const KERNELS = Object.fromEntries([FORWARD, SAMPLES, SCAN, SCAN_ADD, CELLS, ORDER_COUNT, ORDER_PLACE, PLACE, RANK, GATHER, WIDEN, NARROW, PROBE].map((k) => [k.label, k]));
+const KERNELS = Object.fromEntries([FORWARD, SAMPLES, SCAN, SCAN_ADD, CELLS, ORDER_COUNT, ORDER_PLACE, SORT_COUNT, SORT_SCATTER, SORT_TERMS, GATHER, WIDEN, NARROW, PROBE].map((k) => [k.label, k]));
 
 const MAX_GRID = 65535;
 
@@ -37,8 +38,8 @@ function bindings(prog, resources) {
   return prog.bindings.map((name, binding) => ({ binding, resource: resources[name] }));
 }
 
-// The uniform's last two words from a program's dispatch words by name (kernels/problem.js
-// program() `words`): each one given, no other; a word the program lacks is 0.
+// The uniform's program words from its dispatch words by name (kernels/problem.js program()
+// `words`): each one given, no other; a word the program lacks is 0.
 function dispatchWords(prog, words) {
   const given = Object.keys(words);
   const unknown = given.find((name) => !prog.words.includes(name));
@@ -46,7 +47,7 @@ function dispatchWords(prog, words) {
   if (unknown !== undefined || missing !== undefined) {
     throw new Error(`ms-deform-attn: the WebGPU ${prog.label} pass ${unknown !== undefined ? `has no dispatch word ${unknown}` : `lacks its dispatch word ${missing}`}`);
   }
-  return [0, 1].map((i) => (i < prog.words.length ? words[prog.words[i]] : 0));
+  return Array.from({ length: DISPATCH_WORDS }, (_, i) => (i < prog.words.length ? words[prog.words[i]] : 0));
 }
 
 /** A device, its pipelines, and what guards the Promises of its work. */
@@ -340,7 +341,7 @@ export class CallEncoder {
     this.temps = [];
     this.checks = [];
     this.words = [];
-    this.slotBytes = Math.max(16, gpu.limits.minUniformBufferOffsetAlignment ?? 256);
+    this.slotBytes = Math.max(4 * (2 + DISPATCH_WORDS), gpu.limits.minUniformBufferOffsetAlignment ?? 256);
     this.uniforms = null;
     this.encoder = gpu.device.createCommandEncoder({ label: `msda ${fn}` });
   }
@@ -361,7 +362,7 @@ export class CallEncoder {
       this.first = index;
     }
     this.words.push(words);
-    return { index, resource: { buffer: this.uniforms, offset: index * this.slotBytes, size: 16 } };
+    return { index, resource: { buffer: this.uniforms, offset: index * this.slotBytes, size: 4 * (2 + DISPATCH_WORDS) } };
   }
 
   // The slots since the uniform buffer was last (re)made, written into it.
@@ -384,14 +385,15 @@ export class CallEncoder {
     this.gpu.dispatch(this, name, n, entries, words);
   }
 
-  // Exclusive prefix sums of src[0 .. n) into dst (both u32 buffers), in blocks, recursively.
-  scan(src, dst, n, level = 0) {
+  // Exclusive prefix sums of src[0 .. n) into dst (both u32 buffers), in blocks, recursively;
+  // src left zero where `clear`.
+  scan(src, dst, n, clear = false, level = 0) {
     const blocks = Math.ceil(n / SCAN_BLOCK);
     const sums = this.scratch(4 * blocks, STORAGE | COPY_DST, `msda scan sums ${level}`);
-    this.dispatch('scan', n, { src: { buffer: src }, dst: { buffer: dst }, sums: { buffer: sums } });
+    this.dispatch('scan', n, { src: { buffer: src }, dst: { buffer: dst }, sums: { buffer: sums } }, { clear: clear ? 1 : 0 });
     if (blocks === 1) return;
     const scanned = this.scratch(4 * blocks, STORAGE | COPY_DST, `msda scan offsets ${level}`);
-    this.scan(sums, scanned, blocks, level + 1);
+    this.scan(sums, scanned, blocks, false, level + 1);
     this.dispatch('scanAdd', n, { sums: { buffer: scanned }, dst: { buffer: dst } });
   }
 

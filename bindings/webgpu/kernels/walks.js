@@ -6,8 +6,7 @@
 //               atomics: a count does not depend on their order), laid out (range, cell, tile);
 //   scan        (gpu.js) exclusive prefix sums in that order: where each (cell, tile) starts;
 //   orderPlace  each query to its start plus its rank in its tile among the queries of its cell
-//               (those before it in index order): the walk, walk[b * Q + rank] = q, and its
-//               inverse, ranks[b * Q + q] = rank.
+//               (those before it in index order): the walk, walk[b * Q + rank] = q.
 // The ranges are counted a group at a time (disp.first_range its first range) when one histogram of
 // all of them would not fit one buffer.
 
@@ -100,7 +99,6 @@ export const ORDER_PLACE = program('orderPlace', {
     cell_of: 'read array<u32>',
     starts: 'read array<u32>',
     walk: 'read_write array<u32>',
-    ranks: 'read_write array<u32>',   // walk's inverse
   }
 }, /* wgsl */ `${WALKED}
 @compute @workgroup_size(${ORDER_TILE})
@@ -112,6 +110,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   for (var j = w.tile_first; j < w.gq; j = j + 1u) { rank = rank + select(0u, 1u, cell_of[j] == w.cell); }
   let at = w.group_first + starts[w.hist] + rank;   // b * Q + the query's rank in batch b
   walk[at] = w.q;
-  ranks[w.gq] = at - (w.gq - w.q);
 }
 `);
