@@ -138,22 +138,23 @@ function encodeForward(call, problem, plan, bind, out) {
   return { output };
 }
 
-// The order of the CPU backward's walk (kernels/walks.js): each query's cell, then per group of
-// ranges a histogram of cells, its prefix sums and each query placed: `walk` (the queries in
-// walk order, per batch).
+// The order of the CPU backward's walk (kernels/walks.js): per group of ranges each query's cell
+// and a histogram of them, its prefix sums and each query placed: `walk` (the queries in walk
+// order, per batch).
 function encodeQueryOrder(call, problem, plan, bind, md, scratch) {
   const { ranges, rangesPerGroup, perRange } = plan;
   const BQ = problem.batch * problem.numQueries, chunks = Math.ceil(problem.numQueries / ORDER_CHUNK);
   const cells = scratch(4 * BQ, 'query cells'), walk = scratch(4 * BQ, 'query walk');
   const histBytes = plan.buffers['cell histogram of the query order (scratch)'];
   const hist = scratch(histBytes, 'cell histogram'), starts = scratch(histBytes, 'cell starts');
-  call.dispatch('cells', BQ, { problem: { buffer: md }, locs: bind.samplingLocations, weights: bind.attentionWeights, cells: { buffer: cells } });
   const rangeFirst = (r) => Math.floor(r / chunks) * problem.numQueries + (r % chunks) * ORDER_CHUNK;
   for (let r0 = 0; r0 < ranges; r0 += rangesPerGroup) {
     const r1 = Math.min(ranges, r0 + rangesPerGroup), queries = (r1 === ranges ? BQ : rangeFirst(r1)) - rangeFirst(r0);
-    call.encoder.clearBuffer(hist);
-    call.dispatch('orderCount', queries, { problem: { buffer: md }, cell_of: { buffer: cells }, hist: { buffer: hist } }, { first_range: r0 });
-    call.scan(hist, starts, (r1 - r0) * perRange);
+    // hist is zero here: new, or left so by the last scan of it
+    call.dispatch('orderCount', queries, {
+      problem: { buffer: md }, locs: bind.samplingLocations, weights: bind.attentionWeights, cell_of: { buffer: cells }, hist: { buffer: hist },
+    }, { first_range: r0 });
+    call.scan(hist, starts, (r1 - r0) * perRange, true);
     call.dispatch('orderPlace', queries, { problem: { buffer: md }, cell_of: { buffer: cells }, starts: { buffer: starts }, walk: { buffer: walk } }, { first_range: r0 });
   }
   return { walk };
@@ -188,11 +189,10 @@ function encodeBackward(call, problem, plan, bind, out) {
       problem: b(md), value: bind.value, locs: bind.samplingLocations, weights: bind.attentionWeights, gout: bind.gradOutput,
       glocs: b(gradSamplingLocations), gweights: b(gradAttentionWeights), recs: b(recs),
     }, { first_pair: first });
-    call.encoder.clearBuffer(counts, 0, 4 * (partPixels + 1));
     const digit = (k) => (k * digits.bits) | (digits.bits << 8) | (k === 0 ? 0x10000 : 0);
     const words = (k) => ({ digit: digit(k), end: k === 0 ? records : partPixels, first_pair: first });
     call.dispatch('sortCount', partChunks, { problem: b(md), recs: b(recs), walk: b(walk), counts: b(counts), hist: b(hist) }, words(0));
-    call.scan(counts, offsets, partPixels + 1);
+    call.scan(counts, offsets, partPixels + 1, true);   // counts left zero for the next part or call
     for (let k = 0; k < digits.passes; k++) {
       call.scan(hist, starts, partChunks << digits.bits, true);
       const src = k === 0 ? recs : sorted[(k - 1) % 2], dst = sorted[k % 2];

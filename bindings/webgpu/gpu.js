@@ -5,9 +5,10 @@
 
 import { DISPATCH_WORDS, SCAN_BLOCK } from './kernels/problem.js';
 import { FORWARD } from './kernels/forward.js';
-import { SAMPLES, SCAN, SCAN_ADD } from './kernels/backward.js';
+import { SAMPLES } from './kernels/backward.js';
+import { SCAN, SCAN_FLAT, SCAN_REDUCE } from './kernels/scan.js';
 import { SORT_COUNT, SORT_SCATTER, SORT_TERMS } from './kernels/sort.js';
-import { CELLS, ORDER_COUNT, ORDER_PLACE } from './kernels/walks.js';
+import { ORDER_COUNT, ORDER_PLACE } from './kernels/walks.js';
 import { GATHER } from './kernels/segments.js';
 import { PROBE } from './kernels/probe.js';
 import { NARROW, WIDEN } from './kernels/half.js';
@@ -20,7 +21,7 @@ export const MAP_READ = 0x1, COPY_SRC = 0x4, COPY_DST = 0x8, UNIFORM = 0x40, STO
 export const MAP_MODE_READ = 0x1;
 export const COMPUTE = 0x4;   // GPUShaderStage.COMPUTE
 
-const KERNELS = Object.fromEntries([FORWARD, SAMPLES, SCAN, SCAN_ADD, CELLS, ORDER_COUNT, ORDER_PLACE, SORT_COUNT, SORT_SCATTER, SORT_TERMS, GATHER, WIDEN, NARROW, PROBE].map((k) => [k.label, k]));
+const KERNELS = Object.fromEntries([FORWARD, SAMPLES, SCAN_REDUCE, SCAN, ORDER_COUNT, ORDER_PLACE, SORT_COUNT, SORT_SCATTER, SORT_TERMS, GATHER, WIDEN, NARROW, PROBE].map((k) => [k.label, k]));
 
 const MAX_GRID = 65535;
 
@@ -385,16 +386,23 @@ export class CallEncoder {
     this.gpu.dispatch(this, name, n, entries, words);
   }
 
-  // Exclusive prefix sums of src[0 .. n) into dst (both u32 buffers), in blocks, recursively;
-  // src left zero where `clear`.
+  // Exclusive prefix sums of src[0 .. n) into dst (both u32 buffers; kernels/scan.js): two
+  // dispatches up to SCAN_FLAT blocks, the blocks' totals scanned first beyond; src left zero
+  // where `clear`.
   scan(src, dst, n, clear = false, level = 0) {
     const blocks = Math.ceil(n / SCAN_BLOCK);
-    const sums = this.scratch(4 * blocks, STORAGE | COPY_DST, `msda scan sums ${level}`);
-    this.dispatch('scan', n, { src: { buffer: src }, dst: { buffer: dst }, sums: { buffer: sums } }, { clear: clear ? 1 : 0 });
-    if (blocks === 1) return;
-    const scanned = this.scratch(4 * blocks, STORAGE | COPY_DST, `msda scan offsets ${level}`);
-    this.scan(sums, scanned, blocks, false, level + 1);
-    this.dispatch('scanAdd', n, { sums: { buffer: scanned }, dst: { buffer: dst } });
+    let sums = this.scratch(4 * blocks, STORAGE | COPY_DST, `msda scan sums ${level}`), base = 0;
+    if (blocks > 1) {
+      this.dispatch('scanReduce', blocks, { src: { buffer: src }, sums: { buffer: sums } }, { count: n });
+      base = 1;
+      if (blocks > SCAN_FLAT) {
+        const scanned = this.scratch(4 * blocks, STORAGE | COPY_DST, `msda scan offsets ${level}`);
+        this.scan(sums, scanned, blocks, false, level + 1);
+        sums = scanned;
+        base = 2;
+      }
+    }
+    this.dispatch('scan', blocks, { src: { buffer: src }, dst: { buffer: dst }, sums: { buffer: sums } }, { count: n, clear: clear ? 1 : 0, base });
   }
 
   destroyScratch() {

@@ -6,9 +6,10 @@ import { typedArrayLength } from '../core/typed.js';
 import { HalfBits } from '../core/half.js';
 import { BACKWARD_STRIP, FLOAT_SIDE, ORDER_CELLS, ORDER_CHUNK, WORKGROUP, encodeProblem } from './kernels/problem.js';
 import { FORWARD, forwardWorkgroups } from './kernels/forward.js';
-import { SAMPLES, SCAN, SCAN_ADD } from './kernels/backward.js';
+import { SAMPLES } from './kernels/backward.js';
+import { SCAN, SCAN_REDUCE } from './kernels/scan.js';
 import { SORT_BITS, SORT_COUNT, SORT_SCATTER, SORT_TERMS, sortChunk } from './kernels/sort.js';
-import { CELLS, ORDER_COUNT, ORDER_PLACE, ORDER_TILE } from './kernels/walks.js';
+import { ORDER_COUNT, ORDER_PLACE, ORDER_TILE } from './kernels/walks.js';
 import { GATHER } from './kernels/segments.js';
 import { WIDEN } from './kernels/half.js';
 import { gridSide } from './gpu.js';
@@ -16,7 +17,7 @@ import { GpuTensor, product } from './tensors.js';
 
 // The programs a backward may dispatch: compiled (once per variant) before its first call runs
 // (with WIDEN where an input is half precision, NARROW where the results are).
-const BACKWARD_PROGRAMS = [CELLS, ORDER_COUNT, SCAN, SCAN_ADD, ORDER_PLACE, SAMPLES, SORT_COUNT, SORT_SCATTER, SORT_TERMS, GATHER];
+const BACKWARD_PROGRAMS = [ORDER_COUNT, SCAN_REDUCE, SCAN, ORDER_PLACE, SAMPLES, SORT_COUNT, SORT_SCATTER, SORT_TERMS, GATHER];
 
 const INT32_MAX = 2 ** 31 - 1;
 

@@ -97,19 +97,24 @@ export function analyse(name) {
 // kernels), DRAM bytes (unique footprint), L1 request wavefronts (distinct 128-B lines per warp
 // instruction, summed) and the longest dependent chain (dependent global accesses of the longest
 // invocation). A pass the table lacks is reported as unmodelled; update the table with the passes.
+// Values the backward's prefix sums read: the order's histogram, the pixel counts, and the sort's
+// histogram (a count per digit value per chunk of records) once a pass.
+const scanValues = (a) => ((d) => a.hist + a.PIX + 1 + d.passes * (4 * a.S / d.chunk << d.bits))(sortDigits(a.PIX));
+
 export const FORMULAS = {
   // 4 units in turn a workgroup (kernels/forward.js TURNS); a unit's chain: locations, its point
   // groups' value loads (a loop, 4 on DETR), the store
   forward: (a) => ({ dir: 'fwd', inv: a.BQH * a.C / 16, wg: 64, work: '4 units of (b,q,h,4 ch): the workgroup forms each sample\'s taps once (workgroup memory), then <=64 corners x one vec4 load',
     instr: 4 * ((4 * a.S / (a.BQH * a.C)) * 110 + 16 * 2 * 4 + (a.R / a.S) * 16 * 10 + 40),
     readB: 12 * a.S + a.valueTouched, writeB: a.out, wave: a.S / 32 * 3 + (a.BQH / 4) * ((a.R / a.S) * 16 * 4), chain: 4 * (2 + a.NL * Math.ceil(a.P / 4)) }),
-  cells: (a) => ({ dir: 'bwd', inv: a.B * a.Q, wg: 64, work: 'query cell from the first valid level', instr: 120, readB: 48 * a.B * a.Q, writeB: 4 * a.B * a.Q, wave: a.B * a.Q / 32 * 12 * 4, chain: 2 }),
-  orderCount: (a) => ({ dir: 'bwd', inv: a.B * a.Q, wg: 256, work: 'cell histogram per tile (atomics)', instr: 20, readB: 4 * a.B * a.Q, writeB: 4 * a.hist, wave: a.B * a.Q / 32 * 2, chain: 2, atomics: a.B * a.Q }),
+  orderCount: (a) => ({ dir: 'bwd', inv: a.B * a.Q, wg: 256, work: 'query cell from the first valid level, cell histogram per tile (atomics)', instr: 140, readB: 48 * a.B * a.Q, writeB: 4 * a.B * a.Q + 4 * a.hist, wave: a.B * a.Q / 32 * 12 * 4, chain: 3, atomics: a.B * a.Q }),
   orderPlace: (a) => ({ dir: 'bwd', inv: a.B * a.Q, wg: 256, work: 'stable place of each query by cell', instr: 40, readB: 4 * a.B * a.Q + 4 * a.hist, writeB: 8 * a.B * a.Q, wave: a.B * a.Q / 32 * 4, chain: 3 }),
   samples: (a) => ({ dir: 'bwd', inv: a.S, wg: 64, work: '1 sample: point(), 4 corners x C-ch dot(gout,value), 4 records', instr: 110 + 4 * a.C * 5 + 40,
     readB: 12 * a.S + 4 * a.BQH * a.C + a.valueTouched, writeB: 44 * a.S, wave: a.S / 32 * (a.C * 32 * (a.R / a.S) + 4 * a.C * 2), chain: 4 }),
-  scan: (a) => ({ dir: 'bwd', inv: a.PIX + 1, wg: 256, work: '256-wide scan in workgroup memory', instr: 58, readB: 4 * (a.PIX + 1), writeB: 4 * (a.PIX + 1), wave: (a.PIX + 1) / 32 * 2, chain: 2 }),
-  scanAdd: (a) => ({ dir: 'bwd', inv: a.PIX + 1, wg: 256, work: 'add block sums back', instr: 10, readB: 4 * (a.PIX + 1), writeB: 4 * (a.PIX + 1), wave: (a.PIX + 1) / 32 * 2, chain: 2 }),
+  // every prefix sum of a backward (kernels/scan.js): the order's histogram, the pixel counts, the
+  // sort's histogram once a pass; 256 consecutive values an invocation
+  scanReduce: (a) => ((v) => ({ dir: 'bwd', inv: v / 256, wg: 64, work: 'a block of 256 values summed', instr: 256 * 4, readB: 4 * v, writeB: v / 64, wave: v / 32, chain: 256 }))(scanValues(a)),
+  scan: (a) => ((v) => ({ dir: 'bwd', inv: v / 256, wg: 64, work: 'the earlier blocks\' totals (<= 1,024), a block of 256 values scanned', instr: 256 * 6 + 1024, readB: 4 * v, writeB: 8 * v, wave: 2 * v / 32, chain: 1024 + 256 }))(scanValues(a)),
   // the sort (kernels/sort.js): a chunk of 256 records an invocation, in order; one count pass,
   // passes - 1 scatters, the last pass writing the gather's terms (sortDigits: passes by PIX)
   sortCount: (a) => ((d) => ({ dir: 'bwd', inv: 4 * a.S / d.chunk, wg: 64, work: `${d.chunk} records in walk order: digit counts in its own column, pixel counts (a run at once)`, instr: d.chunk * 30,

@@ -6,6 +6,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { backends, compare, crowdCase, firstDiff, problem, sameBits } from './helpers.js';
 import { sampleGrid, sortDigits } from '../../bindings/webgpu/plan.js';
+import { SCAN_FLAT } from '../../bindings/webgpu/kernels/scan.js';
+import { SCAN_BLOCK } from '../../bindings/webgpu/kernels/problem.js';
 
 let gpu, wasm;
 before(async () => ({ gpu, wasm } = await backends()));
@@ -78,11 +80,14 @@ test("grad_value's order where every sample crowds one place: wasm SIMD's bits, 
     ['border, far outside', 2, { shapes: [[16, 16], [8, 8]], Q: 300, H: 2, place: [7, -5], paddingMode: 'border' }],
     ['border, far outside, align_corners', 2, { shapes: [[12, 20], [6, 10]], Q: 200, H: 2, place: [-9, 4], paddingMode: 'border', alignCorners: true }],
     ['one place, three passes', 3, { shapes: [[300, 240]], Q: 100, H: 1, place: [0.5, 0.25] }],
+    // 4.4 M pixels: the counts' prefix sums over more than SCAN_FLAT blocks (their totals scanned first)
+    ['one place, 4.4 M pixels', 3, { shapes: [[1100, 2000]], Q: 20, H: 1, C: 1, place: [0.75, 0.5] }],
   ];
   for (const [label, passes, { place, ...spec }] of cases) {
     const pixels = 2 * spec.H * spec.shapes.reduce((a, [h, w]) => a + h * w, 0);   // one part: B 2
     assert.equal(sortDigits(pixels).passes, passes, label);
-    const c = problem(940, { ...spec, B: 2, C: 4, P: 4 });
+    if (pixels > 4e6) assert.ok(pixels > SCAN_FLAT * SCAN_BLOCK, label);
+    const c = problem(940, { B: 2, C: 4, P: 4, ...spec });
     const locs = c.args.samplingLocations.data;
     for (let i = 0; i < locs.length; i += 2) { locs[i] = place[0]; locs[i + 1] = place[1]; }
     const b = { ...c.args, gradOutput: c.gradOutput };

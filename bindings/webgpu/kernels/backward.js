@@ -2,11 +2,10 @@
 // location and weight gradients (one writer each, into the results) and a record per in-bounds
 // corner (destination pixel, a * w_k); sort.js orders the records by pixel, each pixel's in the
 // CPU walk's order (walks.js), and gather (segments.js) sums each pixel's in that order:
-// grad_value with one writer per element and a fixed order, no float atomics. scan: the prefix
-// sums those passes share.
+// grad_value with one writer per element and a fixed order, no float atomics.
 
 import { GEOMETRY } from './geometry.js';
-import { SCAN_BLOCK, WORKGROUP, program } from './problem.js';
+import { WORKGROUP, program } from './problem.js';
 
 // The `vec4` variant (channels a multiple of 4: plan.js variantOf) reads value and
 // grad_output rows as vec4s; the dot products add in the same order either way.
@@ -77,64 +76,5 @@ ${vec4 ? '' : `    for (var c = CB; c < C; c = c + 1u) { dk = dk + gout[go + c] 
     }
     recs[r * 4u + k] = rec;
   }
-}
-`);
-
-// Exclusive prefix sums of blocks of SCAN_BLOCK values (disp.per_row counts workgroups here); each block's total to sums;
-// src zeroed as it is read where disp.clear (the sort's histogram, counted into again).
-// Each invocation adds 4 consecutive values, the invocations' sums scan in workgroup memory: few
-// barriers (an emulator such as SwiftShader switches coroutines at each, per 4 invocations).
-export const SCAN = program('scan', {
-  problem: false,
-  perGroup: SCAN_BLOCK,
-  perRow: 'workgroups',
-  words: ['clear'],
-  bindings: {
-    src: 'read_write array<u32>',
-    dst: 'read_write array<u32>',
-    sums: 'read_write array<u32>',
-  }
-}, /* wgsl */ `
-var<workgroup> tmp: array<u32, ${SCAN_BLOCK / 4}>;
-
-@compute @workgroup_size(${SCAN_BLOCK / 4})
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
-  let block = wid.x + wid.y * disp.per_row;
-  let i = block * ${SCAN_BLOCK}u + li * 4u;
-  var v = vec4<u32>(0u);
-  for (var k = 0u; k < 4u; k = k + 1u) {
-    if (i + k < disp.n) { v[k] = src[i + k]; if (disp.clear != 0u) { src[i + k] = 0u; } }
-  }
-  let total = (v.x + v.y) + (v.z + v.w);
-  tmp[li] = total;
-  workgroupBarrier();
-  for (var off = 1u; off < ${SCAN_BLOCK / 4}u; off = off * 2u) {
-    var add = 0u;
-    if (li >= off) { add = tmp[li - off]; }
-    workgroupBarrier();
-    tmp[li] = tmp[li] + add;
-    workgroupBarrier();
-  }
-  var run = tmp[li] - total;
-  for (var k = 0u; k < 4u; k = k + 1u) {
-    if (i + k < disp.n) { dst[i + k] = run; }
-    run = run + v[k];
-  }
-  if (li == ${SCAN_BLOCK / 4 - 1}u) { sums[block] = tmp[li]; }
-}
-`);
-
-export const SCAN_ADD = program('scanAdd', {
-  problem: false,
-  bindings: {
-    sums: 'read array<u32>',
-    dst: 'read_write array<u32>',
-  }
-}, /* wgsl */ `
-@compute @workgroup_size(${WORKGROUP})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let i = gid.x + gid.y * disp.per_row;
-  if (i >= disp.n) { return; }
-  dst[i] = dst[i] + sums[i / ${SCAN_BLOCK}u];
 }
 `);

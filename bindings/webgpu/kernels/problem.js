@@ -3,7 +3,7 @@
 // tensor layouts, and program(), which numbers a pass's bindings from their names.
 
 export const WORKGROUP = 64;
-export const SCAN_BLOCK = 256;
+export const SCAN_BLOCK = 256;   // values an invocation of the prefix sums (scan.js)
 
 // Shared with C; tests/webgpu/constants.test.js holds each to its header.
 export const CANONICAL_NAN = 0x7fc00000;   // src/simd.h f_canonical_nan

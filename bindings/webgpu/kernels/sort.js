@@ -60,7 +60,7 @@ export const SORT_COUNT = program('sortCount', {
   bindings: {
     recs: 'read array<vec2<u32>>',
     walk: 'read array<u32>',
-    counts: 'read_write array<atomic<u32>>',
+    counts: 'read_write array<atomic<u32>>',   // zero before (the scan of them leaves them so)
     hist: 'read_write array<u32>',
   }
 }, /* wgsl */ `${SORTING}
