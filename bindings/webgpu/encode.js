@@ -174,8 +174,8 @@ function encodeBackward(call, problem, plan, bind, out) {
   const counts = scratch(4 * (pixels + 1), 'counts');
   const offsets = scratch(4 * (pixels + 1), 'offsets');
   const sorted = [scratch(32 * perPair * pairsPerPart, 'sorted records'), scratch(32 * perPair * pairsPerPart, 'sorted records 2')];
-  const hist = scratch(4 * (chunks << digits.bits), 'digit histogram');
-  const starts = scratch(4 * (chunks << digits.bits), 'digit starts');
+  const hist = scratch(4 * (chunks * 2 ** digits.bits), 'digit histogram');
+  const starts = scratch(4 * (chunks * 2 ** digits.bits), 'digit starts');
   const gradValue = out('gradValue', plan.buffers.gradValue);
   const gradSamplingLocations = out('gradSamplingLocations', plan.buffers.gradSamplingLocations);
   const gradAttentionWeights = out('gradAttentionWeights', plan.buffers.gradAttentionWeights);
@@ -194,7 +194,7 @@ function encodeBackward(call, problem, plan, bind, out) {
     call.dispatch('sortCount', partChunks, { problem: b(md), recs: b(recs), walk: b(walk), counts: b(counts), hist: b(hist) }, words(0));
     call.scan(counts, offsets, partPixels + 1, true);   // counts left zero for the next part or call
     for (let k = 0; k < digits.passes; k++) {
-      call.scan(hist, starts, partChunks << digits.bits, true);
+      call.scan(hist, starts, partChunks * 2 ** digits.bits, true);
       const src = k === 0 ? recs : sorted[(k - 1) % 2], dst = sorted[k % 2];
       const common = { problem: b(md), src: b(src), walk: b(walk), offsets: b(offsets), starts: b(starts) };
       if (k + 1 < digits.passes) call.dispatch('sortScatter', partChunks, { ...common, hist: b(hist), dst: b(dst) }, words(k));

@@ -120,7 +120,7 @@ export function planBackward(gpu, problem) {
       gradAttentionWeights: 4 * samples,
       'corner records of one (batch, head) part (scratch)': 32 * perPair * pairsPerPart,
       'sorted records of one part (scratch, two)': 32 * perPair * pairsPerPart,
-      'digit histogram of one part (scratch)': 4 * (chunks << digits.bits),
+      'digit histogram of one part (scratch)': 4 * (chunks * 2 ** digits.bits),
       'pixel counts of one part (scratch)': 4 * (pixels + 1),
       'query cells and walk (scratch)': 4 * BQ,
       'cell histogram of the query order (scratch)': 4 * (rangesPerGroup * perRange + 1),

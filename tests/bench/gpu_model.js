@@ -99,7 +99,7 @@ export function analyse(name) {
 // invocation). A pass the table lacks is reported as unmodelled; update the table with the passes.
 // Values the backward's prefix sums read: the order's histogram, the pixel counts, and the sort's
 // histogram (a count per digit value per chunk of records) once a pass.
-const scanValues = (a) => ((d) => a.hist + a.PIX + 1 + d.passes * (4 * a.S / d.chunk << d.bits))(sortDigits(a.PIX));
+const scanValues = (a) => ((d) => a.hist + a.PIX + 1 + d.passes * (4 * a.S / d.chunk * 2 ** d.bits))(sortDigits(a.PIX));
 
 export const FORMULAS = {
   // 4 units in turn a workgroup (kernels/forward.js TURNS); a unit's chain: locations, its point
@@ -118,7 +118,7 @@ export const FORMULAS = {
   // the sort (kernels/sort.js): a chunk of 256 records an invocation, in order; one count pass,
   // passes - 1 scatters, the last pass writing the gather's terms (sortDigits: passes by PIX)
   sortCount: (a) => ((d) => ({ dir: 'bwd', inv: 4 * a.S / d.chunk, wg: 64, work: `${d.chunk} records in walk order: digit counts in its own column, pixel counts (a run at once)`, instr: d.chunk * 30,
-    readB: 32 * a.S + 4 * a.B * a.Q, writeB: 4 * (4 * a.S / d.chunk << d.bits), wave: 4 * a.S / 32 * 3, chain: 2 * d.chunk + 2, atomics: a.R / 4 }))(sortDigits(a.PIX)),
+    readB: 32 * a.S + 4 * a.B * a.Q, writeB: 4 * (4 * a.S / d.chunk * 2 ** d.bits), wave: 4 * a.S / 32 * 3, chain: 2 * d.chunk + 2, atomics: a.R / 4 }))(sortDigits(a.PIX)),
   sortScatter: (a) => ((d, k) => ({ dir: 'bwd', inv: k * 4 * a.S / d.chunk, wg: 64, work: `${d.chunk} records: each to its digit's next place, the next digit counted (${k} passes)`, instr: d.chunk * 25,
     readB: k * (8 * a.R + 16 * a.S), writeB: k * (8 * a.R + 16 * a.S), wave: k * a.R / 32 * 36, chain: 3 * d.chunk, atomics: k * a.R / 4 }))(sortDigits(a.PIX), sortDigits(a.PIX).passes - 1),
   sortTerms: (a) => ((d) => ({ dir: 'bwd', inv: 4 * a.S / d.chunk, wg: 64, work: `${d.chunk} records: each to its place as (a*w_k, grad_output row)`, instr: d.chunk * 35,
