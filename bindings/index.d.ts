@@ -250,8 +250,8 @@ export interface MsdaWebGPU {
   /** The GPUDevice every call runs on. */
   readonly device: any;
   readonly adapterInfo: { vendor: string; architecture: string; device: string; description: string } | null;
-  /** What the startup probe saw: a*b+c fused, subnormal inputs flushed (null until known on an instance made without awaiting). */
-  readonly numerics: { fusedMultiplyAdd: boolean; flushesSubnormals: boolean } | null;
+  /** What the startup probe saw: a*b+c fused as written, a*b+c as the kernels write it with the product rounded first (the CPU's bits), subnormal inputs flushed (null until known on an instance made without awaiting). */
+  readonly numerics: { fusedMultiplyAdd: boolean; productsRounded: boolean; flushesSubnormals: boolean } | null;
   readonly limits: Record<string, number>;
   /** The pipelines compiled so far (or compiling; not one that failed to), in the order calls first needed them: a program's name and its variant's flags, e.g. 'forward narrow vec4'. */
   readonly compiled: string[];

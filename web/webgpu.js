@@ -134,7 +134,7 @@ export function renderBackendChoice(ctx) {
 // compare with wasm's. A difference is shown, never hidden: the page shows WebGPU's numbers.
 export function renderGpuNote(ctx) {
   const { numerics: n } = ctx.gpu;
-  const seen = [n?.flushesSubnormals && 'flush subnormals', n?.fusedMultiplyAdd && 'fuse a·b+c'].filter(Boolean);
+  const seen = [n?.flushesSubnormals && 'flush subnormals', n?.productsRounded === false && 'fuse a·b+c where the kernels keep products apart'].filter(Boolean);
   const c = mergeComparisons([ctx.check.main, ctx.check.sample].filter(Boolean));
   const num = (x) => x.toLocaleString('en-US');
   let text = `On WebGPU (${adapterName(ctx.gpu.adapterInfo)}); its startup probe saw it ${seen.length ? seen.join(' and ') : 'keep IEEE float32'}. `;

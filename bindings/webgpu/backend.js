@@ -123,7 +123,7 @@ export class MsdaWebGPU {
     this.threads = 1;
   }
 
-  /** { fusedMultiplyAdd, flushesSubnormals }: what the startup probe saw this device do (null until it answers on an instance made without awaiting). */
+  /** { fusedMultiplyAdd, productsRounded, flushesSubnormals }: what the startup probe saw this device do (null until it answers on an instance made without awaiting). */
   get numerics() { return this._backendKept.numerics; }
 
   get disposed() { return this._b === null; }

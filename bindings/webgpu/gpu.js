@@ -21,7 +21,8 @@ export const MAP_READ = 0x1, COPY_SRC = 0x4, COPY_DST = 0x8, UNIFORM = 0x40, STO
 export const MAP_MODE_READ = 0x1;
 export const COMPUTE = 0x4;   // GPUShaderStage.COMPUTE
 
-const KERNELS = Object.fromEntries([FORWARD, SAMPLES, SCAN_REDUCE, SCAN, ORDER_COUNT, ORDER_PLACE, SORT_COUNT, SORT_SCATTER, SORT_TERMS, GATHER, WIDEN, NARROW, PROBE].map((k) => [k.label, k]));
+/** Every program by its label. */
+export const KERNELS = Object.fromEntries([FORWARD, SAMPLES, SCAN_REDUCE, SCAN, ORDER_COUNT, ORDER_PLACE, SORT_COUNT, SORT_SCATTER, SORT_TERMS, GATHER, WIDEN, NARROW, PROBE].map((k) => [k.label, k]));
 
 const MAX_GRID = 65535;
 
@@ -229,9 +230,11 @@ export class Gpu {
     });
   }
 
-  // fusedMultiplyAdd: a * b + c came back fused; flushesSubnormals: a subnormal input read as 0.
+  // fusedMultiplyAdd: a * b + c as written came back fused; productsRounded: as the kernels write
+  // it (kernels/probe.js) it came back with the product rounded first, the CPU's bits;
+  // flushesSubnormals: a subnormal input read as 0.
   async probe() {
-    const io = new Float32Array([1 + 2 ** -12, 1 + 2 ** -12, -(1 + 2 ** -11), 2 ** -130, 0, 0, 0, 0]);
+    const io = new Float32Array([1 + 2 ** -12, 1 + 2 ** -12, -(1 + 2 ** -11), 2 ** -130, 0, 0, 0, 0, 0, 0]);
     const buf = this.buffer(io.byteLength, STORAGE | COPY_SRC | COPY_DST, 'msda probe');
     this.device.queue.writeBuffer(buf, 0, io);
     const enc = this.device.createCommandEncoder();
@@ -254,6 +257,7 @@ export class Gpu {
     }
     return {
       fusedMultiplyAdd: out[4] !== 0,
+      productsRounded: out[8] === 0,
       flushesSubnormals: out[5] === 0 || out[6] === 0,
     };
   }

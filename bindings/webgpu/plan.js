@@ -58,7 +58,7 @@ export function problemWords(problem, { grid = { bands: 0, cols: 0 } } = {}) {
     batch: problem.batch, queries: problem.numQueries, heads: H, channels: C, num_levels: problem.numLevels,
     points: problem.numPoints, length: problem.valueLength, blnc: blnc ? 1 : 0,
     bqhlp2: problem.samplingLocationsLayout === 'BQHLP2' ? 1 : 0, border: problem.paddingMode === 'border' ? 1 : 0,
-    half_shift: ac ? 0 : 1, bands: grid.bands, cols: grid.cols,
+    half_shift: ac ? 0 : 1, bands: grid.bands, cols: grid.cols, zero: 0,
   }, problem.spatialShapes.map(([h, w], l) => {
     const sx = ac ? w - 1 : w, sy = ac ? h - 1 : h;
     return {

@@ -11,7 +11,7 @@ let gpu, wasm;
 before(async () => ({ gpu, wasm } = await backends()));
 after(() => { gpu?.dispose(); wasm?.dispose(); });
 
-async function both(label, args, gradOutput, exact = !gpu.numerics.fusedMultiplyAdd) {
+async function both(label, args, gradOutput, exact = gpu.numerics.productsRounded) {
   compare(label, { output: await gpu.forward(args) }, { output: wasm.forward(args) }, exact);
   const b = { ...args, gradOutput };
   compare(label, await gpu.backward(b), wasm.backward(b), exact);
@@ -21,11 +21,12 @@ test('the adapter and what the startup probe saw', () => {
   assert.equal(gpu.backend, 'webgpu');
   assert.equal(typeof gpu.device.createBuffer, 'function');
   assert.equal(typeof gpu.numerics.fusedMultiplyAdd, 'boolean');
+  assert.equal(typeof gpu.numerics.productsRounded, 'boolean');
   assert.equal(typeof gpu.numerics.flushesSubnormals, 'boolean');
   console.log(`# adapter: ${JSON.stringify(gpu.adapterInfo)}; numerics: ${JSON.stringify(gpu.numerics)}; VK_ICD_FILENAMES=${process.env.VK_ICD_FILENAMES ?? ''}`);
   if (process.env.VK_ICD_FILENAMES === SWIFTSHADER_ICD) {
     // What SwiftShader does (docs/webgpu.md, numerics): no contraction, subnormals flushed.
-    assert.deepEqual(gpu.numerics, { fusedMultiplyAdd: false, flushesSubnormals: true });
+    assert.deepEqual(gpu.numerics, { fusedMultiplyAdd: false, productsRounded: true, flushesSubnormals: true });
   }
 });
 
@@ -121,7 +122,7 @@ test('same bits on every run: a backward whose samples crowd a few pixels', asyn
   }
   const out = await gpu.forward(c.args);
   assert.equal(sameBits((await gpu.forward(c.args)).data, out.data), out.data.length);
-  compare('crowded', first, wasm.backward(b), !gpu.numerics.fusedMultiplyAdd);
+  compare('crowded', first, wasm.backward(b), gpu.numerics.productsRounded);
 });
 
 test('bits counted (printed for the record)', () => {

@@ -24,7 +24,7 @@ test("grad_value's order: the grid of cells the CPU walks queries by (src/kernel
 });
 
 test("grad_value's order: the CPU walk by place (src/kernel/walks.h), queries crowding a few pixels, every element wasm SIMD's bits", async (t) => {
-  if (gpu.numerics.fusedMultiplyAdd) t.skip('this device fuses a * b + c: no bit-exact grad_value to expect');
+  if (!gpu.numerics.productsRounded) t.skip('this device fused a * b + c even as the kernels write it: no bit-exact grad_value to expect');
   const cases = [
     ['encoder-like, shuffled', { kind: 'encoder', shapes: [[20, 12], [10, 6], [5, 3]], P: 4 }],
     ['encoder-like, B2QHLP, BNLC', { kind: 'encoder', shapes: [[17, 9], [9, 5]], P: 3, samplingLocationsLayout: 'B2QHLP', valueLayout: 'BNLC' }],
@@ -50,7 +50,7 @@ test("grad_value's order: the CPU walk by place (src/kernel/walks.h), queries cr
 });
 
 test("a backward whose query order's histogram does not fit one buffer counts it a range at a time, with wasm SIMD's bits", async (t) => {
-  if (gpu.numerics.fusedMultiplyAdd) t.skip('this device fuses a * b + c: no bit-exact grad_value to expect');
+  if (!gpu.numerics.productsRounded) t.skip('this device fused a * b + c even as the kernels write it: no bit-exact grad_value to expect');
   // 2 batches: 2 ranges, each a histogram of 2,049 cells x 2 tiles (16,396 bytes); the 2 x 2
   // level crowded, so grad_value's bits depend on the order
   const c = crowdCase(870, { kind: 'decoder', shapes: [[1, 2048], [2, 2]], B: 2, Q: 257, H: 1, C: 1, P: 1 });
@@ -73,7 +73,7 @@ test("a backward whose query order's histogram does not fit one buffer counts it
 // segments of thousands of records, each in the CPU walk's order; the sort's passes (kernels/sort.js)
 // 1, 2 and 3 deep by the part's pixels (256 or fewer, 2^16 or fewer, more).
 test("grad_value's order where every sample crowds one place: wasm SIMD's bits, with the sort 1, 2 and 3 passes deep", async (t) => {
-  if (gpu.numerics.fusedMultiplyAdd) t.skip('this device fuses a * b + c: no bit-exact grad_value to expect');
+  if (!gpu.numerics.productsRounded) t.skip('this device fused a * b + c even as the kernels write it: no bit-exact grad_value to expect');
   const cases = [
     ['one place, one pass', 1, { shapes: [[8, 8], [4, 4]], Q: 300, H: 1, place: [0.3, 0.7] }],
     ['one place, two passes', 2, { shapes: [[16, 16], [8, 8], [4, 4]], Q: 300, H: 3, place: [0.55, 0.2] }],

@@ -47,7 +47,7 @@ test('pipelines are compiled when a call first needs them, once per variant: ini
     assert.equal(asked.length, 3);
     // the backward's, narrow: none of the wide ones
     const grads = await msda.backward({ ...narrow.args, gradOutput: narrow.gradOutput });
-    compare('narrow backward', grads, wasm.backward({ ...narrow.args, gradOutput: narrow.gradOutput }), !msda.numerics.fusedMultiplyAdd);
+    compare('narrow backward', grads, wasm.backward({ ...narrow.args, gradOutput: narrow.gradOutput }), msda.numerics.productsRounded);
     assert.deepEqual(msda.compiled.slice(4).sort(), ['gather', 'orderCount', 'orderPlace', 'samples narrow', 'scan', 'scanReduce', 'sortCount', 'sortScatter', 'sortTerms']);
     assert.deepEqual(asked.slice(3), msda.compiled.slice(4).map((k) => `msda ${k}`));
   } finally {
@@ -71,7 +71,7 @@ test('calls at once on a fresh instance: each pipeline compiled once, and proble
     }));
     for (const [i, [fn, args, call]] of calls.entries()) {
       const got = await call;
-      compare(`call ${i}`, fn === 'forward' ? { output: got } : got, fn === 'forward' ? { output: wasm.forward(args) } : wasm.backward(args), !msda.numerics.fusedMultiplyAdd);
+      compare(`call ${i}`, fn === 'forward' ? { output: got } : got, fn === 'forward' ? { output: wasm.forward(args) } : wasm.backward(args), msda.numerics.productsRounded);
     }
     assert.deepEqual(asked, msda.compiled.map((k) => `msda ${k}`), 'each compiled once');
     assert.deepEqual(msda.compiled.filter((k) => /^(forward|samples)/.test(k)).sort(),
@@ -119,13 +119,13 @@ test('a kernel the device cannot compile: the first call that needs it rejects n
     }
     assert.deepEqual(msda.compiled, ['probe']);
     const b = { ...c.args, gradOutput: c.gradOutput };
-    compare('backward beside a broken forward', await msda.backward(b), wasm.backward(b), !msda.numerics.fusedMultiplyAdd);
+    compare('backward beside a broken forward', await msda.backward(b), wasm.backward(b), msda.numerics.productsRounded);
     broken = (code) => code.replace(/array<Tap, \d+>/, 'array<Tap, 1024>');
     await assert.rejects(msda.forward(c.args), { message: /^ms-deform-attn: the WebGPU kernel 'msda forward narrow' failed to compile here: .*workgroup storage/ });
     assert.deepEqual(msda.compiled.filter((k) => k.startsWith('forward')), []);
     // the failure is not kept: once the driver compiles it, the next forward runs
     broken = null;
-    compare('forward compiled again', { output: await msda.forward(c.args) }, { output: wasm.forward(c.args) }, !msda.numerics.fusedMultiplyAdd);
+    compare('forward compiled again', { output: await msda.forward(c.args) }, { output: wasm.forward(c.args) }, msda.numerics.productsRounded);
     assert.equal(msda.compiled.at(-1), 'forward narrow');
   } finally {
     msda.dispose();

@@ -30,6 +30,7 @@ export async function use(buffer: GPUBufferLike, device: object): Promise<number
   // @ts-expect-error: forward returns a Promise
   const notNow: GPUTensor = gpu.forward(args, { outputs: 'gpu' });
   const fused: boolean | undefined = gpu.numerics?.fusedMultiplyAdd;
+  const rounded: boolean | undefined = gpu.numerics?.productsRounded;
   const compiled: readonly string[] = gpu.compiled;
   // @ts-expect-error: dispose returns nothing
   const nothing: Promise<void> = gpu.dispose();

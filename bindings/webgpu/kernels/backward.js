@@ -52,16 +52,16 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 ${vec4 ? `      let gc = gout[(go + c) / 4u];   // go and v0 are multiples of C, so of 4
       let vc = value[(v0 + c) / 4u];` : `      let gc = vec4<f32>(gout[go + c], gout[go + c + 1u], gout[go + c + 2u], gout[go + c + 3u]);
       let vc = vec4<f32>(value[v0 + c], value[v0 + c + 1u], value[v0 + c + 2u], value[v0 + c + 3u]);`}
-      acc = acc + gc * vc;
+      acc = acc + rounded4(gc * vc);
     }
     var dk = (acc.x + acc.y) + (acc.z + acc.w);
-${vec4 ? '' : `    for (var c = CB; c < C; c = c + 1u) { dk = dk + gout[go + c] * value[v0 + c]; }
+${vec4 ? '' : `    for (var c = CB; c < C; c = c + 1u) { dk = dk + rounded(gout[go + c] * value[v0 + c]); }
 `}    d[k] = dk;
   }
   let w = pt.w; let fx = pt.fx; let fy = pt.fy;
-  var ga = ((w.x * d.x + w.y * d.y) + w.z * d.z) + w.w * d.w;
-  var gx = (a * ((1.0 - fy) * (d.y - d.x) + fy * (d.w - d.z))) * pt.gsx;
-  var gy = (a * ((1.0 - fx) * (d.z - d.x) + fx * (d.w - d.y))) * pt.gsy;
+  var ga = ((rounded(w.x * d.x) + rounded(w.y * d.y)) + rounded(w.z * d.z)) + rounded(w.w * d.w);
+  var gx = (a * (rounded((1.0 - fy) * (d.y - d.x)) + rounded(fy * (d.w - d.z)))) * pt.gsx;
+  var gy = (a * (rounded((1.0 - fx) * (d.z - d.x)) + rounded(fx * (d.w - d.y)))) * pt.gsy;
   if (!pt.live) { ga = 0.0; gx = 0.0; gy = 0.0; }
   glocs[lx] = canon(gx);
   glocs[ly] = canon(gy);

@@ -86,12 +86,12 @@ fn add_infinite(acc0: vec4<f32>, b: u32, q: u32, h: u32, vbh: u32, wbase: u32, c
       var s = vec4<f32>(0.0); var seen = false;
       for (var k = 0u; k < 4u; k = k + 1u) {
         if (((pt.mask >> k) & 1u) != 0u) {
-          let term = pt.w[k] * load4(u32(vlev + pt.off + corner_delta(l, k)), c0, C);
+          let term = rounded4(pt.w[k] * load4(u32(vlev + pt.off + corner_delta(l, k)), c0, C));
           if (seen) { s = s + term; } else { s = term; }
           seen = true;
         }
       }
-      acc = acc + a * s;
+      acc = acc + rounded4(a * s);
     }
   }
   return acc;
@@ -142,7 +142,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
           // corner by corner, point by point; written out (a vector indexed at run time is slow)
 ${[0, 1, 2, 3].map((k) => `          {
             let base = vlev${['', ' + px', ' + row', ' + row + px'][k]};
-${[0, 1, 2, 3].map((i) => `            if (((t${i}.mask >> ${k}u) & 1u) != 0u) { acc = acc + t${i}.aw.${'xyzw'[k]} * load4(u32(base + t${i}.off), c0, C); }`).join('\n')}
+${[0, 1, 2, 3].map((i) => `            if (((t${i}.mask >> ${k}u) & 1u) != 0u) { acc = acc + rounded4(t${i}.aw.${'xyzw'[k]} * load4(u32(base + t${i}.off), c0, C)); }`).join('\n')}
           }`).join('\n')}
         }
       }

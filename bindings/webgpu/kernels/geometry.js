@@ -115,18 +115,18 @@ fn axis_wide(coord: f32, S: u32, size: u32, scale: f32, hs: bool, border: bool, 
           if (hs) {
             fl = -1;
             if (!neg) {   // pos in [-1/2, -1/4): 1/2 + t on grids 2^-54, 2^-53, 2^-24
-              tfrac = f32(0x800000u + rne64(rne64(rne64(M, u32(-54 - E)), 1u), 29u).x) * twoM24;
+              tfrac = rounded(f32(0x800000u + rne64(rne64(rne64(M, u32(-54 - E)), 1u), 29u).x) * twoM24);
             } else {      // pos in (-1, -1/2]: 1/2 - |t| on grids 2^-53, 2^-25
-              tfrac = 0.5 - f32(rne64(rne64(M, u32(-53 - E)), 28u).x) * (twoM24 * 0.5);
+              tfrac = 0.5 - rounded(f32(rne64(rne64(M, u32(-53 - E)), 28u).x) * (twoM24 * 0.5));
             }
           } else if (!neg) {   // pos = t, exact
             fl = 0; tfrac = scaled_f32(M, E); F = vec2<u32>(1u, 0u);
           } else {             // pos = t < 0: 1 - |t| on grids 2^-53, 2^-24
-            fl = -1; tfrac = 1.0 - f32(rne64(rne64(M, u32(-53 - E)), 29u).x) * twoM24;
+            fl = -1; tfrac = 1.0 - rounded(f32(rne64(rne64(M, u32(-53 - E)), 29u).x) * twoM24);
           }
         } else if (E < -53) {   // sides past 2^28 only: float arithmetic
           tiny = true;
-          let p = coord * scale - select(0.0, 0.5, hs);
+          let p = rounded(coord * scale) - select(0.0, 0.5, hs);
           let f = floor(p);
           fl = i32(f); tfrac = p - f;
           if (tfrac != 0.0) { F = vec2<u32>(1u, 0u); }
@@ -165,7 +165,7 @@ struct Ax { ok: bool, i0: i32, frac: f32, gs: f32 }
 // src/kernel/geometry.h axis4: float positions (sides up to 1024).
 fn axis_narrow(coord: f32, scale: f32, shift: f32, last: f32, size: f32, degen: bool, border: bool) -> Ax {
   var pos: f32 = 0.0;
-  if (!degen) { pos = coord * scale - shift; }
+  if (!degen) { pos = rounded(coord * scale) - shift; }
   var valid = !is_nan(coord);
   var gs = scale;
   if (border) {

@@ -21,6 +21,7 @@ const PROBLEM = [
   ['border', 'u32'],            // padding_mode 'border'
   ['half_shift', 'u32'],        // align_corners false: positions shift by 1/2
   ['bands', 'u32'], ['cols', 'u32'],   // the backward walk's grid of cells (walks.h sample_grid)
+  ['zero', 'u32'],              // 0, read at run time: rounded()'s operand
 ];
 const LEVEL = [
   ['h', 'u32'], ['w', 'u32'], ['start', 'u32'],
@@ -81,6 +82,12 @@ fn value_base(b: u32, h: u32) -> u32 {
   if (pr.blnc != 0u) { return b * L * H * C + h * C; }
   return (b * H + h) * L * C;
 }
+// A product rounded on its own, as the CPU's (built with -ffp-contract=off): its bits OR'ed with a
+// zero read at run time, which no compiler can see through, so a * b + c is never contracted into
+// one fused rounding on a driver that would (docs/webgpu.md, the bits). Every product an addition
+// takes goes through it.
+fn rounded(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) | pr.zero); }
+fn rounded4(x: vec4<f32>) -> vec4<f32> { return bitcast<vec4<f32>>(bitcast<vec4<u32>>(x) | vec4<u32>(pr.zero)); }
 fn corner_delta(l: u32, k: u32) -> i32 {
   let px = i32(pr.level[l].px); let row = i32(pr.level[l].row);
   return select(0, px, (k & 1u) != 0u) + select(0, row, (k & 2u) != 0u);

@@ -24,7 +24,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   var acc: f32 = 0.0;
   for (var i = offsets[dest]; i < offsets[dest + 1u]; i = i + 1u) {
     let t = terms[i];
-    acc = acc + bitcast<f32>(t.x) * gout[t.y * C + c];
+    acc = acc + rounded(bitcast<f32>(t.x) * gout[t.y * C + c]);
   }
   gvalue[value_base(b, h) + pix * select(C, H * C, pr.blnc != 0u) + c] = canon(acc);
 }
