@@ -322,8 +322,10 @@ export class MsdaWorker {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-/** init's options; the instance lives in a worker and its calls return Promises. */
-export function initWorker(options?: InitOptions): Promise<MsdaWorker>;
+/** init's options; the instance lives in a worker and its calls return Promises. The CPU
+ *  backends only: backend 'webgpu', gpu and device reject with a TypeError naming the option
+ *  (the WebGPU instance's calls already return Promises: use init({ backend: 'webgpu' })). */
+export function initWorker(options?: InitOptions & { backend?: BackendName | 'auto'; gpu?: never; device?: never }): Promise<MsdaWorker>;
 
 declare global {
   interface SymbolConstructor {

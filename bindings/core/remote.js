@@ -276,6 +276,19 @@ export function createInitWorker(spawn, resolveOptions) {
     // A plain copy (a Proxy cannot be sent to a worker); values no worker can receive are
     // refused here, naming the option, instead of a DataCloneError.
     const plain = { ...options };
+    // The WebGPU instance's calls already return Promises and its device cannot live in a worker
+    // here: init() is the way (a worker would post a Promise back, and Dawn aborts Node when a
+    // worker dies with its GPU call in flight).
+    if (plain.backend === 'webgpu') {
+      throw new TypeError("initWorker: backend is 'webgpu', which runs in no worker: the WebGPU instance's calls already " +
+        "return Promises, use init({ backend: 'webgpu' })");
+    }
+    for (const key of ['gpu', 'device']) {
+      if (plain[key] !== undefined) {
+        throw new TypeError(`initWorker: ${key} is ${describe(plain[key])}, a WebGPU option: the WebGPU instance runs in no worker, ` +
+          "use init({ backend: 'webgpu', " + key + ' })');
+      }
+    }
     for (const [key, v] of Object.entries(plain)) {
       if (typeof v === 'function' || typeof v === 'symbol') {
         throw new TypeError(`initWorker: ${key} is ${describe(v)}, which cannot be sent to a worker`);

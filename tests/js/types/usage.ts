@@ -85,6 +85,10 @@ export async function usage(): Promise<number> {
     gradOutput: out })).gradValue.data;
   // @ts-expect-error: transfer is a boolean
   await w.forward({ value, spatialShapes: [[4, 4]], samplingLocations, attentionWeights }, { transfer: 'yes' });
+  // @ts-expect-error: the WebGPU instance runs in no worker (its calls already return Promises): init()
+  await initWorker({ backend: 'webgpu' });
+  // @ts-expect-error: a GPUDevice is init()'s option, not initWorker()'s
+  await initWorker({ device: {} });
   // @ts-expect-error: worker calls return Promises
   const notNow: Tensor = w.forward({ value, spatialShapes: [[4, 4]], samplingLocations, attentionWeights });
   await w.terminate();
