@@ -190,17 +190,31 @@ function hostData(fn, name, t) {
   let data;
   if (onTfjsWasm(b) && b.dataIdMap.has(t.dataId)) {
     const held = b.dataIdMap.get(t.dataId);
-    if (held.dtype !== 'float32') throw new TypeError(`${fn}: ${name} holds ${held.dtype} data, expected float32`);
+    checkHeld(fn, name, t, held.dtype, count(held.shape));
     data = b.typedArrayFromHeap({ dataId: t.dataId, dtype: 'float32', shape: [count(held.shape)] });
   } else {
     data = t.dataSync();
-    if (typedArrayKind(data) !== 'Float32Array') throw new TypeError(`${fn}: ${name} holds ${typedArrayKind(data) ?? describe(data)} data, expected float32`);
+    checkHeld(fn, name, t, typedArrayKind(data) === 'Float32Array' ? 'float32' : typedArrayKind(data) ?? describe(data), typedArrayLength(data));
   }
-  const claimed = count(t.shape), length = typedArrayLength(data);
+  return data;
+}
+
+// tfjs-backend-webgpu's own record of each input (its dtype and shape), checked before its GPU
+// buffer is read: the bits of an int32 tensor whose .dtype says float32 would be read as floats.
+function checkHeldOnGPU(fn, b, inputs) {
+  for (const [name, t] of Object.entries(inputs)) {
+    const held = b.tensorMap?.get(t.dataId);
+    if (held !== undefined) checkHeld(fn, name, t, held.dtype, count(held.shape));
+  }
+}
+
+// What tfjs holds (its dtype and element count) against the tensor's own .dtype and .shape.
+function checkHeld(fn, name, t, dtype, length) {
+  if (dtype !== 'float32') throw new TypeError(`${fn}: ${name} holds ${dtype} data, expected float32`);
+  const claimed = count(t.shape);
   if (length !== claimed) {
     throw new RangeError(`${fn}: ${name} has shape ${fmt(t.shape)} (${claimed} elements) but holds ${length} values (was its shape edited?)`);
   }
-  return data;
 }
 
 const count = (shape) => Array.from(shape).reduce((a, b) => a * b, 1);
@@ -224,7 +238,10 @@ function run(mode, o, dims, inputs, outputs) {
   const fn = mode === 'forward' ? 'msDeformAttn' : 'msDeformAttnBackward';
   // tfjs-backend-webgpu: on its device, GPU buffers in and out (bindings/webgpu/tfjs.js); it needs
   // no wasm instance, so none is made for it.
-  if (msda?.backend === 'webgpu' || isTfjsWebGPU(tf.backend())) return runOnTfjsWebGPU(tf, msda, mode, options, inputs, outputs);
+  if (msda?.backend === 'webgpu' || isTfjsWebGPU(tf.backend())) {
+    if (isTfjsWebGPU(tf.backend())) checkHeldOnGPU(fn, tf.backend(), inputs);
+    return runOnTfjsWebGPU(tf, msda, mode, options, inputs, outputs);
+  }
   const instance = current(fn);
   const streams = mode === 'forward' && instance.backend !== 'native' && instance.threads === 1;
   if (!onTfjsWasm() || streams) {
