@@ -276,6 +276,13 @@ export function readTensor(fn, name, t, expected, labels, note, kinds = ['Float3
     const actual = shape !== null ? `[${shape.map((d) => (typeof d === 'string' ? JSON.stringify(d) : String(d))).join(', ')}]` : describe(given);
     throw new TypeError(`${fn}: ${name}.shape is ${actual}, expected an array of ${labels.length} integers ${fmtShape(labels)}`);
   }
+  checkShape(fn, name, shape, expected, labels, note);
+  return { name, shape, data, half };
+}
+
+/** A tensor's shape (integers, read already) against the expected one (null: any size >= 1;
+ *  labels name each axis): a RangeError in the one wording every tensor argument gets. */
+export function checkShape(fn, name, shape, expected, labels, note) {
   const expectText = fmtShape(expected.map((e, i) => (e === null ? labels[i] : e)));
   if (shape.length !== expected.length) {
     throw new RangeError(`${fn}: ${name}.shape is ${fmtShape(shape)}, expected ${expectText} (${labels.length} dimensions ${fmtShape(labels)}${note ? `; ${note}` : ''})`);
@@ -286,7 +293,6 @@ export function readTensor(fn, name, t, expected, labels, note, kinds = ['Float3
       throw new RangeError(`${fn}: ${name}.shape is ${fmtShape(shape)}, expected ${expectText} (${labels[i]} must be ${expected[i]}${note ? `; ${note}` : ''})`);
     }
   });
-  return { name, shape, data, half };
 }
 
 // A checked tensor's data as the kernels take it: half-precision bits widened exactly (by

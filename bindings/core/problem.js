@@ -78,32 +78,12 @@ export function problemFromTensors(fn, given, withGradOutput, dataKinds = undefi
   const options = readOptions(fn, args);
   const shapes = readSpatialShapes(fn, args.spatialShapes);
   const { starts, total: L } = readLevelStartIndex(fn, args.levelStartIndex, shapes);
-  const NL = shapes.length;
-  const blnc = options.valueLayout === 'BLNC';
-  const lNote = `L = ${L} is the sum of H*W over spatialShapes`;
   const tensors = [];
-  const value = readTensor(fn, 'value', args.value, blnc ? [null, L, null, null] : [null, null, L, null],
-    blnc ? ['B', 'L', 'N_h', 'C_h'] : ['B', 'N_h', 'L', 'C_h'], lNote, dataKinds, gpu);
-  tensors.push(value);
-  const v = value.shape;
-  const B = v[0], H = blnc ? v[2] : v[1], C = v[3];
-  const note = `B and N_h from value, N_l = ${NL} from spatialShapes`;
-  let Q, P;
-  if (options.samplingLocationsLayout === 'BQHLP2') {
-    const t = readTensor(fn, 'samplingLocations', args.samplingLocations, [B, null, H, NL, null, 2],
-      ['B', 'N_q', 'N_h', 'N_l', 'N_p', 2], note, dataKinds, gpu);
-    Q = t.shape[1]; P = t.shape[4]; tensors.push(t);
-  } else {
-    const t = readTensor(fn, 'samplingLocations', args.samplingLocations, [B, 2, null, H, NL, null],
-      ['B', 2, 'N_q', 'N_h', 'N_l', 'N_p'], note, dataKinds, gpu);
-    Q = t.shape[2]; P = t.shape[5]; tensors.push(t);
-  }
-  tensors.push(readTensor(fn, 'attentionWeights', args.attentionWeights, [B, Q, H, NL, P], ['B', 'N_q', 'N_h', 'N_l', 'N_p'],
-    'B, N_q, N_h, N_l and N_p from value and samplingLocations', dataKinds, gpu));
-  if (withGradOutput) {
-    tensors.push(readTensor(fn, 'gradOutput', args.gradOutput, [B, Q, H * C], ['B', 'N_q', 'N_h*C_h'],
-      'the shape of forward\'s output', dataKinds, gpu));
-  }
+  const { B, Q, H, C, P } = readShapes(options, L, shapes.length, withGradOutput, (name, expected, labels, note) => {
+    const t = readTensor(fn, name, args[name], expected, labels, note, dataKinds, gpu);
+    tensors.push(t);
+    return t.shape;
+  });
   const inputs = {};
   for (const t of tensors) {
     checkLength(fn, t, gpu);
@@ -112,6 +92,34 @@ export function problemFromTensors(fn, given, withGradOutput, dataKinds = undefi
   const problem = makeProblem({ batch: B, numQueries: Q, numHeads: H, channels: C, numPoints: P, shapes, starts,
     valueLength: L }, options);
   return { problem, inputs };
+}
+
+/**
+ * The input tensors' shapes against each other and the options (L = the sum of H*W, NL levels),
+ * in order: value, samplingLocations, attentionWeights and, withGradOutput, gradOutput. `read(name,
+ * expected, labels, note)` reads one tensor, checks its shape against `expected` (null: any size
+ * >= 1; checkShape in core/args.js words it) and returns the shape. Returns the problem's sizes.
+ * The JS API, the reference, the WebGPU backend and the tfjs op (bindings/tfjs/op.js) all derive
+ * the sizes here.
+ */
+export function readShapes(options, L, NL, withGradOutput, read) {
+  const blnc = options.valueLayout === 'BLNC';
+  const v = read('value', blnc ? [null, L, null, null] : [null, null, L, null],
+    blnc ? ['B', 'L', 'N_h', 'C_h'] : ['B', 'N_h', 'L', 'C_h'], `L = ${L} is the sum of H*W over spatialShapes`);
+  const B = v[0], H = blnc ? v[2] : v[1], C = v[3];
+  const note = `B and N_h from value, N_l = ${NL} from spatialShapes`;
+  let Q, P;
+  if (options.samplingLocationsLayout === 'BQHLP2') {
+    const s = read('samplingLocations', [B, null, H, NL, null, 2], ['B', 'N_q', 'N_h', 'N_l', 'N_p', 2], note);
+    Q = s[1]; P = s[4];
+  } else {
+    const s = read('samplingLocations', [B, 2, null, H, NL, null], ['B', 2, 'N_q', 'N_h', 'N_l', 'N_p'], note);
+    Q = s[2]; P = s[5];
+  }
+  read('attentionWeights', [B, Q, H, NL, P], ['B', 'N_q', 'N_h', 'N_l', 'N_p'],
+    'B, N_q, N_h, N_l and N_p from value and samplingLocations');
+  if (withGradOutput) read('gradOutput', [B, Q, H * C], ['B', 'N_q', 'N_h*C_h'], 'the shape of forward\'s output');
+  return { B, Q, H, C, P };
 }
 
 export const elementsOf = (shape) => shape.reduce((a, b) => a * b, 1);
