@@ -2,11 +2,11 @@
 // state_dict names, load and save, forward and its own backward) over the op (bindings/tfjs/op.js).
 
 import * as tf from '@tensorflow/tfjs-core';
-import { parseNpy } from '../npy.js';
+import { NpyError, parseNpy } from '../npy.js';
 import { checkShape, fmtShape as fmt, positiveInteger } from '../core/args.js';
 import { typedArrayKind, typedArrayLength } from '../core/typed.js';
 import { describe } from '../core/errors.js';
-import { asTensor, backward, count, forwardCore, hostData, readOptions } from './op.js';
+import { asTensor, backward, count, dropStaleTape, forwardCore, hostData, readOptions } from './op.js';
 
 // ---------------------------------------------------------------------------------------------
 // Deformable DETR's MSDeformAttn (models/ops/modules/ms_deform_attn.py), parameters named and
@@ -38,7 +38,19 @@ function parameterTensor(fn, name, x, expected) {
     return { shape: x.shape, own: false, read: () => x };
   }
   let t = x;
-  if (x instanceof Uint8Array || x instanceof ArrayBuffer) t = parseNpy(x);
+  if (x instanceof Uint8Array || x instanceof ArrayBuffer) {
+    try {
+      t = parseNpy(x);
+    } catch (e) {
+      if (!(e instanceof NpyError)) throw e;
+      // The file's own fault, named: which parameter, and for a dtype how to convert it.
+      const dtype = e.descr !== undefined;
+      const err = dtype ? new TypeError(`${fn}: ${name}: ${e.message} ${ASTYPE}`, { cause: e })
+        : new NpyError(`${fn}: ${name}: ${e.message}`);
+      if (!dtype) err.cause = e;
+      throw err;
+    }
+  }
   if (t === null || typeof t !== 'object' || !Array.isArray(t.shape) || !ArrayBuffer.isView(t.data)) {
     throw new TypeError(`${fn}: ${name} is ${describe(x)}, expected a tf.Tensor, a { data, shape } tensor or the bytes of a .npy file`);
   }
@@ -51,6 +63,35 @@ function parameterTensor(fn, name, x, expected) {
     throw new RangeError(`${fn}: ${name} has shape ${fmt(shape)} (${count(shape)} elements) but ${typedArrayLength(data)} numbers`);
   }
   return { shape, own: true, read: () => tf.tensor(data, expected, 'float32') };
+}
+
+// strict: every parameter under the prefix and nothing else there, as torch's load_state_dict
+// says it (the missing and the unexpected keys, all of them), with the likely mistake named: a
+// prefix without its trailing dot ('…self_attn' for '…self_attn.').
+function checkNames(fn, parameters, entries, prefix) {
+  const keys = Object.keys(parameters);
+  const missing = keys.filter((k) => !entries.has(prefix + k));
+  const unexpected = [...entries.keys()].filter((name) => typeof name === 'string' && name.startsWith(prefix)
+    && !Object.hasOwn(parameters, name.slice(prefix.length)));
+  if (missing.length === 0 && unexpected.length === 0) return;
+  const list = (names) => (names.length <= 20 ? names : [...names.slice(0, 20), `… ${names.length - 20} more`])
+    .map((n) => (n.startsWith('…') ? n : `"${n}"`)).join(', ');
+  const parts = [];
+  if (missing.length > 0) {
+    const first = missing[0];
+    parts.push(`missing parameter '${prefix + first}' (shape ${fmt(parameters[first].shape)})` +
+      (missing.length > 1 ? `; missing key(s) in state_dict: ${list(missing.map((k) => prefix + k))}` : ''));
+    const dotted = prefix !== '' && !prefix.endsWith('.') && keys.some((k) => entries.has(`${prefix}.${k}`));
+    if (dotted) parts.push(`did you mean '${prefix}.'? (the prefix is joined to the names as given)`);
+  }
+  if (unexpected.length > 0) {
+    if (missing.length === 0 && unexpected.length === 1) {
+      parts.push(`unexpected parameter '${unexpected[0]}', expected only ${keys.map((k) => prefix + k).join(', ')}`);
+    } else {
+      parts.push(`unexpected key(s) in state_dict: ${list(unexpected)}`);
+    }
+  }
+  throw new RangeError(`${fn}: ${parts.join('; ')}`);
 }
 
 function checkParameterShape(fn, name, shape, expected) {
@@ -131,22 +172,14 @@ export class MSDeformAttn {
     const fn = 'loadStateDict';
     if (dict === null || typeof dict !== 'object') throw new TypeError(`${fn}: dict is ${describe(dict)}, expected an object of named parameters`);
     const entries = dict instanceof Map ? dict : new Map(Object.entries(dict));
+    if (typeof prefix !== 'string') throw new TypeError(`${fn}: prefix is ${describe(prefix)}, expected a string`);
+    if (strict) checkNames(fn, this.parameters, entries, prefix);
     const found = [];
     for (const [key, variable] of Object.entries(this.parameters)) {
       const name = prefix + key;
-      if (!entries.has(name)) {
-        if (strict) throw new RangeError(`${fn}: missing parameter '${name}' (shape ${fmt(variable.shape)})`);
-        continue;
-      }
+      if (!entries.has(name)) continue;
       const t = parameterTensor(fn, name, entries.get(name), variable.shape);
       found.push([variable, t]);
-    }
-    if (strict) {
-      for (const name of entries.keys()) {
-        if (name.startsWith(prefix) && !Object.hasOwn(this.parameters, name.slice(prefix.length))) {
-          throw new RangeError(`${fn}: unexpected parameter '${name}', expected only ${Object.keys(this.parameters).map((k) => prefix + k).join(', ')}`);
-        }
-      }
     }
     // Every check passed: the new values are made first (a failure there changes nothing), then
     // assigned, which cannot fail: a bad dict changes nothing.
@@ -179,6 +212,7 @@ export class MSDeformAttn {
    */
   apply(query, referencePoints, inputFlatten, inputSpatialShapes, inputLevelStartIndex, inputPaddingMask) {
     const fn = 'MSDeformAttn';
+    dropStaleTape();
     const o = readOptions(fn, { spatialShapes: inputSpatialShapes, levelStartIndex: inputLevelStartIndex ?? undefined });
     const { d_model: D, n_heads: H, n_levels: NL, n_points: P } = this;
     const C = D / H, K = H * NL * P;

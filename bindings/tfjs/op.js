@@ -142,12 +142,42 @@ function run(mode, o, dims, inputs, outputs) {
 export const forwardCore = (o, dims, value, samplingLocations, attentionWeights) =>
   run('forward', o, dims, { value, samplingLocations, attentionWeights }, ['output'])[0];
 
+// tfjs's gradients() that throws in its backward (on tfjs-core alone, a loss such as
+// tf.sum(tf.mul(y, dy)) whose ops have no registered gradient) leaves its tape behind, holding a
+// kept copy of every tensor the forward saved for the backward, ours included: the next
+// tf.grads starts a new tape and those copies are never freed. A gradients() that finishes frees
+// them itself, so a tape that is no longer tfjs's current one and still holds live saved tensors
+// was abandoned: the op frees them (what gradients() would have done) when it runs next, and
+// drops a leftover current tape when no gradient is being taken.
+let recorded = null;   // the tape the op last ran under
+
+const freeSaved = (tape) => {
+  for (const node of tape) for (const t of node.saved ?? []) if (!t.isDisposed) t.dispose();
+};
+
+export function dropStaleTape() {
+  const state = tf.engine().state;
+  const tape = Array.isArray(state.activeTape) ? state.activeTape : null;
+  if (recorded !== null && recorded !== tape) {
+    freeSaved(recorded);
+    recorded = null;
+  }
+  // No gradient being recorded (depth 0) and not inside gradients()' own backward: a leftover.
+  if (tape !== null && state.gradientDepth === 0 && !state.scopeStack.some((scope) => scope.name === 'backward')) {
+    freeSaved(tape);
+    state.activeTape = null;
+  } else if (tape !== null && state.gradientDepth > 0) {
+    recorded = tape;
+  }
+}
+
 /**
  * Multi-scale deformable attention: (B, N_q, N_h*C_h), differentiable in all three tensors.
  * What is computed: SEMANTICS.md; the options and their defaults are the core API's.
  */
 export function msDeformAttn(value, samplingLocations, attentionWeights, options) {
   const fn = 'msDeformAttn';
+  dropStaleTape();
   const o = readOptions(fn, options);
   if (!isTfjsWebGPU(tf.backend())) current(fn);   // the error for a missing instance, before tfjs runs anything
   return tf.tidy(() => {
@@ -183,6 +213,7 @@ export function backward(o, dims, dy, value, samplingLocations, attentionWeights
  */
 export function msDeformAttnBackward(dy, value, samplingLocations, attentionWeights, options) {
   const fn = 'msDeformAttnBackward';
+  dropStaleTape();
   const o = readOptions(fn, options);
   if (!isTfjsWebGPU(tf.backend())) current(fn);   // the error for a missing instance, before tfjs runs anything
   return tf.tidy(() => {

@@ -413,6 +413,28 @@ test('npm pack + install next to the user\'s tfjs-core: ms-deform-attn/tfjs impo
     `);
     const r = await run(process.execPath, ['use.mjs'], { cwd: dir });
     assert.deepEqual(JSON.parse(r.stdout), { out: [2], y: [1, 2, 4], same: true });
+    // docs/tfjs.md's Training recipe, as the package ships it, run as written on .npy inputs.
+    const doc = await readFile(path.join(dir, 'node_modules/ms-deform-attn/docs/tfjs.md'), 'utf8');
+    const recipe = doc.split('\n## Training\n')[1]?.match(/```js\n([\s\S]*?)```/)?.[1];
+    assert.ok(recipe, 'docs/tfjs.md has a Training section with a js block');
+    const { serializeNpy } = await import('../../bindings/npy.js');
+    await mkdir(path.join(dir, 'inputs'));
+    const r2 = rng(40);
+    const npy = (shape, lo, hi) => serializeNpy({ data: Float32Array.from({ length: shape.reduce((a, b) => a * b) }, () => r2.uniform(lo, hi)), shape });
+    for (const [name, shape, lo, hi] of [['query', [1, 10, 32], -1, 1], ['reference_points', [1, 10, 2, 2], 0.1, 0.9],
+      ['input_flatten', [1, 80, 32], -1, 1], ['target', [1, 10, 32], -0.5, 0.5]]) {
+      await writeFile(path.join(dir, 'inputs', `${name}.npy`), npy(shape, lo, hi));
+    }
+    await writeFile(path.join(dir, 'train.mjs'), `${recipe}
+console.log(JSON.stringify({ grads: grads.map((g) => g.shape), weights: attn.trainableWeights.map((v) => v.shape) }));`);
+    const t = await run(process.execPath, ['train.mjs'], { cwd: dir });
+    const lines = t.stdout.trim().split('\n');
+    const losses = lines.filter((l) => l.startsWith('step ')).map((l) => Number(l.split('loss ')[1]));
+    assert.equal(losses.length, 4, t.stdout);
+    assert.ok(losses.every(Number.isFinite) && losses[3] < losses[0], `the loss goes down: ${losses}`);
+    const { grads, weights } = JSON.parse(lines.at(-1));
+    assert.equal(grads.length, 8, 'a gradient for each of the eight parameters');
+    assert.deepEqual(grads, weights, 'each of its parameter\'s shape');
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
