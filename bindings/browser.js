@@ -12,7 +12,7 @@ import { createInitWorker } from './core/remote.js';
 export { DEFAULTS } from './core/args.js';
 export { Msda, Prepared } from './core/api.js';
 export { simdSupported } from './wasm/loader.js';
-export { MsdaWorker } from './core/remote.js';
+export { MsdaWorker, WorkerPrepared } from './core/remote.js';
 
 // One literal `new URL(..., import.meta.url)` per file: webpack and Vite find these, emit the
 // files and rewrite the URLs. (esbuild leaves them relative to the bundle: wasmPaths.)

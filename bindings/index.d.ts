@@ -315,10 +315,35 @@ export class MsdaWorker {
   readonly terminated: boolean;
   forward(args: ForwardArgs, options?: CallOptions): Promise<Tensor<ArrayBuffer>>;
   backward(args: BackwardArgs, options?: CallOptions): Promise<Gradients<ArrayBuffer>>;
+  /** A problem prepared in the worker: its tensors stay there, so that each call sends only the
+   *  inputs that changed and gets its results transferred back (a per-frame app's call). The
+   *  synchronous prepare's errors, as rejections. */
+  prepare(problem: ProblemOptions, options?: PrepareOptions): Promise<WorkerPrepared>;
   /** Stops the worker, freeing its memory and threads; pending calls reject, later calls reject
    *  with an Error. In Node the process then exits by itself (an idle worker never holds it). */
   terminate(): Promise<void>;
   /** `await using w = await initWorker()`: terminate() at the end of the block. */
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** An input of a WorkerPrepared call: the problem's element count, as a Float32Array or a tensor of its shape. */
+export type PreparedInput = Float32Array | { data: Float32Array; shape?: readonly number[] };
+
+/**
+ * A problem prepared in the worker (MsdaWorker.prepare). Each call takes the inputs that changed
+ * since the last one (the others are what earlier calls set; set every input once first), copied
+ * or with { transfer: true } moved, and resolves to arrays of its own.
+ */
+export class WorkerPrepared {
+  readonly mode: 'forward' | 'backward' | 'both';
+  readonly shapes: Record<string, number[]>;
+  readonly disposed: boolean;
+  forward(inputs?: { value?: PreparedInput; samplingLocations?: PreparedInput; attentionWeights?: PreparedInput },
+    options?: CallOptions): Promise<Tensor<ArrayBuffer>>;
+  backward(inputs?: { gradOutput?: PreparedInput; value?: PreparedInput; samplingLocations?: PreparedInput; attentionWeights?: PreparedInput },
+    options?: CallOptions): Promise<Gradients<ArrayBuffer>>;
+  /** Frees the problem's memory in the worker once the calls already made have run; later calls reject. */
+  dispose(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }
 
