@@ -22,9 +22,10 @@ const npmEnv = { ...process.env, npm_config_audit: 'false', npm_config_fund: 'fa
 // the interactive page (msda demo), the WebGPU backend and the .npz / half-precision readers
 // added ~90 kB packed (600 KiB -> 617 kB); half-precision value rows in the kernels (float16 and
 // bfloat16 copies of the AVX2 kernels, bfloat16 of wasm SIMD's, the exact and split paths for every
-// value kind) ~70 kB (676 kB -> 745 kB).
+// value kind) ~70 kB (676 kB -> 745 kB). The tfjs training and per-frame worker recipes in docs/
+// and the worker's prepared problems took the unpacked size past 1,920 KiB (1,967,672 bytes).
 const TARBALL_BUDGET = 768 * 1024;
-const UNPACKED_BUDGET = 1920 * 1024;
+const UNPACKED_BUDGET = 1984 * 1024;
 const README_SHARE = 0.15;
 
 // What the tarball may hold: the code, its types, the wasm modules, the docs and the picture the
