@@ -18,6 +18,10 @@ export async function backendApi(backend, threads = 1, named = true) {
 
 // Runs forward or backward; the API's own argument errors (sizes past what wasm holds) are bad input.
 export function compute(msda, op, args, named = true) {
+  // A wasm instance runs on the threads it has (the threaded module at most 64, the scalar one 1):
+  // asking for more gives the same bits, and the API's note about it (advice for init, not for
+  // this CLI) would be a second stderr line.
+  if (msda.wasm && args.threads > msda.threads) args = { ...args, threads: msda.threads };
   try {
     if (op === 'forward') {
       const { gradOutput, ...forwardArgs } = args;

@@ -5,11 +5,10 @@ import {
   compareWithBounds, coordinates, formatCoordinates, OUTPUT_NAMES as CHECKED_OUTPUTS, referenceWithBounds, UNIT_ROUNDOFF,
 } from './bounds.js';
 import { narrowToHalf, widenHalf } from '../core/half.js';
-import { shown } from './npz.js';
 import { formatShape } from '../npy.js';
 import { backendApi, compute } from './backends.js';
 import { deriveProblem, exists, loadCase, openSource, sameShape } from './cases.js';
-import { bad, CliError, joinPath, say, T } from './messages.js';
+import { bad, CliError, joinPath, say, shown, T } from './messages.js';
 import { fmt, jsonNumber, pair } from './numbers.js';
 
 const TOLERANCE = Object.freeze({ abs: 1e-5, rel: 1e-4, scale: 0 });
