@@ -280,7 +280,9 @@ export interface MsdaWebGPU {
 export function init(options: WebGPUInitOptions): Promise<MsdaWebGPU>;
 export function init(options?: InitOptions): Promise<Msda>;
 /** The native Node addon with the same API (Node only). Where no addon loads (no prebuild for
- *  this platform), rejects with an Error whose code is 'MSDA_NATIVE_UNAVAILABLE'. */
+ *  this platform), rejects with an Error whose code is 'MSDA_NATIVE_UNAVAILABLE'; where the
+ *  environment variable MSDA_ISA names no instruction set of this CPU, with code 'MSDA_BAD_ISA'
+ *  (init({ backend: 'auto' }) then runs on wasm, warning why). */
 export function initNative(options?: { addonPath?: string; threads?: number | 'auto' }): Promise<Msda>;
 /** init() on this thread, synchronously: the wasm module on one thread, read from disk (Node
  *  only; in browsers it throws, use init()). Its instance shares nothing with init()'s. */

@@ -9,12 +9,16 @@ export async function backendApi(backend, threads = 1, named = true) {
   try {
     return await init(backend === 'wasm' && threads > 1 ? { backend, threads } : { backend });
   } catch (e) {
+    if (e.code === 'MSDA_BAD_ISA') throw badIsa(e);
     if (backend === 'native' && named) {
       throw bad(say(T.nativeUnavailable, e.message));
     }
     throw new CliError(1, named ? say(T.onBackend, backend, e.message) : e.message);
   }
 }
+
+/** The CLI's refusal of an MSDA_ISA that names no instruction set of this CPU (exit 2, as native). */
+export const badIsa = (e) => bad(say(T.badIsa, e.isa, e.isaList));
 
 // Runs forward or backward; the API's own argument errors (sizes past what wasm holds) are bad input.
 export function compute(msda, op, args, named = true) {

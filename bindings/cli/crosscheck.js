@@ -6,7 +6,7 @@ import {
 } from './bounds.js';
 import { narrowToHalf, widenHalf } from '../core/half.js';
 import { formatShape } from '../npy.js';
-import { backendApi, compute } from './backends.js';
+import { backendApi, badIsa, compute } from './backends.js';
 import { deriveProblem, exists, loadCase, openSource, sameShape } from './cases.js';
 import { bad, CliError, joinPath, say, shown, T } from './messages.js';
 import { fmt, jsonNumber, pair } from './numbers.js';
@@ -192,6 +192,7 @@ export async function crosscheck(o, print) {
       try {
         native = await init({ backend: 'native' });
       } catch (e) {
+        if (e.code === 'MSDA_BAD_ISA') throw badIsa(e);
         whyNot = e.code === 'MSDA_NATIVE_UNAVAILABLE' ? say(T.nativeNotHere, `${process.platform}-${process.arch}`)
           : T.nativeDoesNotLoad;
       }

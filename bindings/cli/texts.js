@@ -97,6 +97,7 @@ export const TEXTS = {
   missingOut: 'missing --out DIR (see msda --help)',
   needsExpect: '%s needs --expect DIR (it sets how your outputs are compared with ours)',
   twoTolerances: '--dtype and %s both set the tolerance: give one of them',
+  badIsa: "MSDA_ISA is '%s', expected one of this CPU's: %s (or unset)",
 
   // ---- a case's files (cases; the file texts also npy.c's)
   fileSays: '%s: %s',

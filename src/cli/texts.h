@@ -66,6 +66,7 @@
 #define TEXT_MISSING_OUT "missing --out DIR (see msda --help)"
 #define TEXT_NEEDS_EXPECT "%s needs --expect DIR (it sets how your outputs are compared with ours)"
 #define TEXT_TWO_TOLERANCES "--dtype and %s both set the tolerance: give one of them"
+#define TEXT_BAD_ISA "MSDA_ISA is '%s', expected one of this CPU's: %s (or unset)"
 #define TEXT_FILE_SAYS "%s: %s"
 #define TEXT_SOURCE_SAYS "%s %s: %s"
 #define TEXT_ALSO "; also: "
