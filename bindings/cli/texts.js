@@ -18,6 +18,7 @@ export const USAGE = [
   ['both',   '       msda backward   --in DIR --out DIR [options]'],
   ['native', '       msda crosscheck --in DIR --expect DIR [options]'],
   ['js',     '       msda crosscheck --in DIR [--expect DIR] [options]'],
+  ['js',     '       msda make-case  --out DIR [options]     writes a case that reaches the edges (msda make-case --help)'],
   ['js',     '       msda demo       [--port N] [--host H]   serves the interactive page (msda demo --help)'],
   ['both',   ''],
   ['native', 'Multi-scale deformable attention on a case directory of NumPy .npy files (an .npz of them is'],
@@ -64,7 +65,7 @@ export const USAGE = [
   ['js',     '                                     float32 rounding (docs/cli.md, For kernel authors)'],
   ['both',   '  --rtol R --atol A                  instead: |yours - ours| <= A + R*|ours|'],
   ['both',   '  --top K                            list the K elements of each output that disagree most'],
-  ['js',     '                                     (largest |yours - ours|; default 5)'],
+  ['js',     '                                     (largest |yours - ours|; default 5, at most 1000)'],
   ['both',   '  --json                             one JSON document on stdout instead of the text'],
   ['native', "crosscheck without --expect (the backends against each other) is the JS CLI's."],
   ['both',   ''],
@@ -208,6 +209,17 @@ export const JS_TEXTS = {
   row: '  %-24s max abs diff %-9s max rel diff %-9s %s',
   rowOk: 'ok',
   rowDisagree: 'DISAGREE: %d of %d elements, worst %s: %s %s, %s %s',
+  // crosscheck --expect's report, the JS CLI's additions (bindings/cli/samples.js)
+  sampleAt: '      its sample: x %s, y %s pixels on level %s (H %s, W %s): %s',
+  onlyThroughP: '    %s differing elements are within their bound only through P (pixel positions moved by float32 rounding: samples on an edge, clamped or on a pixel, where a gradient jumps)',
+  makeCaseUnknownOption: "unknown option '%s' for msda make-case (see msda make-case --help)",
+  makeCaseBadSeed: "--seed: '%s', expected an integer from 0 to 4294967295",
+  makeCaseBadCount: "%s: '%s', expected an integer from 1 to 4096",
+  makeCaseBadLevels: "--levels: '%s', expected HxW,HxW,... (1 to 16 levels, H and W from 1 to 9999), such as 8x8,4x4",
+  makeCaseMissingOut: 'missing --out DIR (see msda make-case --help)',
+  makeCaseTooLarge: 'the case would pass 2^26 elements in value or sampling_locations: give smaller dimensions',
+  makeCaseWrote: 'msda make-case: wrote %s (seed %s, %s)\n',
+  hintAllDisagree: '  hint: every output disagrees, as when an option differs from your kernel\'s: check --align-corners, --padding-mode, --value-layout and --sampling-locations-layout',
 };
 
 /** The native CLI's alone. */
