@@ -133,7 +133,7 @@ class NativeBackend {
     this.addon = addon;
     this.name = 'native';
     // The vector ISA the kernels run, as the library's dispatch chose it (msda_isa: the widest
-    // this CPU has, or MSDA_ISA's; null when MSDA_ISA names one it lacks). An addon from before
+    // this CPU has, or MSDA_ISA's; one it lacks is refused by loadNative). An addon from before
     // the dispatch ran SSE2 on x86 (every x86-64 has it) and the scalar code elsewhere.
     this.isa = typeof addon.isa === 'function' ? addon.isa()
       : process.arch === 'x64' || process.arch === 'ia32' ? 'sse2' : 'scalar';
