@@ -145,8 +145,8 @@ export class Msda {
   /** True when vector code runs: the SIMD128 module, or the addon's SSE2 (or wider) kernels. */
   readonly simd: boolean;
   /** The vector ISA the kernels run; natively the library's choice (the widest this CPU has, or
-   *  the one the environment variable MSDA_ISA names), null when MSDA_ISA names one this CPU
-   *  lacks (every call then fails with MSDA_ERR_INVALID_OPTION). */
+   *  the one the environment variable MSDA_ISA names; one this CPU lacks is refused at init with
+   *  code 'MSDA_BAD_ISA', and 'auto' then runs on wasm). */
   readonly isa: Isa | null;
   /** Threads each call uses unless it passes `threads`: init's option, or 1 where the runtime
    *  cannot run wasm threads (a page that is not cross-origin isolated). */
@@ -280,7 +280,9 @@ export interface MsdaWebGPU {
 export function init(options: WebGPUInitOptions): Promise<MsdaWebGPU>;
 export function init(options?: InitOptions): Promise<Msda>;
 /** The native Node addon with the same API (Node only). Where no addon loads (no prebuild for
- *  this platform), rejects with an Error whose code is 'MSDA_NATIVE_UNAVAILABLE'. */
+ *  this platform), rejects with an Error whose code is 'MSDA_NATIVE_UNAVAILABLE'; where the
+ *  environment variable MSDA_ISA names no instruction set of this CPU, with code 'MSDA_BAD_ISA'
+ *  (init({ backend: 'auto' }) then runs on wasm, warning why). */
 export function initNative(options?: { addonPath?: string; threads?: number | 'auto' }): Promise<Msda>;
 /** init() on this thread, synchronously: the wasm module on one thread, read from disk (Node
  *  only; in browsers it throws, use init()). Its instance shares nothing with init()'s. */

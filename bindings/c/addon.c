@@ -183,6 +183,16 @@ static napi_value isa(napi_env env, napi_callback_info info)
     return result;
 }
 
+/* isaList() -> this CPU's instruction sets, separated by spaces (msda_isa_list): what MSDA_ISA
+ * may name, for the message when it names another. */
+static napi_value isa_list(napi_env env, napi_callback_info info)
+{
+    (void)info;
+    napi_value result;
+    napi_create_string_utf8(env, msda_isa_list(), NAPI_AUTO_LENGTH, &result);
+    return result;
+}
+
 static napi_value forward(napi_env env, napi_callback_info info) { return run(env, info, 0); }
 static napi_value backward(napi_env env, napi_callback_info info) { return run(env, info, 1); }
 
@@ -195,6 +205,7 @@ static napi_value init(napi_env env, napi_value exports)
         {"forward", NULL, forward, NULL, NULL, NULL, napi_default, NULL},
         {"backward", NULL, backward, NULL, NULL, NULL, napi_default, NULL},
         {"isa", NULL, isa, NULL, NULL, NULL, napi_default, NULL},
+        {"isaList", NULL, isa_list, NULL, NULL, NULL, napi_default, NULL},
     };
     napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
     return exports;

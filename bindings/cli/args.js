@@ -40,7 +40,9 @@ export function parseArgs(argv) {
     const name = eq >= 0 ? arg.slice(0, eq) : arg;
     const takesValue = VALUE_FLAGS.includes(name);
     if (!takesValue && name !== '--align-corners' && name !== '--json') {
-      throw bad(say(name.length >= 64 ? T.unknownLongOption : T.unknownOption, name));
+      // counted and cut in characters (code points), as the native CLI counts UTF-8
+      const chars = [...name];
+      throw bad(chars.length >= 64 ? say(T.unknownLongOption, chars.slice(0, 40).join('')) : say(T.unknownOption, name));
     }
     let value = null;
     if (takesValue) {

@@ -27,7 +27,7 @@ import { exactElementsOf, TENSORS } from './problem.js';
  * A Backend.
  *   name: 'wasm' (the SIMD128 module), 'wasm-scalar' or 'native'.
  *   isa: the vector ISA the kernels run ('wasm-simd128', 'sse2', 'avx2', 'neon', ... 'scalar'),
- *     null when MSDA_ISA names one the CPU lacks.
+ *     (MSDA_ISA naming one the CPU lacks is refused at init: MSDA_BAD_ISA).
  *   simd: true when vector code runs.
  *   threads: the threads a call runs on unless it asks for fewer (absent: 1).
  *   memory: the WebAssembly.Memory of a heap backend, null natively.

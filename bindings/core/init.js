@@ -21,6 +21,15 @@ const BACKEND_OPTIONS = {
 
 /** The `.code` of the Error thrown when the native addon cannot be used here (node/addon.js). */
 export const NATIVE_UNAVAILABLE = 'MSDA_NATIVE_UNAVAILABLE';
+// The addon loads but MSDA_ISA names no instruction set this CPU has (a typo, or one it lacks):
+// 'native' rejects with it, 'auto' runs on wasm and says why (MSDA_ISA is the addon's alone).
+export const BAD_ISA = 'MSDA_BAD_ISA';
+let badIsaNoted = false;
+function noteBadIsa(e) {
+  if (badIsaNoted) return;
+  badIsaNoted = true;
+  console.warn(`ms-deform-attn: init({ backend: 'auto' }) runs on WebAssembly (the same bits): ${e.message}`);
+}
 
 /** Checks init's `threads` option: undefined, 'auto' or a positive integer; throws otherwise. */
 export function checkThreadsOption(threads) {
@@ -168,7 +177,8 @@ export function createApi(platform) {
     if (backend === 'auto') {
       // Native where the addon loads (Node), else wasm: the same bits either way.
       return initNative({ addonPath, threads }).catch((e) => {
-        if (e?.code !== NATIVE_UNAVAILABLE) throw e;
+        if (e?.code !== NATIVE_UNAVAILABLE && e?.code !== BAD_ISA) throw e;
+        if (e.code === BAD_ISA) noteBadIsa(e);
         return init({ ...options, backend: 'wasm', addonPath: undefined });
       });
     }

@@ -13,7 +13,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { HalfBits } from '../core/half.js';
-import { NATIVE_UNAVAILABLE } from '../core/init.js';
+import { BAD_ISA, NATIVE_UNAVAILABLE } from '../core/init.js';
 
 // Paths are joined at run time (not `new URL('…', import.meta.url)`) so bundlers do not try to
 // pull a .node file into a bundle.
@@ -116,6 +116,15 @@ export function loadNative(addonPath) {
     throw cannot(`it is the addon of version ${typeof addon.version === 'string' ? addon.version : 'unknown (from before versions were recorded)'}, ` +
       `expected ${PACKAGE_VERSION}, this package's`);
   }
+  // MSDA_ISA naming no instruction set of this CPU fails every call: refused here, naming it.
+  if (typeof addon.isa === 'function' && addon.isa() === null) {
+    const list = typeof addon.isaList === 'function' ? addon.isaList() : null;
+    const err = new Error(`MSDA_ISA is '${process.env.MSDA_ISA}', expected one of this CPU's: ${list ?? 'see msda_isa_list'} (or unset)`);
+    err.code = BAD_ISA;
+    err.isa = process.env.MSDA_ISA;
+    err.isaList = list;
+    throw err;
+  }
   return new NativeBackend(addon);
 }
 
@@ -124,7 +133,7 @@ class NativeBackend {
     this.addon = addon;
     this.name = 'native';
     // The vector ISA the kernels run, as the library's dispatch chose it (msda_isa: the widest
-    // this CPU has, or MSDA_ISA's; null when MSDA_ISA names one it lacks). An addon from before
+    // this CPU has, or MSDA_ISA's; one it lacks is refused by loadNative). An addon from before
     // the dispatch ran SSE2 on x86 (every x86-64 has it) and the scalar code elsewhere.
     this.isa = typeof addon.isa === 'function' ? addon.isa()
       : process.arch === 'x64' || process.arch === 'ia32' ? 'sse2' : 'scalar';

@@ -62,6 +62,15 @@ static const char *const ALL_FLAGS[] = {"--in", "--out", "--value-layout", "--sa
                                         "--threads", "--expect", "--dtype", "--rtol", "--atol", "--top", "--backend",
                                         "--align-corners", "--json", "--out-dtype", NULL};
 
+/* The bytes of s's first n characters (UTF-8 code points: bytes that do not continue one). */
+static size_t utf8_prefix(const char *s, size_t len, size_t n)
+{
+    size_t i = 0;
+    for (size_t chars = 0; i < len; i++)
+        if (((unsigned char)s[i] & 0xc0) != 0x80 && chars++ == n) break;
+    return i;
+}
+
 static int flag_index(const char *name)
 {
     for (int k = 0; ALL_FLAGS[k]; k++)
@@ -96,11 +105,21 @@ int parse_args(int argc, char **argv, options *o)
         if (!strcmp(arg, "--version")) return o->version = 1, -1;
         if (strncmp(arg, "--", 2) != 0)
             return report(EXIT_BAD_INPUT, TEXT_UNEXPECTED_ARGUMENT, arg);
-        /* --flag VALUE or --flag=VALUE */
-        char name[64];
+        /* --flag VALUE or --flag=VALUE; a name of 64 characters or more is no flag, named by its
+         * first 40 (characters, as the JS CLI counts them, never bytes) */
+        char name[64 * 4];
         const char *eq = strchr(arg, '='), *value = NULL;
         size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
-        if (n >= sizeof name) return report(EXIT_BAD_INPUT, TEXT_UNKNOWN_LONG_OPTION, arg);
+        if (utf8_prefix(arg, n, 63) < n || n >= sizeof name) { /* the second: only bytes that are no UTF-8 */
+            const size_t cut = utf8_prefix(arg, n, 40);
+            char *shown40 = malloc(cut + 1);
+            if (!shown40) return report(EXIT_OTHER, TEXT_OUT_OF_MEMORY);
+            memcpy(shown40, arg, cut);
+            shown40[cut] = '\0';
+            report(EXIT_BAD_INPUT, TEXT_UNKNOWN_LONG_OPTION, shown40);
+            free(shown40);
+            return EXIT_BAD_INPUT;
+        }
         memcpy(name, arg, n);
         name[n] = '\0';
         /* --backend is the JS CLI's; the native one takes it only where it is a no-op (crosscheck --expect) */
