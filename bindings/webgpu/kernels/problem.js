@@ -3,7 +3,7 @@
 // tensor layouts, and program(), which numbers a pass's bindings from their names.
 
 export const WORKGROUP = 64;
-export const SCAN_BLOCK = 256;
+export const SCAN_BLOCK = 256;   // values an invocation of the prefix sums (scan.js)
 
 // Shared with C; tests/webgpu/constants.test.js holds each to its header.
 export const CANONICAL_NAN = 0x7fc00000;   // src/simd.h f_canonical_nan
@@ -20,7 +20,6 @@ const PROBLEM = [
   ['bqhlp2', 'u32'],            // sampling_locations is (B, Q, H, NL, P, 2), not (B, 2, Q, H, NL, P)
   ['border', 'u32'],            // padding_mode 'border'
   ['half_shift', 'u32'],        // align_corners false: positions shift by 1/2
-  ['grad_weights_at', 'u32'],   // where grad_attention_weights starts in the samples pass's output
   ['bands', 'u32'], ['cols', 'u32'],   // the backward walk's grid of cells (walks.h sample_grid)
 ];
 const LEVEL = [
@@ -49,10 +48,12 @@ export function encodeProblem(fields, levels) {
 }
 
 // The dispatch uniform: invocations (values for the scan), invocations per grid row (workgroups
-// for the scan), then the program's own two words by its names (program() `words`).
+// for the scan), then the program's own words by its names (program() `words`), up to
+// DISPATCH_WORDS.
+export const DISPATCH_WORDS = 4;
 const dispatchStruct = (words) => {
-  const [w2 = 'unused2', w3 = 'unused3'] = words;
-  return `struct Dispatch { n: u32, per_row: u32, ${w2}: u32, ${w3}: u32 }\n`;
+  const names = Array.from({ length: DISPATCH_WORDS }, (_, i) => words[i] ?? `unused${i + 2}`);
+  return `struct Dispatch { n: u32, per_row: u32, ${names.map((w) => `${w}: u32`).join(', ')} }\n`;
 };
 
 const BASICS = /* wgsl */ `
@@ -108,7 +109,7 @@ export function variantCode(flags, make) {
  * ('invocations', or 'workgroups'). gpu.js binds by the names.
  */
 export function program(label, { problem = true, dispatch = true, words = [], perGroup = WORKGROUP, perRow = 'invocations', bindings, uses = [], variants = [] }, body) {
-  if (words.length > 2) throw new Error(`ms-deform-attn: the WebGPU ${label} program names ${words.length} dispatch words, the uniform holds 2`);
+  if (words.length > DISPATCH_WORDS) throw new Error(`ms-deform-attn: the WebGPU ${label} program names ${words.length} dispatch words, the uniform holds ${DISPATCH_WORDS}`);
   const names = [...(problem ? ['problem'] : []), ...Object.keys(bindings), ...(dispatch ? ['dispatch'] : [])];
   const decls = (variant) => names.map((name, i) => {
     if (name === 'problem') return `@group(0) @binding(${i}) var<storage, read> pr: Problem;`;
