@@ -4,6 +4,7 @@
 import {
   compareWithBounds, coordinates, formatCoordinates, OUTPUT_NAMES as CHECKED_OUTPUTS, referenceWithBounds, UNIT_ROUNDOFF,
 } from './bounds.js';
+import { NATIVE_UNAVAILABLE } from '../core/errors.js';
 import { narrowToHalf, widenHalf } from '../core/half.js';
 import { shown } from './npz.js';
 import { formatShape } from '../npy.js';
@@ -193,7 +194,7 @@ export async function crosscheck(o, print) {
       try {
         native = await init({ backend: 'native' });
       } catch (e) {
-        whyNot = e.code === 'MSDA_NATIVE_UNAVAILABLE' ? say(T.nativeNotHere, `${process.platform}-${process.arch}`)
+        whyNot = e.code === NATIVE_UNAVAILABLE ? say(T.nativeNotHere, `${process.platform}-${process.arch}`)
           : T.nativeDoesNotLoad;
       }
     }

@@ -214,7 +214,7 @@ export class Msda {
 
   forward(args) {
     this._live('forward');
-    const { problem, inputs } = problemFromTensors('forward', args, false, undefined, undefined, true);
+    const { problem, inputs } = problemFromTensors('forward', args, { keepHalf: true });
     this._live('forward');   // again: a getter among the arguments may have disposed this instance
     checkSizes('forward', this._backend, problem, 'forward');
     this._noteThreads('forward', problem);
@@ -239,7 +239,7 @@ export class Msda {
 
   backward(args) {
     this._live('backward');
-    const { problem, inputs } = problemFromTensors('backward', args, true, undefined, undefined, true);
+    const { problem, inputs } = problemFromTensors('backward', args, { backward: true, keepHalf: true });
     this._live('backward');
     checkSizes('backward', this._backend, problem, 'backward');
     this._noteThreads('backward', problem);

@@ -7,7 +7,7 @@
 import { loadWasm, loadWasmSync, simdSupported } from '../wasm/loader.js';
 import { loadThreadedWasm, resolveThreads } from '../wasm/threads.js';
 import { Msda } from './api.js';
-import { describe } from './errors.js';
+import { describe, NATIVE_UNAVAILABLE } from './errors.js';
 
 const INIT_KEYS = ['simd', 'wasmBinary', 'module', 'backend', 'addonPath', 'threads', 'wasmPaths', 'gpu', 'device'];
 
@@ -20,7 +20,7 @@ const BACKEND_OPTIONS = {
 };
 
 /** The `.code` of the Error thrown when the native addon cannot be used here (node/addon.js). */
-export const NATIVE_UNAVAILABLE = 'MSDA_NATIVE_UNAVAILABLE';
+export { NATIVE_UNAVAILABLE };
 
 /** Checks init's `threads` option: undefined, 'auto' or a positive integer; throws otherwise. */
 export function checkThreadsOption(threads) {

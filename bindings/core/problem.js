@@ -69,12 +69,13 @@ export function problemFromOptions(fn, given) {
 }
 
 // Validates forward/backward arguments; returns the problem and the input tensors' data (read
-// once here, so what was checked is what gets copied). The reference (reference.js) validates
-// with this too, passing dataKinds to also take float64 tensors; the WebGPU backend passes `gpu`
-// (readTensor) to also take GPU tensors. keepHalf: half-precision inputs come back as HalfBits
-// (core/half.js) for the backend to widen in C (bindings/core/backend.js), not widened here.
-export function problemFromTensors(fn, given, withGradOutput, dataKinds = undefined, gpu = undefined, keepHalf = false) {
-  const args = readArgs(fn, given, withGradOutput ? BACKWARD_KEYS : FORWARD_KEYS);
+// once here, so what was checked is what gets copied). The options: backward (the arguments of a
+// backward call: gradOutput too); dataKinds (readTensor's kinds: the reference, reference.js,
+// also takes float64 tensors); gpu (readTensor's reader of GPU tensors: the WebGPU backend);
+// keepHalf (half-precision inputs come back as HalfBits, core/half.js, for the backend to widen
+// in C, bindings/core/backend.js, not widened here).
+export function problemFromTensors(fn, given, { backward = false, dataKinds = undefined, gpu = undefined, keepHalf = false } = {}) {
+  const args = readArgs(fn, given, backward ? BACKWARD_KEYS : FORWARD_KEYS);
   const options = readOptions(fn, args);
   const shapes = readSpatialShapes(fn, args.spatialShapes);
   const { starts, total: L } = readLevelStartIndex(fn, args.levelStartIndex, shapes);
@@ -100,7 +101,7 @@ export function problemFromTensors(fn, given, withGradOutput, dataKinds = undefi
   }
   tensors.push(readTensor(fn, 'attentionWeights', args.attentionWeights, [B, Q, H, NL, P], ['B', 'N_q', 'N_h', 'N_l', 'N_p'],
     'B, N_q, N_h, N_l and N_p from value and samplingLocations', dataKinds, gpu));
-  if (withGradOutput) {
+  if (backward) {
     tensors.push(readTensor(fn, 'gradOutput', args.gradOutput, [B, Q, H * C], ['B', 'N_q', 'N_h*C_h'],
       'the shape of forward\'s output', dataKinds, gpu));
   }

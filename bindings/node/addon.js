@@ -13,16 +13,14 @@ import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { HalfBits } from '../core/half.js';
-import { NATIVE_UNAVAILABLE } from '../core/init.js';
+import { codedError, NATIVE_UNAVAILABLE } from '../core/errors.js';
 
 // Paths are joined at run time (not `new URL('…', import.meta.url)`) so bundlers do not try to
 // pull a .node file into a bundle.
 const packageRoot = () => join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 function unavailable(message, cause) {
-  const err = new Error(`ms-deform-attn: ${message}`, cause === undefined ? undefined : { cause });
-  err.code = NATIVE_UNAVAILABLE;
-  return err;
+  return codedError(`ms-deform-attn: ${message}`, NATIVE_UNAVAILABLE, cause);
 }
 
 /** Where the addon for this platform would be: the prebuild, else a `make native` build. */

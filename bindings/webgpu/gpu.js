@@ -10,9 +10,7 @@ import { CELLS, ORDER_COUNT, ORDER_PLACE } from './kernels/walks.js';
 import { GATHER, RANK } from './kernels/segments.js';
 import { PROBE } from './kernels/probe.js';
 import { NARROW, WIDEN } from './kernels/half.js';
-
-/** The `.code` of the Error calls reject with once the device is lost (or destroyed). */
-export const WEBGPU_DEVICE_LOST = 'MSDA_WEBGPU_DEVICE_LOST';
+import { codedError, WEBGPU_DEVICE_LOST } from '../core/errors.js';
 
 // GPUBufferUsage / GPUMapMode values (the spec's; Node has no such globals unless a caller sets them).
 export const MAP_READ = 0x1, COPY_SRC = 0x4, COPY_DST = 0x8, UNIFORM = 0x40, STORAGE = 0x80;
@@ -104,9 +102,7 @@ export class Gpu {
 
   lostError() {
     const { reason, message } = this.lost;
-    const err = new Error(`ms-deform-attn: the WebGPU device was lost (reason: ${reason}${message ? `, ${message}` : ''}); init() again for a new one`);
-    err.code = WEBGPU_DEVICE_LOST;
-    return err;
+    return codedError(`ms-deform-attn: the WebGPU device was lost (reason: ${reason}${message ? `, ${message}` : ''}); init() again for a new one`, WEBGPU_DEVICE_LOST);
   }
 
   async _start() {
