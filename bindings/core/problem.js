@@ -6,14 +6,21 @@ import {
   BACKWARD_KEYS, checkLength, FORWARD_KEYS, LOCATION_LAYOUTS, PADDING_MODES, positiveInteger, PROBLEM_KEYS, readArgs,
   readLevelStartIndex, readOptions, readSpatialShapes, readTensor, VALUE_LAYOUTS, widenTensor,
 } from './args.js';
+import { VALUE_DTYPES } from './half.js';
 
 // What the kernels write: prepare() touches these up front.
 /** The slots of the problem description's header, then 2 * N_l spatial shapes (H, W) and N_l
  *  level starts; bindings/c/problem_desc.h's MSDA_DESC_* are the same (tests/js/desc.test.js). */
 export const DESC = Object.freeze({
   batch: 0, numQueries: 1, numHeads: 2, channels: 3, numLevels: 4, numPoints: 5, valueLength: 6,
-  valueLayout: 7, locationsLayout: 8, alignCorners: 9, padding: 10, threads: 11, header: 12,
+  valueLayout: 7, locationsLayout: 8, alignCorners: 9, padding: 10, threads: 11, valueDtype: 12, header: 13,
 });
+
+/** Writes into desc (DESC.valueDtype: a VALUE_DTYPES number) the dtype value is handed to the kernels in: 'float32', or the half dtype of
+ *  bits the kernels widen as they read them (core/half.js, halfRows). */
+export function describeValueDtype(desc, dtype) {
+  desc[DESC.valueDtype] = BigInt(VALUE_DTYPES.indexOf(dtype));
+}
 
 export const OUTPUTS = ['output', 'gradValue', 'gradSamplingLocations', 'gradAttentionWeights'];
 
@@ -43,7 +50,7 @@ export function makeProblem(dims, options) {
     valueLayout: VALUE_LAYOUTS.indexOf(options.valueLayout),
     locationsLayout: LOCATION_LAYOUTS.indexOf(options.samplingLocationsLayout),
     alignCorners: options.alignCorners ? 1 : 0, padding: PADDING_MODES.indexOf(options.paddingMode),
-    threads: options.threads ?? 1,
+    threads: options.threads ?? 1, valueDtype: 0,
   };
   for (const [name, v] of Object.entries(slots)) desc[DESC[name]] = BigInt(v);
   [...shapes.flat(), ...starts].forEach((v, i) => { desc[DESC.header + i] = BigInt(v); });

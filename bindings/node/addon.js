@@ -136,6 +136,11 @@ class NativeBackend {
     this.scratch = new Float32Array(0);
   }
 
+  /** msda_fast_dtype(d) (core/backend.js); false for an addon from before it was exported. */
+  fastDtype(d) {
+    return typeof this.addon.fastDtype === 'function' && this.addon.fastDtype(d) === true;
+  }
+
   allocate(desc, layout) {
     return new NativeStore(this, desc, layout);
   }
@@ -176,7 +181,8 @@ class NativeStore {
 
   // Inputs are only read by C, so the caller's array is used in place; half-precision bits go to
   // C as they are, widened there into the backend's scratch (bindings/c/addon.c), but for a value
-  // loaded `asIs` (core/half.js, halfRows), whose rows the kernels widen as they read them.
+  // loaded `asIs` (core/half.js, halfRows; the description's valueDtype), whose rows the kernels
+  // widen as they read them.
   load(name, data, at = 0, asIs = false) {
     this.arrays.set(name, data);
     if (name === 'value') this.valueAsIs = asIs;
@@ -191,8 +197,8 @@ class NativeStore {
   }
 
   run(op) {
-    // halfMask: bit i, argument i is bfloat16 bits; bit 16, value is widened before the call
-    let halfMask = this.valueAsIs ? 0 : 1 << 16, i = 0, widened = 0;
+    // halfMask: bit i, argument i is bfloat16 bits
+    let halfMask = 0, i = 0, widened = 0;
     const a = (n) => {
       const data = this.view(n);
       i++;

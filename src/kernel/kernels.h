@@ -45,10 +45,11 @@ MSDA_TARGET_PUSH(MSDA_TARGET)
 
 #define MSDA_INLINE static inline __attribute__((always_inline))
 
-/* The value kinds this copy has fast code for, where halfRows (bindings/core/half.js) sends half
- * rows: float16 and bfloat16 in the AVX2 build (F16C), bfloat16 in wasm SIMD. Other kinds run the
- * forward's exact path and the backward's split path (one copy for every kind: the same bits,
- * slower, less code); the bindings widen those values up front. */
+/* The value kinds this copy has fast code for (msda_fast_dtype reports them, and halfRows in
+ * bindings/core/half.js sends half rows there): float16 and bfloat16 in the AVX2 build (F16C),
+ * bfloat16 in wasm SIMD. Other kinds run the forward's exact path and the backward's split path
+ * (one copy for every kind: the same bits, slower, less code); the bindings widen those values
+ * up front. */
 #if MSDA_F16C && MSDA_VW == 8
 #define MSDA_FAST_F16 1
 #define MSDA_FAST_BF16 1
@@ -64,6 +65,13 @@ MSDA_TARGET_PUSH(MSDA_TARGET)
 #include "walks.h"
 #include "forward.h"
 #include "backward.h"
+
+/* Bit d set: this copy has fast code for value rows of msda_dtype d (kernel_dispatch.c). */
+int MSDA_KFN(msda__fast_dtypes)(void);
+int MSDA_KFN(msda__fast_dtypes)(void)
+{
+    return 1 << MSDA_FLOAT32 | MSDA_FAST_F16 << MSDA_FLOAT16 | MSDA_FAST_BF16 << MSDA_BFLOAT16;
+}
 
 #ifdef MSDA_TARGET
 MSDA_TARGET_POP
