@@ -11,6 +11,7 @@
 #define MSDA_PROBLEM_DESC_H
 
 #include "msda.h"
+#include "options.h"
 
 #include <limits.h>
 #include <string.h>
@@ -60,14 +61,18 @@ static inline msda_status msda_problem_from_desc(const int64_t *desc, int64_t co
     p->num_levels = desc[MSDA_DESC_NUM_LEVELS];
     p->num_points = desc[MSDA_DESC_NUM_POINTS];
     p->value_length = desc[MSDA_DESC_VALUE_LENGTH];
-    /* Out-of-range enums become a value the library rejects with its own named error. */
-    const int64_t value_layout = desc[MSDA_DESC_VALUE_LAYOUT], locations_layout = desc[MSDA_DESC_LOCATIONS_LAYOUT];
-    const int64_t align_corners = desc[MSDA_DESC_ALIGN_CORNERS], padding = desc[MSDA_DESC_PADDING];
+    /* Each option (src/options.h) from its slot, MSDA_DESC_<ID>. Out-of-range values become one
+     * the library rejects with its own named error. */
+    static const int option_slots[MSDA_OPTION_COUNT] = {
+#define MSDA_DESC_OPTION_SLOT(ID, field, type, flag, constants, words) MSDA_DESC_##ID,
+        MSDA_OPTIONS(MSDA_DESC_OPTION_SLOT)
+#undef MSDA_DESC_OPTION_SLOT
+    };
+    for (int id = 0; id < MSDA_OPTION_COUNT; id++) {
+        const int64_t v = desc[option_slots[id]];
+        msda_option_set(p, id, v >= 0 && v < msda_options[id].count ? (int)v : 99);
+    }
     const int64_t threads = desc[MSDA_DESC_THREADS], value_dtype = desc[MSDA_DESC_VALUE_DTYPE];
-    p->value_layout = (msda_value_layout)(value_layout == 0 || value_layout == 1 ? value_layout : 99);
-    p->locations_layout = (msda_locations_layout)(locations_layout == 0 || locations_layout == 1 ? locations_layout : 99);
-    p->align_corners = align_corners == 0 || align_corners == 1 ? (int)align_corners : 99;
-    p->padding = (msda_padding)(padding == 0 || padding == 1 ? padding : 99);
     p->threads = threads >= 1 && threads <= INT_MAX ? (int)threads : 0;
     p->value_dtype = (msda_dtype)(value_dtype >= 0 && value_dtype <= 2 ? value_dtype : 99);
     p->spatial_shapes = desc + MSDA_DESC_HEADER;

@@ -3,9 +3,10 @@
 // Part of bindings/core/: environment-neutral code (no fetch, fs, workers or addon here).
 
 import {
-  BACKWARD_KEYS, checkLength, FORWARD_KEYS, LOCATION_LAYOUTS, PADDING_MODES, positiveInteger, PROBLEM_KEYS, readArgs,
-  readLevelStartIndex, readOptions, readSpatialShapes, readTensor, VALUE_LAYOUTS, widenTensor,
+  BACKWARD_KEYS, checkLength, FORWARD_KEYS, positiveInteger, PROBLEM_KEYS, readArgs, readLevelStartIndex, readOptions,
+  readSpatialShapes, readTensor, widenTensor,
 } from './args.js';
+import { OPTIONS, optionNumber } from './options.js';
 import { VALUE_DTYPES } from './half.js';
 
 // What the kernels write: prepare() touches these up front.
@@ -47,11 +48,10 @@ export function makeProblem(dims, options) {
   const desc = new BigInt64Array(DESC.header + 3 * NL);
   const slots = {
     batch: B, numQueries: Q, numHeads: H, channels: C, numLevels: NL, numPoints: P, valueLength: L,
-    valueLayout: VALUE_LAYOUTS.indexOf(options.valueLayout),
-    locationsLayout: LOCATION_LAYOUTS.indexOf(options.samplingLocationsLayout),
-    alignCorners: options.alignCorners ? 1 : 0, padding: PADDING_MODES.indexOf(options.paddingMode),
     threads: options.threads ?? 1, valueDtype: 0,
   };
+  // Each option's value as its number (core/options.js), in its slot.
+  for (const o of OPTIONS) slots[o.desc] = optionNumber(o, options[o.name]);
   for (const [name, v] of Object.entries(slots)) desc[DESC[name]] = BigInt(v);
   [...shapes.flat(), ...starts].forEach((v, i) => { desc[DESC.header + i] = BigInt(v); });
   return {

@@ -2,6 +2,7 @@
 // words for the programs (kernels/problem.js, binding `problem`), and every buffer and pass a
 // call makes, checked against the device's limits before anything is made.
 
+import { OPTIONS, optionNumber } from '../core/options.js';
 import { typedArrayLength } from '../core/typed.js';
 import { HalfBits } from '../core/half.js';
 import { BACKWARD_STRIP, FLOAT_SIDE, ORDER_CELLS, ORDER_CHUNK, WORKGROUP, encodeProblem } from './kernels/problem.js';
@@ -49,14 +50,14 @@ export function variantOf(problem) {
 /** The words of the `problem` binding (kernels/problem.js encodeProblem): the backward's with where grad_attention_weights starts and its walk's grid. */
 export function problemWords(problem, { gradWeightsOffset = 0, grid = { bands: 0, cols: 0 } } = {}) {
   const { numHeads: H, channels: C } = problem;
-  const blnc = problem.valueLayout === 'BLNC';
   const ac = problem.alignCorners;
   const px = pixelStride(problem);
   return encodeProblem({
     batch: problem.batch, queries: problem.numQueries, heads: H, channels: C, num_levels: problem.numLevels,
-    points: problem.numPoints, length: problem.valueLength, blnc: blnc ? 1 : 0,
-    bqhlp2: problem.samplingLocationsLayout === 'BQHLP2' ? 1 : 0, border: problem.paddingMode === 'border' ? 1 : 0,
-    half_shift: ac ? 0 : 1, grad_weights_at: gradWeightsOffset, bands: grid.bands, cols: grid.cols,
+    points: problem.numPoints, length: problem.valueLength,
+    // each option's word (core/options.js): blnc, bqhlp2, half_shift, padding
+    ...Object.fromEntries(OPTIONS.map((o) => [o.wgsl.word, o.wgsl.words[optionNumber(o, problem[o.name])]])),
+    grad_weights_at: gradWeightsOffset, bands: grid.bands, cols: grid.cols,
   }, problem.spatialShapes.map(([h, w], l) => {
     const sx = ac ? w - 1 : w, sy = ac ? h - 1 : h;
     return {
