@@ -183,16 +183,16 @@ export class MsdaWebGPU {
 
   _dispatch(fn, kind, args, options) {
     const { dtype } = readCallOptions(fn, options, true);
-    return this._prepare(fn, kind, args, (gpu, k, problem, inputs, plan) => dispatchNow(gpu, k, problem, inputs, plan, dtype));
+    return this._planned(fn, kind, args, (gpu, k, problem, inputs, plan) => dispatchNow(gpu, k, problem, inputs, plan, dtype));
   }
 
   async _call(fn, args, options) {
     const opts = readCallOptions(fn, options);
-    return this._prepare(fn, fn, args, (gpu, kind, problem, inputs, plan) => run(gpu, kind, problem, inputs, plan, opts));
+    return this._planned(fn, fn, args, (gpu, kind, problem, inputs, plan) => run(gpu, kind, problem, inputs, plan, opts));
   }
 
   // The call's problem and inputs read (once), its plan made and checked, then `go`.
-  _prepare(fn, kind, args, go) {
+  _planned(fn, kind, args, go) {
     const gpu = this._live(fn);
     const { problem, inputs } = problemFromTensors(fn, args, { backward: kind === 'backward', gpu: gpuReader, keepHalf: true });
     this._live(fn);

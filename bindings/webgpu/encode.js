@@ -15,7 +15,7 @@ const OUTPUT_USAGE = STORAGE | COPY_SRC | COPY_DST;
 // here, so that calls in flight together never pop each other's): the result buffers, a staging
 // copy of them when `readBack`, and a Promise of what the scopes caught. Scratch buffers are
 // destroyed at once (the submitted work keeps them). The passes run the pipelines of `variant`:
-// prepared before, or made now where `now` (dispatch*); the results are rounded to `dtype`.
+// compiled before (Gpu.compile), or made now where `now` (dispatch*); the results are rounded to `dtype`.
 function submitCall(gpu, fn, problem, inputs, plan, readBack, dtype, variant, now) {
   const d = gpu.device;
   const made = [];
@@ -77,7 +77,7 @@ export async function run(gpu, fn, problem, inputs, plan, { outputs, dtype }) {
   const programs = dtype === 'float32' ? plan.programs : [...plan.programs, NARROW];
   if (programs.some((prog) => !gpu.pipelines.has(prog.key(variant)))) {
     snapshotInputs(inputs);
-    await gpu.prepare(programs, variant);
+    await gpu.compile(programs, variant);
     if (gpu.closed) throw gpu.closed;
     if (gpu.lost) throw gpu.lostError();
   }
@@ -146,7 +146,7 @@ function encodeQueryOrder(call, problem, plan, bind, md, scratch) {
     call.encoder.clearBuffer(hist);
     call.dispatch('orderCount', queries, { problem: { buffer: md }, cell_of: { buffer: cells }, hist: { buffer: hist } }, { first_range: r0 });
     call.scan(hist, starts, (r1 - r0) * perRange);
-    call.dispatch('orderPlace', queries, { problem: { buffer: md }, cell_of: { buffer: cells }, starts: { buffer: starts }, walk: { buffer: walk }, ranks: { buffer: ranks } }, { first_range: r0 });
+    call.dispatch('orderWalk', queries, { problem: { buffer: md }, cell_of: { buffer: cells }, starts: { buffer: starts }, walk: { buffer: walk }, ranks: { buffer: ranks } }, { first_range: r0 });
   }
   return { walk, ranks };
 }

@@ -6,7 +6,7 @@
 import { SCAN_BLOCK } from './kernels/problem.js';
 import { FORWARD } from './kernels/forward.js';
 import { PLACE, SAMPLES, SCAN, SCAN_ADD } from './kernels/backward.js';
-import { CELLS, ORDER_COUNT, ORDER_PLACE } from './kernels/walks.js';
+import { CELLS, ORDER_COUNT, ORDER_WALK } from './kernels/walks.js';
 import { GATHER, RANK } from './kernels/segments.js';
 import { PROBE } from './kernels/probe.js';
 import { NARROW, WIDEN } from './kernels/half.js';
@@ -17,7 +17,7 @@ export const MAP_READ = 0x1, COPY_SRC = 0x4, COPY_DST = 0x8, UNIFORM = 0x40, STO
 export const MAP_MODE_READ = 0x1;
 export const COMPUTE = 0x4;   // GPUShaderStage.COMPUTE
 
-const KERNELS = Object.fromEntries([FORWARD, SAMPLES, SCAN, SCAN_ADD, CELLS, ORDER_COUNT, ORDER_PLACE, PLACE, RANK, GATHER, WIDEN, NARROW, PROBE].map((k) => [k.label, k]));
+const KERNELS = Object.fromEntries([FORWARD, SAMPLES, SCAN, SCAN_ADD, CELLS, ORDER_COUNT, ORDER_WALK, PLACE, RANK, GATHER, WIDEN, NARROW, PROBE].map((k) => [k.label, k]));
 
 const MAX_GRID = 65535;
 
@@ -106,14 +106,14 @@ export class Gpu {
   }
 
   async _start() {
-    await this.prepare([PROBE], {});
+    await this.compile([PROBE], {});
     this.numerics = await this.probe();
   }
 
   // The pipelines of `programs` for `variant`, each compiled once (createComputePipelineAsync; a
   // compile in flight is shared): resolves when all are ready, rejects naming a kernel that fails
   // to compile, or when the device is lost.
-  prepare(programs, variant) {
+  compile(programs, variant) {
     const d = this.device;
     const wait = [];
     d.pushErrorScope('validation');   // popped at once: it holds only these modules' creation
@@ -148,7 +148,7 @@ export class Gpu {
     }, (e) => { scope.catch(() => {}); throw e; }));
   }
 
-  // The pipeline of `prog` for `variant`: one prepare() made or, where `now` (the synchronous
+  // The pipeline of `prog` for `variant`: one compile() made or, where `now` (the synchronous
   // calls), one made here with createComputePipeline, in an error scope of its own: one that
   // fails to compile is dropped (a later call compiles it again) and its error, naming the
   // kernel, goes into `checks` (the call's, as encode.js submitCall reports them).

@@ -8,7 +8,7 @@ import { HalfBits } from '../core/half.js';
 import { BACKWARD_STRIP, FLOAT_SIDE, ORDER_CELLS, ORDER_CHUNK, WORKGROUP, encodeProblem } from './kernels/problem.js';
 import { FORWARD, forwardWorkgroups } from './kernels/forward.js';
 import { PLACE, SAMPLES, SCAN, SCAN_ADD } from './kernels/backward.js';
-import { CELLS, ORDER_COUNT, ORDER_PLACE, ORDER_TILE } from './kernels/walks.js';
+import { CELLS, ORDER_COUNT, ORDER_WALK, ORDER_TILE } from './kernels/walks.js';
 import { GATHER, RANK } from './kernels/segments.js';
 import { WIDEN } from './kernels/half.js';
 import { gridSide } from './gpu.js';
@@ -16,7 +16,7 @@ import { GpuTensor, product } from './tensors.js';
 
 // The programs a backward may dispatch: compiled (once per variant) before its first call runs
 // (with WIDEN where an input is half precision, NARROW where the results are).
-const BACKWARD_PROGRAMS = [CELLS, ORDER_COUNT, SCAN, SCAN_ADD, ORDER_PLACE, SAMPLES, PLACE, RANK, GATHER];
+const BACKWARD_PROGRAMS = [CELLS, ORDER_COUNT, SCAN, SCAN_ADD, ORDER_WALK, SAMPLES, PLACE, RANK, GATHER];
 
 const INT32_MAX = 2 ** 31 - 1;
 

@@ -104,7 +104,7 @@ export const FORMULAS = {
     readB: 12 * a.S + a.valueTouched, writeB: a.out, wave: a.S / 32 * 3 + (a.BQH / 4) * ((a.R / a.S) * 16 * 4), chain: 4 * (2 + a.NL * Math.ceil(a.P / 4)) }),
   cells: (a) => ({ dir: 'bwd', inv: a.B * a.Q, wg: 64, work: 'query cell from the first valid level', instr: 120, readB: 48 * a.B * a.Q, writeB: 4 * a.B * a.Q, wave: a.B * a.Q / 32 * 12 * 4, chain: 2 }),
   orderCount: (a) => ({ dir: 'bwd', inv: a.B * a.Q, wg: 256, work: 'cell histogram per tile (atomics)', instr: 20, readB: 4 * a.B * a.Q, writeB: 4 * a.hist, wave: a.B * a.Q / 32 * 2, chain: 2, atomics: a.B * a.Q }),
-  orderPlace: (a) => ({ dir: 'bwd', inv: a.B * a.Q, wg: 256, work: 'stable place of each query by cell', instr: 40, readB: 4 * a.B * a.Q + 4 * a.hist, writeB: 8 * a.B * a.Q, wave: a.B * a.Q / 32 * 4, chain: 3 }),
+  orderWalk: (a) => ({ dir: 'bwd', inv: a.B * a.Q, wg: 256, work: 'stable place of each query by cell', instr: 40, readB: 4 * a.B * a.Q + 4 * a.hist, writeB: 8 * a.B * a.Q, wave: a.B * a.Q / 32 * 4, chain: 3 }),
   samples: (a) => ({ dir: 'bwd', inv: a.S, wg: 64, work: '1 sample: point(), 4 corners x C-ch dot(gout,value), 4 records, 4 atomics', instr: 110 + 4 * a.C * 5 + 48,
     readB: 12 * a.S + 4 * a.BQH * a.C + a.valueTouched, writeB: 44 * a.S + 4 * a.R, wave: a.S / 32 * (a.C * 32 * (a.R / a.S) + 4 * a.C * 2), chain: 4, atomics: a.R }),
   scan: (a) => ({ dir: 'bwd', inv: a.PIX + 1, wg: 256, work: '256-wide scan in workgroup memory', instr: 58, readB: 4 * (a.PIX + 1), writeB: 4 * (a.PIX + 1), wave: (a.PIX + 1) / 32 * 2, chain: 2 }),

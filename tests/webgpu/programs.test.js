@@ -5,12 +5,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FORWARD } from '../../bindings/webgpu/kernels/forward.js';
 import { PLACE, SAMPLES, SCAN, SCAN_ADD } from '../../bindings/webgpu/kernels/backward.js';
-import { CELLS, ORDER_COUNT, ORDER_PLACE } from '../../bindings/webgpu/kernels/walks.js';
+import { CELLS, ORDER_COUNT, ORDER_WALK } from '../../bindings/webgpu/kernels/walks.js';
 import { GATHER, RANK } from '../../bindings/webgpu/kernels/segments.js';
 import { NARROW, WIDEN } from '../../bindings/webgpu/kernels/half.js';
 import { Gpu } from '../../bindings/webgpu/gpu.js';
 
-const PROGRAMS = [FORWARD, SAMPLES, SCAN, SCAN_ADD, CELLS, ORDER_COUNT, ORDER_PLACE, PLACE, RANK, GATHER, WIDEN, NARROW];
+const PROGRAMS = [FORWARD, SAMPLES, SCAN, SCAN_ADD, CELLS, ORDER_COUNT, ORDER_WALK, PLACE, RANK, GATHER, WIDEN, NARROW];
 const VARIANTS = [{}, { narrow: true }, { vec4: true }, { narrow: true, vec4: true }];
 
 test('each program reads the dispatch uniform by the words it declares, every one of them', () => {

@@ -138,7 +138,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 `);
 
 // Each record into its pixel's segment, at any free place (integer atomics), as its walk slot:
-// its slot with the query's index replaced by the query's rank in the CPU walk (orderPlace), so
+// its slot with the query's index replaced by the query's rank in the CPU walk (orderWalk), so
 // that walk slots ascend in the order the CPU sums a pixel's terms (rank, point).
 export const PLACE = program('place', {
   words: ['first_pair'],
