@@ -18,7 +18,7 @@ $(NATIVE)/libmsda.a: $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
-# Native: the kernels for each x86 ISA come from kernel_avx2.c etc. (target pragmas, so one
+# Native: the kernels for each x86 ISA come from kernel_avx2.c etc. (MSDA_TARGET in each, so one
 # command building every source works too), chosen at run time (MSDA_ISA forces one).
 
 # C tests: every tests/c/test_*.c is its own program linked against the library.

@@ -1,4 +1,5 @@
 // The backends the JS CLI runs on (the native CLI has one: the library it links).
+import { BAD_ISA } from '../core/errors.js';
 import { bad, CliError, say, T } from './messages.js';
 
 // --threads N > 1 on the wasm backend loads the threaded module (docs/threads.md); native and
@@ -9,7 +10,7 @@ export async function backendApi(backend, threads = 1, named = true) {
   try {
     return await init(backend === 'wasm' && threads > 1 ? { backend, threads } : { backend });
   } catch (e) {
-    if (e.code === 'MSDA_BAD_ISA') throw badIsa(e);
+    if (e.code === BAD_ISA) throw badIsa(e);
     if (backend === 'native' && named) {
       throw bad(say(T.nativeUnavailable, e.message));
     }

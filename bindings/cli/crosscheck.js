@@ -4,6 +4,7 @@
 import {
   compareWithBounds, coordinates, formatCoordinates, OUTPUT_NAMES as CHECKED_OUTPUTS, referenceWithBounds, UNIT_ROUNDOFF,
 } from './bounds.js';
+import { BAD_ISA, NATIVE_UNAVAILABLE } from '../core/errors.js';
 import { narrowToHalf, widenHalf } from '../core/half.js';
 import { formatShape } from '../npy.js';
 import { backendApi, badIsa, compute } from './backends.js';
@@ -203,8 +204,8 @@ export async function crosscheck(o, print) {
       try {
         native = await init({ backend: 'native' });
       } catch (e) {
-        if (e.code === 'MSDA_BAD_ISA') throw badIsa(e);
-        whyNot = e.code === 'MSDA_NATIVE_UNAVAILABLE' ? say(T.nativeNotHere, `${process.platform}-${process.arch}`)
+        if (e.code === BAD_ISA) throw badIsa(e);
+        whyNot = e.code === NATIVE_UNAVAILABLE ? say(T.nativeNotHere, `${process.platform}-${process.arch}`)
           : T.nativeDoesNotLoad;
       }
     }

@@ -7,7 +7,7 @@
 import { loadWasm, loadWasmSync, simdSupported } from '../wasm/loader.js';
 import { loadThreadedWasm, resolveThreads } from '../wasm/threads.js';
 import { Msda } from './api.js';
-import { describe } from './errors.js';
+import { BAD_ISA, describe, NATIVE_UNAVAILABLE } from './errors.js';
 
 const INIT_KEYS = ['simd', 'wasmBinary', 'module', 'backend', 'addonPath', 'threads', 'wasmPaths', 'gpu', 'device'];
 
@@ -19,11 +19,9 @@ const BACKEND_OPTIONS = {
   gpu: ['webgpu'], device: ['webgpu'],
 };
 
-/** The `.code` of the Error thrown when the native addon cannot be used here (node/addon.js). */
-export const NATIVE_UNAVAILABLE = 'MSDA_NATIVE_UNAVAILABLE';
-// The addon loads but MSDA_ISA names no instruction set this CPU has (a typo, or one it lacks):
-// 'native' rejects with it, 'auto' runs on wasm and says why (MSDA_ISA is the addon's alone).
-export const BAD_ISA = 'MSDA_BAD_ISA';
+// The addon's error codes, exported where they were (core/errors.js holds every code).
+export { BAD_ISA, NATIVE_UNAVAILABLE };
+// MSDA_ISA is the addon's alone: 'native' rejects with BAD_ISA, 'auto' runs on wasm and says why.
 let badIsaNoted = false;
 function noteBadIsa(e) {
   if (badIsaNoted) return;

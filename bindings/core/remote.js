@@ -229,7 +229,7 @@ export class MsdaWorker {
       if (this._stopped !== null) throw new Error(`ms-deform-attn: ${op} on a ${this._stopped}`);
       const { signal, transfer } = checkCallOptions(op, options);
       if (signal !== undefined && signal.aborted) return Promise.reject(abortError(op));
-      const { problem, inputs } = problemFromTensors(op, args, op === 'backward');
+      const { problem, inputs } = problemFromTensors(op, args, { backward: op === 'backward' });
       const message = {
         spatialShapes: problem.spatialShapes, levelStartIndex: problem.levelStartIndex,
         valueLayout: problem.valueLayout, samplingLocationsLayout: problem.samplingLocationsLayout,

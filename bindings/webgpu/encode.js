@@ -13,10 +13,9 @@ const OUTPUT_USAGE = STORAGE | COPY_SRC | COPY_DST;
 
 // Encodes and submits one call, synchronously, inside its own error scopes (pushed and popped
 // here, so that calls in flight together never pop each other's): the result buffers, a staging
-// copy of them when `readBack`, and a Promise of what the scopes caught. Scratch is the
-// instance's, kept between calls (gpu.js kept), as are the results when they are read back; a
-// buffer outgrown is destroyed at once (the submitted work keeps it). The passes run the pipelines of `variant`:
-// prepared before, or made now where `now` (dispatch*); the results are rounded to `dtype`.
+// copy of them when `readBack`, and a Promise of what the scopes caught. Scratch buffers are
+// destroyed at once (the submitted work keeps them). The passes run the pipelines of `variant`:
+// compiled before (Gpu.compile), or made now where `now` (dispatch*); the results are rounded to `dtype`.
 function submitCall(gpu, fn, problem, inputs, plan, readBack, dtype, variant, now) {
   const d = gpu.device;
   const made = [];
@@ -84,7 +83,7 @@ export async function run(gpu, fn, problem, inputs, plan, { outputs, dtype }) {
   const programs = dtype === 'float32' ? plan.programs : [...plan.programs, NARROW];
   if (programs.some((prog) => !gpu.pipelines.has(prog.key(variant)))) {
     snapshotInputs(inputs);
-    await gpu.prepare(programs, variant);
+    await gpu.compile(programs, variant);
     if (gpu.closed) throw gpu.closed;
     if (gpu.lost) throw gpu.lostError();
   }
@@ -155,7 +154,7 @@ function encodeQueryOrder(call, problem, plan, bind, md, scratch) {
       problem: { buffer: md }, locs: bind.samplingLocations, weights: bind.attentionWeights, cell_of: { buffer: cells }, hist: { buffer: hist },
     }, { first_range: r0 });
     call.scan(hist, starts, (r1 - r0) * perRange, true);
-    call.dispatch('orderPlace', queries, { problem: { buffer: md }, cell_of: { buffer: cells }, starts: { buffer: starts }, walk: { buffer: walk } }, { first_range: r0 });
+    call.dispatch('orderWalk', queries, { problem: { buffer: md }, cell_of: { buffer: cells }, starts: { buffer: starts }, walk: { buffer: walk } }, { first_range: r0 });
   }
   return { walk };
 }

@@ -8,20 +8,18 @@ import { FORWARD } from './kernels/forward.js';
 import { SAMPLES } from './kernels/backward.js';
 import { SCAN, SCAN_FLAT, SCAN_REDUCE } from './kernels/scan.js';
 import { SORT_COUNT, SORT_SCATTER, SORT_TERMS } from './kernels/sort.js';
-import { ORDER_COUNT, ORDER_PLACE } from './kernels/walks.js';
+import { ORDER_COUNT, ORDER_WALK } from './kernels/walks.js';
 import { GATHER } from './kernels/segments.js';
 import { PROBE } from './kernels/probe.js';
 import { NARROW, WIDEN } from './kernels/half.js';
-
-/** The `.code` of the Error calls reject with once the device is lost (or destroyed). */
-export const WEBGPU_DEVICE_LOST = 'MSDA_WEBGPU_DEVICE_LOST';
+import { codedError, WEBGPU_DEVICE_LOST } from '../core/errors.js';
 
 // GPUBufferUsage / GPUMapMode values (the spec's; Node has no such globals unless a caller sets them).
 export const MAP_READ = 0x1, COPY_SRC = 0x4, COPY_DST = 0x8, UNIFORM = 0x40, STORAGE = 0x80;
 export const MAP_MODE_READ = 0x1;
 export const COMPUTE = 0x4;   // GPUShaderStage.COMPUTE
 
-const KERNELS = Object.fromEntries([FORWARD, SAMPLES, SCAN_REDUCE, SCAN, ORDER_COUNT, ORDER_PLACE, SORT_COUNT, SORT_SCATTER, SORT_TERMS, GATHER, WIDEN, NARROW, PROBE].map((k) => [k.label, k]));
+const KERNELS = Object.fromEntries([FORWARD, SAMPLES, SCAN_REDUCE, SCAN, ORDER_COUNT, ORDER_WALK, SORT_COUNT, SORT_SCATTER, SORT_TERMS, GATHER, WIDEN, NARROW, PROBE].map((k) => [k.label, k]));
 
 const MAX_GRID = 65535;
 
@@ -113,20 +111,18 @@ export class Gpu {
 
   lostError() {
     const { reason, message } = this.lost;
-    const err = new Error(`ms-deform-attn: the WebGPU device was lost (reason: ${reason}${message ? `, ${message}` : ''}); init() again for a new one`);
-    err.code = WEBGPU_DEVICE_LOST;
-    return err;
+    return codedError(`ms-deform-attn: the WebGPU device was lost (reason: ${reason}${message ? `, ${message}` : ''}); init() again for a new one`, WEBGPU_DEVICE_LOST);
   }
 
   async _start() {
-    await this.prepare([PROBE], {});
+    await this.compile([PROBE], {});
     this.numerics = await this.probe();
   }
 
   // The pipelines of `programs` for `variant`, each compiled once (createComputePipelineAsync; a
   // compile in flight is shared): resolves when all are ready, rejects naming a kernel that fails
   // to compile, or when the device is lost.
-  prepare(programs, variant) {
+  compile(programs, variant) {
     const d = this.device;
     const wait = [];
     d.pushErrorScope('validation');   // popped at once: it holds only these modules' creation
@@ -173,7 +169,7 @@ export class Gpu {
     }
   }
 
-  // The pipeline of `prog` for `variant`: one prepare() made or, where `now` (the synchronous
+  // The pipeline of `prog` for `variant`: one compile() made or, where `now` (the synchronous
   // calls), one made here with createComputePipeline, in an error scope of its own: one that
   // fails to compile is dropped (a later call compiles it again) and its error, naming the
   // kernel, goes into `checks` (the call's, as encode.js submitCall reports them).

@@ -2,6 +2,7 @@
 // words for the programs (kernels/problem.js, binding `problem`), and every buffer and pass a
 // call makes, checked against the device's limits before anything is made.
 
+import { OPTIONS, optionNumber } from '../core/options.js';
 import { typedArrayLength } from '../core/typed.js';
 import { HalfBits } from '../core/half.js';
 import { BACKWARD_STRIP, FLOAT_SIDE, ORDER_CELLS, ORDER_CHUNK, WORKGROUP, encodeProblem } from './kernels/problem.js';
@@ -9,7 +10,7 @@ import { FORWARD, forwardWorkgroups } from './kernels/forward.js';
 import { SAMPLES } from './kernels/backward.js';
 import { SCAN, SCAN_REDUCE } from './kernels/scan.js';
 import { SORT_BITS, SORT_COUNT, SORT_SCATTER, SORT_TERMS, sortChunk } from './kernels/sort.js';
-import { ORDER_COUNT, ORDER_PLACE, ORDER_TILE } from './kernels/walks.js';
+import { ORDER_COUNT, ORDER_WALK, ORDER_TILE } from './kernels/walks.js';
 import { GATHER } from './kernels/segments.js';
 import { WIDEN } from './kernels/half.js';
 import { gridSide } from './gpu.js';
@@ -17,7 +18,7 @@ import { GpuTensor, product } from './tensors.js';
 
 // The programs a backward may dispatch: compiled (once per variant) before its first call runs
 // (with WIDEN where an input is half precision, NARROW where the results are).
-const BACKWARD_PROGRAMS = [ORDER_COUNT, SCAN_REDUCE, SCAN, ORDER_PLACE, SAMPLES, SORT_COUNT, SORT_SCATTER, SORT_TERMS, GATHER];
+const BACKWARD_PROGRAMS = [ORDER_COUNT, SCAN_REDUCE, SCAN, ORDER_WALK, SAMPLES, SORT_COUNT, SORT_SCATTER, SORT_TERMS, GATHER];
 
 const INT32_MAX = 2 ** 31 - 1;
 
@@ -51,14 +52,14 @@ export function variantOf(problem) {
 /** The words of the `problem` binding (kernels/problem.js encodeProblem): the backward's with its walk's grid. */
 export function problemWords(problem, { grid = { bands: 0, cols: 0 } } = {}) {
   const { numHeads: H, channels: C } = problem;
-  const blnc = problem.valueLayout === 'BLNC';
   const ac = problem.alignCorners;
   const px = pixelStride(problem);
   return encodeProblem({
     batch: problem.batch, queries: problem.numQueries, heads: H, channels: C, num_levels: problem.numLevels,
-    points: problem.numPoints, length: problem.valueLength, blnc: blnc ? 1 : 0,
-    bqhlp2: problem.samplingLocationsLayout === 'BQHLP2' ? 1 : 0, border: problem.paddingMode === 'border' ? 1 : 0,
-    half_shift: ac ? 0 : 1, bands: grid.bands, cols: grid.cols,
+    points: problem.numPoints, length: problem.valueLength,
+    // each option's word (core/options.js): blnc, bqhlp2, half_shift, padding
+    ...Object.fromEntries(OPTIONS.map((o) => [o.wgsl.word, o.wgsl.words[optionNumber(o, problem[o.name])]])),
+    bands: grid.bands, cols: grid.cols,
   }, problem.spatialShapes.map(([h, w], l) => {
     const sx = ac ? w - 1 : w, sy = ac ? h - 1 : h;
     return {

@@ -108,7 +108,7 @@ export const FORMULAS = {
     instr: 4 * ((4 * a.S / (a.BQH * a.C)) * 110 + 16 * 2 * 4 + (a.R / a.S) * 16 * 10 + 40),
     readB: 12 * a.S + a.valueTouched, writeB: a.out, wave: a.S / 32 * 3 + (a.BQH / 4) * ((a.R / a.S) * 16 * 4), chain: 4 * (2 + a.NL * Math.ceil(a.P / 4)) }),
   orderCount: (a) => ({ dir: 'bwd', inv: a.B * a.Q, wg: 256, work: 'query cell from the first valid level, cell histogram per tile (atomics)', instr: 140, readB: 48 * a.B * a.Q, writeB: 4 * a.B * a.Q + 4 * a.hist, wave: a.B * a.Q / 32 * 12 * 4, chain: 3, atomics: a.B * a.Q }),
-  orderPlace: (a) => ({ dir: 'bwd', inv: a.B * a.Q, wg: 256, work: 'stable place of each query by cell', instr: 40, readB: 4 * a.B * a.Q + 4 * a.hist, writeB: 8 * a.B * a.Q, wave: a.B * a.Q / 32 * 4, chain: 3 }),
+  orderWalk: (a) => ({ dir: 'bwd', inv: a.B * a.Q, wg: 256, work: 'stable place of each query by cell', instr: 40, readB: 4 * a.B * a.Q + 4 * a.hist, writeB: 8 * a.B * a.Q, wave: a.B * a.Q / 32 * 4, chain: 3 }),
   samples: (a) => ({ dir: 'bwd', inv: a.S, wg: 64, work: '1 sample: point(), 4 corners x C-ch dot(gout,value), 4 records', instr: 110 + 4 * a.C * 5 + 40,
     readB: 12 * a.S + 4 * a.BQH * a.C + a.valueTouched, writeB: 44 * a.S, wave: a.S / 32 * (a.C * 32 * (a.R / a.S) + 4 * a.C * 2), chain: 4 }),
   // every prefix sum of a backward (kernels/scan.js): the order's histogram, the pixel counts, the

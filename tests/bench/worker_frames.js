@@ -17,6 +17,7 @@
 //   node tests/bench/worker_frames.js [--rounds N] [--frames N] [--json]
 import { chromium } from 'playwright-core';
 import { CHROMIUM, servePages } from '../web/browser.js';
+import { PATIENCE_MS } from '../patience.js';
 
 const argv = process.argv.slice(2);
 const option = (name, fallback) => (argv.includes(name) ? Number(argv[argv.indexOf(name) + 1]) : fallback);
@@ -68,7 +69,7 @@ try {
   const problems = [];
   page.on('pageerror', (e) => problems.push(e.message));
   await page.goto(`${base}/frames.html`);
-  await page.waitForFunction(() => window.__ready === true || null, null, { timeout: 600_000 }).catch((e) => {
+  await page.waitForFunction(() => window.__ready === true || null, null, { timeout: PATIENCE_MS }).catch((e) => {
     throw new Error(`the page did not start: ${problems.join('; ') || e.message}`);
   });
   const cdp = await page.context().newCDPSession(page);

@@ -37,8 +37,8 @@ static void test_against_reference(void)
         args[n++] = "forward";
         args[n++] = "--in"; args[n++] = in;
         args[n++] = "--out"; args[n++] = out;
-        if (combo & 1) { args[n++] = "--value-layout"; args[n++] = "BNLC"; }
-        else if (combo & 4) args[n++] = "--value-layout=BLNC";
+        if (tu_combo_value(combo, MSDA_OPTION_VALUE_LAYOUT)) { args[n++] = "--value-layout"; args[n++] = "BNLC"; }
+        else if (tu_combo_value(combo, MSDA_OPTION_ALIGN_CORNERS)) args[n++] = "--value-layout=BLNC";
         args[n++] = p->locations_layout == MSDA_LOCATIONS_B2QHLP ? "--sampling-locations-layout=B2QHLP"
                                                                   : "--sampling-locations-layout=BQHLP2";
         if (p->align_corners) args[n++] = "--align-corners";
@@ -48,7 +48,7 @@ static void test_against_reference(void)
         }
         args[n++] = combo % 3 ? "--threads=3" : "--threads=1";
         args[n] = NULL;
-        tu_check(!strcmp(layout_value(p), combo & 1 ? "BNLC" : "BLNC"), "combo bit 0 is the value layout");
+        tu_check(!strcmp(layout_value(p), tu_combo_value(combo, MSDA_OPTION_VALUE_LAYOUT) ? "BNLC" : "BLNC"), "the combination's value layout");
         result r;
         run_argv(&r, args);
         if (tu_check(r.status == 0 && r.err[0] == '\0', "forward exit %d, stderr \"%s\" [%s]", r.status, r.err, ctx)) {

@@ -121,7 +121,7 @@ static void test_far_outside(void)
 static void test_exact_grid(void)
 {
     for (int combo = 0; combo < TU_COMBOS; combo++) {
-        const int64_t n = (combo & 4) ? 5 : 4;
+        const int64_t n = tu_combo_value(combo, MSDA_OPTION_ALIGN_CORNERS) ? 5 : 4;
         const int64_t shapes[] = {n, n, 1, 1, 1, n};
         const int npos = 13;                          /* x = k/8, k = -2 .. 10 */
         tu_case tc;
@@ -219,7 +219,7 @@ static void test_infinite_weights(void)
     /* sides where the pixel centres are exact floats: W or W - 1 (align_corners) a power of 2 */
     static const int64_t plain[] = {4, 4, 2, 8}, aligned[] = {5, 5, 3, 9};
     for (int combo = 0; combo < TU_COMBOS; combo++) {
-        const int64_t *shapes = (combo & 4) ? aligned : plain;
+        const int64_t *shapes = tu_combo_value(combo, MSDA_OPTION_ALIGN_CORNERS) ? aligned : plain;
         tu_case tc;
         const uint64_t seed = 95000 + (uint64_t)combo;
         const int64_t P = 6;
@@ -235,8 +235,8 @@ static void test_infinite_weights(void)
                         /* points 0-2: a pixel centre; 3: a quarter pixel off one; 4-5 random */
                         const int64_t j = tu_int(&rng, 0, Wl - 1), i = tu_int(&rng, 0, Hl - 1);
                         const double off = pt == 3 ? 0.25 : 0.0;
-                        float x = (combo & 4) ? (float)((j + off) / (double)(Wl - 1)) : (float)((j + 0.5 + off) / (double)Wl);
-                        float y = (combo & 4) ? (float)(i / (double)(Hl - 1)) : (float)((i + 0.5) / (double)Hl);
+                        float x = tu_combo_value(combo, MSDA_OPTION_ALIGN_CORNERS) ? (float)((j + off) / (double)(Wl - 1)) : (float)((j + 0.5 + off) / (double)Wl);
+                        float y = tu_combo_value(combo, MSDA_OPTION_ALIGN_CORNERS) ? (float)(i / (double)(Hl - 1)) : (float)((i + 0.5) / (double)Hl);
                         if (pt < 4) {
                             tc.sampling_locations[ref_location_index(&tc.p, 0, q, h, l, pt, 0)] = x;
                             tc.sampling_locations[ref_location_index(&tc.p, 0, q, h, l, pt, 1)] = y;

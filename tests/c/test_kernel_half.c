@@ -58,6 +58,26 @@ static void half_on_every_isa(const tu_case *tc, const uint16_t *bits, int bfloa
     msda__set_isa(chosen);
 }
 
+/* msda_fast_dtype on every ISA this CPU has: float32 always, both half dtypes on AVX2 (F16C), none
+ * elsewhere natively (kernel/kernels.h's MSDA_FAST_*), nothing outside msda_dtype. */
+static void test_fast_dtype(void)
+{
+    char list[128], chosen[32];
+    snprintf(list, sizeof list, "%s", msda_isa_list());
+    snprintf(chosen, sizeof chosen, "%s", msda_isa());
+    for (char *isa = strtok(list, " "); isa; isa = strtok(NULL, " ")) {
+        msda__set_isa(isa);
+        const int half = strcmp(isa, "avx2") == 0;
+        tu_check(msda_fast_dtype(MSDA_FLOAT32) == 1 && msda_fast_dtype(MSDA_FLOAT16) == half &&
+                     msda_fast_dtype(MSDA_BFLOAT16) == half,
+                 "msda_fast_dtype on %s: float32 %d, float16 %d, bfloat16 %d, expected 1, %d, %d", isa,
+                 msda_fast_dtype(MSDA_FLOAT32), msda_fast_dtype(MSDA_FLOAT16), msda_fast_dtype(MSDA_BFLOAT16), half, half);
+        tu_check(msda_fast_dtype((msda_dtype)3) == 0 && msda_fast_dtype((msda_dtype)-1) == 0,
+                 "msda_fast_dtype on %s: a dtype outside msda_dtype is not fast", isa);
+    }
+    msda__set_isa(chosen);
+}
+
 /* Random cases of every combination (every other one with NaN and Inf values and an infinite
  * weight: the forward's exact path; some with more threads than heads: split heads), in both
  * half formats. */
@@ -129,6 +149,7 @@ static void test_half_patterns(void)
 int main(void)
 {
     test_half_values();
+    test_fast_dtype();
     test_half_patterns();
     return tu_finish();
 }

@@ -61,7 +61,7 @@ static void test_wide_level(void)
         for (int k = 1; k <= 23; k++) xs[n++] = ldexpf(1.0f, -k);
         for (int j = 1; j <= 9; j += 2) xs[n++] = ldexpf((float)j, -24);
         xs[n++] = 0.0f;
-        if (combo & 4) xs[n++] = 1.0f;   /* u = W - 1 exactly; without align_corners W - 0.5 rounds */
+        if (tu_combo_value(combo, MSDA_OPTION_ALIGN_CORNERS)) xs[n++] = 1.0f;   /* u = W - 1 exactly; without align_corners W - 0.5 rounds */
         xs[n++] = 1e30f;
         xs[n++] = -INFINITY;
         xs[n++] = NAN;

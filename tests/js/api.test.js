@@ -288,17 +288,23 @@ test('a C status that still comes back becomes an Error with .code, and the heap
   // The addon checks its own arguments: the library never sees an array shorter than its tensor.
   const native = await initNative();
   const addon = native._backend.addon;
-  const desc = new BigInt64Array([1n, 1n, 1n, 1n, 1n, 1n, 1n, 0n, 0n, 0n, 0n, 1n, 1n, 1n, 0n]);
+  const desc = new BigInt64Array([1n, 1n, 1n, 1n, 1n, 1n, 1n, 0n, 0n, 0n, 0n, 1n, 0n, 1n, 1n, 0n]);
   const f = (n) => new Float32Array(n);
   assert.equal(addon.forward(desc, f(1), f(2), f(1), f(1)), null);
   assert.throws(() => addon.forward(desc, f(1), f(1), f(1), f(1)), { name: 'RangeError', message: /samplingLocations has 1 elements, expected 2/ });
   assert.throws(() => addon.forward(desc, new Float64Array(1), f(2), f(1), f(1)), { name: 'TypeError', message: /value must be a Float32Array/ });
   assert.throws(() => addon.forward([1], f(1), f(2), f(1), f(1)), { name: 'TypeError', message: /desc must be a BigInt64Array/ });
   assert.throws(() => addon.forward(desc, f(1)), { name: 'TypeError', message: /forward expects 5 arguments, got 2/ });
-  assert.deepEqual(addon.forward(desc.subarray(0, 14), f(1), f(2), f(1), f(1)),
-    { status: 3, code: 'MSDA_ERR_SHAPE_MISMATCH', message: 'problem description length does not match num_levels (expected 12 + 3 * num_levels entries)' });
-  const bad = desc.slice(); bad[13] = 2n;
+  assert.deepEqual(addon.forward(desc.subarray(0, 15), f(1), f(2), f(1), f(1)),
+    { status: 3, code: 'MSDA_ERR_SHAPE_MISMATCH', message: 'problem description length does not match num_levels (expected 13 + 3 * num_levels entries)' });
+  const bad = desc.slice(); bad[14] = 2n;
   assert.deepEqual(addon.forward(bad, f(1), f(2), f(1), f(1)).code, 'MSDA_ERR_SHAPE_MISMATCH');
+  // The description's valueDtype says what value is: half bits read as they are, or a refusal.
+  const half = desc.slice(); half[12] = 1n;
+  assert.equal(addon.forward(half, new Uint16Array(1), f(2), f(1), f(1)), null);
+  assert.throws(() => addon.forward(half, f(1), f(2), f(1), f(1)), { name: 'TypeError', message: /value must be a Uint16Array: the problem description's value_dtype is half-precision/ });
+  half[12] = 3n;
+  assert.equal(addon.forward(half, new Uint16Array(1), f(2), f(1), f(1)).code, 'MSDA_ERR_INVALID_OPTION');
   const overlapping = f(2);
   assert.equal(addon.forward(desc, overlapping.subarray(0, 1), f(2), f(1), overlapping.subarray(0, 1)).code, 'MSDA_ERR_OVERLAP');
 });

@@ -5,17 +5,10 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { init, initNative } from '../../bindings/index.js';
 import { serializeNpy } from '../../bindings/npy.js';
+import { OPTIONS } from '../../bindings/core/options.js';
 
-export const OPTION_COMBOS = [];
-for (const valueLayout of ['BLNC', 'BNLC']) {
-  for (const samplingLocationsLayout of ['BQHLP2', 'B2QHLP']) {
-    for (const alignCorners of [false, true]) {
-      for (const paddingMode of ['zeros', 'border']) {
-        OPTION_COMBOS.push({ valueLayout, samplingLocationsLayout, alignCorners, paddingMode });
-      }
-    }
-  }
-}
+// Every value of every option (core/options.js), the last option's changing fastest.
+export const OPTION_COMBOS = OPTIONS.reduce((combos, o) => combos.flatMap((c) => o.values.map((v) => ({ ...c, [o.name]: v }))), [{}]);
 
 /** mulberry32: small, fast and the same everywhere. */
 export function rng(seed) {

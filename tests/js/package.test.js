@@ -24,8 +24,10 @@ const npmEnv = { ...process.env, npm_config_audit: 'false', npm_config_fund: 'fa
 // bfloat16 copies of the AVX2 kernels, bfloat16 of wasm SIMD's, the exact and split paths for every
 // value kind) ~70 kB (676 kB -> 745 kB). The tfjs training and per-frame worker recipes in docs/
 // and the worker's prepared problems took the unpacked size past 1,920 KiB (1,967,672 bytes).
-const TARBALL_BUDGET = 768 * 1024;
-const UNPACKED_BUDGET = 1984 * 1024;
+// The WebGPU backward's radix sort and kept scratch, the options' table and make-case took the
+// tarball past 768 KiB (789,972 bytes) and the unpacked size past 1,984 KiB (2,040,742 bytes).
+const TARBALL_BUDGET = 784 * 1024;
+const UNPACKED_BUDGET = 2016 * 1024;
 const README_SHARE = 0.15;
 
 // What the tarball may hold: the code, its types, the wasm modules, the docs and the picture the

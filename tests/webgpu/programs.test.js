@@ -7,12 +7,12 @@ import { FORWARD } from '../../bindings/webgpu/kernels/forward.js';
 import { SAMPLES } from '../../bindings/webgpu/kernels/backward.js';
 import { SCAN, SCAN_REDUCE } from '../../bindings/webgpu/kernels/scan.js';
 import { SORT_COUNT, SORT_SCATTER, SORT_TERMS } from '../../bindings/webgpu/kernels/sort.js';
-import { ORDER_COUNT, ORDER_PLACE } from '../../bindings/webgpu/kernels/walks.js';
+import { ORDER_COUNT, ORDER_WALK } from '../../bindings/webgpu/kernels/walks.js';
 import { GATHER } from '../../bindings/webgpu/kernels/segments.js';
 import { NARROW, WIDEN } from '../../bindings/webgpu/kernels/half.js';
 import { Gpu } from '../../bindings/webgpu/gpu.js';
 
-const PROGRAMS = [FORWARD, SAMPLES, SCAN_REDUCE, SCAN, ORDER_COUNT, ORDER_PLACE, SORT_COUNT, SORT_SCATTER, SORT_TERMS, GATHER, WIDEN, NARROW];
+const PROGRAMS = [FORWARD, SAMPLES, SCAN_REDUCE, SCAN, ORDER_COUNT, ORDER_WALK, SORT_COUNT, SORT_SCATTER, SORT_TERMS, GATHER, WIDEN, NARROW];
 const VARIANTS = [{}, { narrow: true }, { vec4: true }, { narrow: true, vec4: true }];
 
 test('each program reads the dispatch uniform by the words it declares, every one of them', () => {

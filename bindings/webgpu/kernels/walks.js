@@ -5,7 +5,7 @@
 //               histogram of cells (integer atomics: a count does not depend on their order),
 //               laid out (range, cell, tile);
 //   scan        (gpu.js) exclusive prefix sums in that order: where each (cell, tile) starts;
-//   orderPlace  each query to its start plus its rank in its tile among the queries of its cell
+//   orderWalk   each query to its start plus its rank in its tile among the queries of its cell
 //               (those before it in index order): the walk, walk[b * Q + rank] = q.
 // The ranges are counted a group at a time (disp.first_range its first range) when one histogram of
 // all of them would not fit one buffer.
@@ -92,7 +92,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 `);
 
-export const ORDER_PLACE = program('orderPlace', {
+export const ORDER_WALK = program('orderWalk', {
   words: ['first_range'],
   perGroup: ORDER_TILE,
   bindings: {
