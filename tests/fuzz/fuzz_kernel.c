@@ -457,10 +457,9 @@ static void corrupt(msda_problem *p, int64_t *shapes, int64_t *starts, int kind,
     case 7: p->value_length = special; break;
     case 8: shapes[arg % (2 * p->num_levels)] = special; break;
     case 9: starts[arg % p->num_levels] += (arg & 0x80) ? 1 : -1; break;
-    case 10: p->value_layout = (msda_value_layout)((arg & 1) ? 2 : -1); break;
-    case 11: p->locations_layout = (msda_locations_layout)((arg & 1) ? 2 : -1); break;
-    case 12: p->align_corners = (arg & 1) ? 2 : -1; break;
-    case 13: p->padding = (msda_padding)((arg & 1) ? 2 : -1); break;
+    case 10: case 11: case 12: case 13: /* option kind - 10 (src/options.h's order) one past its last value, or -1 */
+        if (kind - 10 < MSDA_OPTION_COUNT) msda_option_set(p, kind - 10, (arg & 1) ? msda_options[kind - 10].count : -1);
+        break;
     case 14: p->threads = (arg & 1) ? 0 : -3; break;
     case 15: p->spatial_shapes = NULL; break;
     case 16: p->level_start_index = NULL; break;
