@@ -19,6 +19,9 @@ typedef struct case_data {
     npy_array arr[F_COUNT];
     float *f32[F_COUNT];     /* float inputs */
     int64_t *i64[F_COUNT];   /* spatial_shapes, level_start_index */
+    int read[F_COUNT];       /* read without a problem */
+    text problems;           /* the files' problems, for derive_problem to report with its own */
+    int code;                /* their exit status, 0 when none */
 } case_data;
 
 void case_free(case_data *c);
@@ -42,14 +45,17 @@ int read_case_file(const char *path, const char *name, int ints, npy_array *arr,
 /* What to do about a file of the wrong dtype, in NumPy's words (the JS CLI prints the same). */
 void dtype_hint(text *t, const char *path, const char *name, const char *descr, int want_int);
 
-/* Reads --in's files (grad_output.npy for backward): 0, or the exit status of the report. */
+/* Reads --in's files (grad_output.npy for backward): 0, or the exit status of the report. A bad
+ * file does not stop the reading: its problem is kept in c for derive_problem to report. */
 int load_case(const options *o, case_data *c);
 
 typedef char shape_text[NPY_MAX_DIMS * 22 + 4];
 const char *shape_of(const npy_array *a, shape_text buf);
 int same_shape(const npy_array *a, int ndim, const int64_t *shape);
 
-/* Derives the dimensions from the files and checks every file against the others. */
+/* Derives the dimensions from the files and checks every file against the others: 0, or the exit
+ * status of one report naming every bad file (load_case's too). A file that cannot be read, or
+ * fails its own check, leaves its dimensions unknown; the others are checked against those known. */
 int derive_problem(const options *o, case_data *c, msda_problem *p);
 
 #endif

@@ -388,6 +388,49 @@ static void test_inconsistent_case(void)
     free(zeros);
 }
 
+/* Every bad file named in one run when shapes are wrong too (tests/js/cli.test.js runs more pairs
+ * through both CLIs): a file that cannot be read, or fails its own check, leaves its dimensions
+ * unknown, named in the expected shape, and the other files are still checked. */
+static void test_every_bad_file(void)
+{
+    result r;
+    const msda_problem *p = &good.p;
+    const long long B = p->batch, Q = p->num_queries, H = p->num_heads, NL = p->num_levels, P = p->num_points;
+    char want[4096], vs_text[128];
+    float *zeros = calloc((size_t)good.value_elements * 2, sizeof(float));
+    int64_t vs[4], ls[6];
+    value_shape(p, vs);
+    locations_shape(p, ls);
+    ls[5] = 3;
+
+    /* value's L off by one and locations ending in 3: the issue-40 pair, once two runs */
+    fresh_case();
+    vs[1] += 1;
+    save_or_die(path_in(good_dir, "value.npy"), NPY_F4, 4, vs, zeros);
+    save_or_die(path_in(good_dir, "sampling_locations.npy"), NPY_F4, 6, ls, zeros);
+    run_case(&r, "forward");
+    snprintf(want, sizeof want,
+             "msda: %s/value.npy: shape %s has L = %lld, expected %lld (the sum of H*W over %s/spatial_shapes.npy) (B, L, N_h, C_h) per --value-layout BLNC; also: "
+             "%s/sampling_locations.npy: shape (%lld, %lld, %lld, %lld, %lld, 3), expected (%lld, %lld, N_h, %lld, %lld, 2) = (B, N_q, N_h, N_l, N_p, 2) per --sampling-locations-layout BQHLP2 with N_q and N_p from %s/attention_weights.npy\n",
+             good_dir, npy_format_shape(4, vs, vs_text, sizeof vs_text), (long long)vs[1], (long long)vs[1] - 1, good_dir,
+             good_dir, B, Q, H, NL, P, B, Q, NL, P, good_dir);
+    tu_check(r.status == 2 && !strcmp(r.err, want), "value and locations named in one run:\n got  %s want %s", r.err, want);
+    vs[1] -= 1;
+
+    /* value missing: grad_output's shape is checked against the dimensions known */
+    fresh_case();
+    unlink(path_in(good_dir, "value.npy"));
+    const int64_t go[3] = {B, Q + 1, 7};
+    save_or_die(path_in(good_dir, "grad_output.npy"), NPY_F4, 3, go, zeros);
+    run_case(&r, "backward");
+    snprintf(want, sizeof want,
+             "msda: %s/value.npy: cannot open: No such file or directory; also: %s/grad_output.npy: shape (%lld, %lld, 7), expected (B, %lld, N_h*C_h) = (B, N_q, N_h*C_h)\n",
+             good_dir, good_dir, B, Q + 1, Q);
+    tu_check(r.status == 2 && !strcmp(r.err, want), "a missing value and grad_output named in one run:\n got  %s want %s", r.err, want);
+    expect_refusal("a missing value and grad_output", &r, "; also: ");
+    free(zeros);
+}
+
 /* An .npz is the JS CLI's: refused for --in and --expect in one line naming npx msda (the
  * archive is not read past its first bytes, so a damaged one gets the same line). */
 static void test_npz_refused(void)
@@ -421,6 +464,7 @@ int main(void)
     test_bad_paths();
     test_malformed_files();
     test_inconsistent_case();
+    test_every_bad_file();
     test_npz_refused();
     tu_case_free(&good);
     cli_finish();
