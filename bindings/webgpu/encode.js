@@ -140,7 +140,7 @@ function encodeForward(call, problem, plan, bind, out) {
 // The order of the CPU backward's walk (kernels/walks.js): per group of ranges each query's cell
 // and a histogram of them, its prefix sums and each query placed: `walk` (the queries in walk
 // order, per batch).
-function encodeQueryOrder(call, problem, plan, bind, md, scratch) {
+function encodeQueryOrder(call, problem, plan, bind, md, scratch, totals) {
   const { ranges, rangesPerGroup, perRange } = plan;
   const BQ = problem.batch * problem.numQueries, chunks = Math.ceil(problem.numQueries / ORDER_CHUNK);
   const cells = scratch(4 * BQ, 'query cells'), walk = scratch(4 * BQ, 'query walk');
@@ -152,8 +152,10 @@ function encodeQueryOrder(call, problem, plan, bind, md, scratch) {
     // hist is zero here: new, or left so by the last scan of it
     call.dispatch('orderCount', queries, {
       problem: { buffer: md }, locs: bind.samplingLocations, weights: bind.attentionWeights, cell_of: { buffer: cells }, hist: { buffer: hist },
+      totals: totals.order,
     }, { first_range: r0 });
-    call.scan(hist, starts, (r1 - r0) * perRange, true);
+    // its block totals serve when one group holds every range (gather zeroes them after)
+    call.scan(hist, starts, (r1 - r0) * perRange, true, rangesPerGroup === ranges ? totals.order : null);
     call.dispatch('orderWalk', queries, { problem: { buffer: md }, cell_of: { buffer: cells }, starts: { buffer: starts }, walk: { buffer: walk } }, { first_range: r0 });
   }
   return { walk };
@@ -178,8 +180,13 @@ function encodeBackward(call, problem, plan, bind, out) {
   const gradValue = out('gradValue', plan.buffers.gradValue);
   const gradSamplingLocations = out('gradSamplingLocations', plan.buffers.gradSamplingLocations);
   const gradAttentionWeights = out('gradAttentionWeights', plan.buffers.gradAttentionWeights);
+  // The prefix sums' block totals, counted by the passes that write what they sum: a section
+  // each (plan.totals), zero before a call, zeroed by each part's gather.
+  const tot = plan.totals, totalsBuf = scratch(4 * tot.words, 'scan totals');
+  const section = ({ at, blocks }) => ({ buffer: totalsBuf, offset: 4 * at, size: 4 * Math.max(1, blocks) });
+  const totals = { order: section(tot.order), counts: section(tot.counts), hist: tot.hist.map(section) };
   // Each query's rank in its batch's CPU walk, from the locations and weights where they are.
-  const { walk } = encodeQueryOrder(call, problem, plan, bind, md, scratch);
+  const { walk } = encodeQueryOrder(call, problem, plan, bind, md, scratch, totals);
   const b = (buffer) => ({ buffer });
   for (let first = 0; first < pairs; first += pairsPerPart) {
     const n = Math.min(pairsPerPart, pairs - first);
@@ -190,18 +197,20 @@ function encodeBackward(call, problem, plan, bind, out) {
     }, { first_pair: first });
     const digit = (k) => (k * digits.bits) | (digits.bits << 8) | (k === 0 ? 0x10000 : 0);
     const words = (k) => ({ digit: digit(k), end: k === 0 ? records : partPixels, first_pair: first });
-    call.dispatch('sortCount', partChunks, { problem: b(md), recs: b(recs), walk: b(walk), counts: b(counts), hist: b(hist) }, words(0));
-    call.scan(counts, offsets, partPixels + 1, true);   // counts left zero for the next part or call
+    call.dispatch('sortCount', partChunks, {
+      problem: b(md), recs: b(recs), walk: b(walk), counts: b(counts), hist: b(hist), count_totals: totals.counts, hist_totals: totals.hist[0],
+    }, words(0));
+    call.scan(counts, offsets, partPixels + 1, true, totals.counts);   // counts left zero for the next part or call
     for (let k = 0; k < digits.passes; k++) {
-      call.scan(hist, starts, partChunks * 2 ** digits.bits, true);
+      call.scan(hist, starts, partChunks * 2 ** digits.bits, true, totals.hist[k]);
       const src = k === 0 ? recs : sorted[(k - 1) % 2], dst = sorted[k % 2];
       const common = { problem: b(md), src: b(src), walk: b(walk), offsets: b(offsets), starts: b(starts) };
-      if (k + 1 < digits.passes) call.dispatch('sortScatter', partChunks, { ...common, hist: b(hist), dst: b(dst) }, words(k));
+      if (k + 1 < digits.passes) call.dispatch('sortScatter', partChunks, { ...common, hist: b(hist), dst: b(dst), hist_totals: totals.hist[k + 1] }, words(k));
       else call.dispatch('sortTerms', partChunks, { ...common, recs: b(recs), terms: b(dst) }, words(k));
     }
     call.dispatch('gather', partPixels * problem.channels, {
-      problem: b(md), offsets: b(offsets), terms: b(sorted[(digits.passes - 1) % 2]), gout: bind.gradOutput, gvalue: b(gradValue),
-    }, { first_pair: first });
+      problem: b(md), offsets: b(offsets), terms: b(sorted[(digits.passes - 1) % 2]), gout: bind.gradOutput, gvalue: b(gradValue), totals: b(totalsBuf),
+    }, { first_pair: first, totals: tot.words });
   }
   return { gradValue, gradSamplingLocations, gradAttentionWeights };
 }

@@ -401,21 +401,23 @@ export class CallEncoder {
 
   // Exclusive prefix sums of src[0 .. n) into dst (both u32 buffers; kernels/scan.js): two
   // dispatches up to SCAN_FLAT blocks, the blocks' totals scanned first beyond; src left zero
-  // where `clear`.
-  scan(src, dst, n, clear = false, level = 0) {
+  // where `clear`. `totals` (a binding: the blocks' totals, counted by the pass that wrote src)
+  // saves the first dispatch; the caller zeroes it after. src may be a binding too.
+  scan(src, dst, n, clear = false, totals = null, level = 0) {
     const blocks = Math.ceil(n / SCAN_BLOCK);
-    let sums = this.scratch(4 * blocks, STORAGE | COPY_DST, `msda scan sums ${level}`), base = 0;
+    if (src.buffer === undefined) src = { buffer: src };
+    let sums = totals ?? { buffer: this.scratch(4 * blocks, STORAGE | COPY_DST, `msda scan sums ${level}`) }, base = 0;
     if (blocks > 1) {
-      this.dispatch('scanReduce', blocks, { src: { buffer: src }, sums: { buffer: sums } }, { count: n });
+      if (totals === null) this.dispatch('scanReduce', blocks, { src, sums }, { count: n });
       base = 1;
       if (blocks > SCAN_FLAT) {
         const scanned = this.scratch(4 * blocks, STORAGE | COPY_DST, `msda scan offsets ${level}`);
-        this.scan(sums, scanned, blocks, false, level + 1);
-        sums = scanned;
+        this.scan(sums, scanned, blocks, false, null, level + 1);
+        sums = { buffer: scanned };
         base = 2;
       }
     }
-    this.dispatch('scan', blocks, { src: { buffer: src }, dst: { buffer: dst }, sums: { buffer: sums } }, { count: n, clear: clear ? 1 : 0, base });
+    this.dispatch('scan', blocks, { src, dst: { buffer: dst }, sums }, { count: n, clear: clear ? 1 : 0, base });
   }
 
   destroyScratch() {

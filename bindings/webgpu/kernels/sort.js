@@ -19,9 +19,9 @@
 // The dispatch word `digit`: the digit's shift (bits 0-7) and width (bits 8-15), and bit 16 when
 // the pass reads the records themselves (the first) rather than the previous pass's pairs.
 
-import { program } from './problem.js';
+import { SCAN_BLOCK, program } from './problem.js';
 
-export const SORT_BITS = 8;
+export const SORT_BITS = 9;
 export const MIN_CHUNK_BITS = 4;
 
 /** The records one invocation orders, for digits of `bits`. */
@@ -62,6 +62,8 @@ export const SORT_COUNT = program('sortCount', {
     walk: 'read array<u32>',
     counts: 'read_write array<atomic<u32>>',   // zero before (the scan of them leaves them so)
     hist: 'read_write array<u32>',
+    count_totals: 'read_write array<atomic<u32>>',   // counts' and hist's block totals for their
+    hist_totals: 'read_write array<atomic<u32>>',    // scans (SCAN_BLOCK values a block), zero before
   }
 }, /* wgsl */ `${SORTING}
 @compute @workgroup_size(64)
@@ -77,12 +79,17 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let at = ((dest >> dg.shift) & dg.mask) * chunks + c;
     hist[at] = hist[at] + 1u;   // this invocation's own column
     if (dest != pixel) {
-      if (run != 0u) { atomicAdd(&counts[pixel], run); }
+      if (run != 0u) { atomicAdd(&counts[pixel], run); atomicAdd(&count_totals[pixel / ${SCAN_BLOCK}u], run); }
       pixel = dest; run = 0u;
     }
     run = run + 1u;
   }
-  if (run != 0u) { atomicAdd(&counts[pixel], run); }
+  if (run != 0u) { atomicAdd(&counts[pixel], run); atomicAdd(&count_totals[pixel / ${SCAN_BLOCK}u], run); }
+  for (var k = 0u; k <= dg.mask; k = k + 1u) {
+    let at = k * chunks + c;
+    let v = hist[at];
+    if (v != 0u) { atomicAdd(&hist_totals[at / ${SCAN_BLOCK}u], v); }
+  }
 }
 `);
 
@@ -105,6 +112,7 @@ export const SORT_SCATTER = program('sortScatter', {
     starts: 'read_write array<u32>',
     hist: 'read_write array<atomic<u32>>',   // the next digit's counts, zero before
     dst: 'read_write array<vec2<u32>>',   // (pixel, walk slot)
+    hist_totals: 'read_write array<atomic<u32>>',   // their block totals, zero before
   }
 }, /* wgsl */ `${SORTING}${PAIRS}
 @compute @workgroup_size(64)
@@ -123,12 +131,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     dst[to] = p;
     let h = ((p.x >> next) & dg.mask) * chunks + to / dg.chunk;
     if (h != counted) {
-      if (run != 0u) { atomicAdd(&hist[counted], run); }
+      if (run != 0u) { atomicAdd(&hist[counted], run); atomicAdd(&hist_totals[counted / ${SCAN_BLOCK}u], run); }
       counted = h; run = 0u;
     }
     run = run + 1u;
   }
-  if (run != 0u) { atomicAdd(&hist[counted], run); }
+  if (run != 0u) { atomicAdd(&hist[counted], run); atomicAdd(&hist_totals[counted / ${SCAN_BLOCK}u], run); }
 }
 `);
 

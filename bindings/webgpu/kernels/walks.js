@@ -10,7 +10,7 @@
 // The ranges are counted a group at a time (disp.first_range its first range) when one histogram of
 // all of them would not fit one buffer.
 
-import { ORDER_CHUNK, WORKGROUP, program } from './problem.js';
+import { ORDER_CHUNK, SCAN_BLOCK, WORKGROUP, program } from './problem.js';
 
 export const ORDER_TILE = 256;
 
@@ -78,6 +78,7 @@ export const ORDER_COUNT = program('orderCount', {
     weights: 'read array<f32>',
     cell_of: 'read_write array<u32>',
     hist: 'read_write array<atomic<u32>>',   // zero before (the scan leaves it so)
+    totals: 'read_write array<atomic<u32>>',   // its block totals (SCAN_BLOCK values), zero before
   }
 }, /* wgsl */ `${QUERY_CELL}
 fn cell_at(gq: u32) -> u32 { return query_cell(gq); }
@@ -89,6 +90,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let w = walked(u);
   cell_of[w.gq] = w.cell;
   atomicAdd(&hist[w.hist], 1u);
+  atomicAdd(&totals[w.hist / ${SCAN_BLOCK}u], 1u);
 }
 `);
 
