@@ -139,24 +139,29 @@ function encodeForward(call, problem, plan, bind, out) {
 
 // The order of the CPU backward's walk (kernels/walks.js): per group of ranges each query's cell
 // and a histogram of them, its prefix sums and each query placed: `walk` (the queries in walk
-// order, per batch).
+// order, per batch). A histogram of few blocks (plan.totals.orderFused) is kept in the totals
+// buffer, and orderWalk sums what comes before each query's count itself: no scan.
 function encodeQueryOrder(call, problem, plan, bind, md, scratch, totals) {
   const { ranges, rangesPerGroup, perRange } = plan;
   const BQ = problem.batch * problem.numQueries, chunks = Math.ceil(problem.numQueries / ORDER_CHUNK);
   const cells = scratch(4 * BQ, 'query cells'), walk = scratch(4 * BQ, 'query walk');
+  const fused = plan.totals.orderFused;
   const histBytes = plan.buffers['cell histogram of the query order (scratch)'];
-  const hist = scratch(histBytes, 'cell histogram'), starts = scratch(histBytes, 'cell starts');
+  const hist = fused ? totals.orderHist : { buffer: scratch(histBytes, 'cell histogram') };
+  const starts = fused ? totals.orderHist : { buffer: scratch(histBytes, 'cell starts') };
   const rangeFirst = (r) => Math.floor(r / chunks) * problem.numQueries + (r % chunks) * ORDER_CHUNK;
   for (let r0 = 0; r0 < ranges; r0 += rangesPerGroup) {
     const r1 = Math.min(ranges, r0 + rangesPerGroup), queries = (r1 === ranges ? BQ : rangeFirst(r1)) - rangeFirst(r0);
-    // hist is zero here: new, or left so by the last scan of it
+    // hist is zero here: new, or left so by the last scan of it or by gather
     call.dispatch('orderCount', queries, {
-      problem: { buffer: md }, locs: bind.samplingLocations, weights: bind.attentionWeights, cell_of: { buffer: cells }, hist: { buffer: hist },
+      problem: { buffer: md }, locs: bind.samplingLocations, weights: bind.attentionWeights, cell_of: { buffer: cells }, hist,
       totals: totals.order,
     }, { first_range: r0 });
     // its block totals serve when one group holds every range (gather zeroes them after)
-    call.scan(hist, starts, (r1 - r0) * perRange, true, rangesPerGroup === ranges ? totals.order : null);
-    call.dispatch('orderWalk', queries, { problem: { buffer: md }, cell_of: { buffer: cells }, starts: { buffer: starts }, walk: { buffer: walk } }, { first_range: r0 });
+    if (!fused) call.scan(hist.buffer, starts.buffer, (r1 - r0) * perRange, true, rangesPerGroup === ranges ? totals.order : null);
+    call.dispatch('orderWalk', queries, {
+      problem: { buffer: md }, cell_of: { buffer: cells }, starts, hist, totals: totals.order, walk: { buffer: walk },
+    }, { first_range: r0, fused: fused ? 1 : 0 });
   }
   return { walk };
 }
@@ -183,8 +188,8 @@ function encodeBackward(call, problem, plan, bind, out) {
   // The prefix sums' block totals, counted by the passes that write what they sum: a section
   // each (plan.totals), zero before a call, zeroed by each part's gather.
   const tot = plan.totals, totalsBuf = scratch(4 * tot.words, 'scan totals');
-  const section = ({ at, blocks }) => ({ buffer: totalsBuf, offset: 4 * at, size: 4 * Math.max(1, blocks) });
-  const totals = { order: section(tot.order), counts: section(tot.counts), hist: tot.hist.map(section) };
+  const section = ({ at, words }) => ({ buffer: totalsBuf, offset: 4 * at, size: 4 * words });
+  const totals = { order: section(tot.order), orderHist: section(tot.orderHist), counts: section(tot.counts), hist: tot.hist.map(section) };
   // Each query's rank in its batch's CPU walk, from the locations and weights where they are.
   const { walk } = encodeQueryOrder(call, problem, plan, bind, md, scratch, totals);
   const b = (buffer) => ({ buffer });

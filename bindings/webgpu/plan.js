@@ -10,7 +10,7 @@ import { FORWARD, forwardWorkgroups } from './kernels/forward.js';
 import { SAMPLES } from './kernels/backward.js';
 import { SCAN, SCAN_REDUCE } from './kernels/scan.js';
 import { SORT_BITS, SORT_COUNT, SORT_SCATTER, SORT_TERMS, sortChunk } from './kernels/sort.js';
-import { ORDER_COUNT, ORDER_WALK, ORDER_TILE } from './kernels/walks.js';
+import { ORDER_COUNT, ORDER_FUSED, ORDER_WALK, ORDER_TILE } from './kernels/walks.js';
 import { GATHER } from './kernels/segments.js';
 import { WIDEN } from './kernels/half.js';
 import { gridSide } from './gpu.js';
@@ -107,16 +107,19 @@ export function planBackward(gpu, problem) {
   const perRange = (grid.bands * grid.cols + 1) * Math.ceil(Math.min(problem.numQueries, ORDER_CHUNK) / ORDER_TILE);
   const rangesPerGroup = Math.max(1, Math.min(ranges, Math.floor(limit / (4 * (perRange + 1)))));
   // The prefix sums' block totals (gpu.js scan `totals`), a section each at a bindable offset:
-  // the order's histogram, the pixel counts, the sort's histogram of each pass.
+  // the order's histogram, the pixel counts, the sort's histogram of each pass; and the order's
+  // histogram itself where orderWalk sums it (orderFused: one group, ORDER_FUSED blocks at most).
   let words = 0;
-  const section = (values) => {
-    const s = { at: words, blocks: Math.ceil(values / SCAN_BLOCK) };
-    words += Math.ceil(Math.max(1, s.blocks) / TOTALS_ALIGN) * TOTALS_ALIGN;
+  const section = (n) => {
+    const s = { at: words, words: Math.max(1, n) };
+    words += Math.ceil(s.words / TOTALS_ALIGN) * TOTALS_ALIGN;
     return s;
   };
+  const blocks = (values) => Math.ceil(values / SCAN_BLOCK);
+  const orderFused = rangesPerGroup === ranges && blocks(ranges * perRange) <= ORDER_FUSED;
   const totals = {
-    order: section(rangesPerGroup * perRange), counts: section(pixels + 1),
-    hist: Array.from({ length: digits.passes }, () => section(chunks * 2 ** digits.bits)),
+    orderFused, order: section(blocks(rangesPerGroup * perRange)), orderHist: section(orderFused ? ranges * perRange : 0),
+    counts: section(blocks(pixels + 1)), hist: Array.from({ length: digits.passes }, () => section(blocks(chunks * 2 ** digits.bits))),
   };
   totals.words = words;
   return {
