@@ -205,9 +205,10 @@ function encodeBackward(call, problem, plan, bind, out) {
     call.dispatch('sortCount', partChunks, {
       problem: b(md), recs: b(recs), walk: b(walk), counts: b(counts), hist: b(hist), count_totals: totals.counts, hist_totals: totals.hist[0],
     }, words(0));
-    call.scan(counts, offsets, partPixels + 1, true, totals.counts);   // counts left zero for the next part or call
+    // the counts' prefix sums with the first digit's (counts left zero for the next part or call)
+    call.scanTwo(counts, offsets, partPixels + 1, totals.counts, hist, starts, partChunks * 2 ** digits.bits, totals.hist[0], true);
     for (let k = 0; k < digits.passes; k++) {
-      call.scan(hist, starts, partChunks * 2 ** digits.bits, true, totals.hist[k]);
+      if (k > 0) call.scan(hist, starts, partChunks * 2 ** digits.bits, true, totals.hist[k]);
       const src = k === 0 ? recs : sorted[(k - 1) % 2], dst = sorted[k % 2];
       const common = { problem: b(md), src: b(src), walk: b(walk), offsets: b(offsets), starts: b(starts) };
       if (k + 1 < digits.passes) call.dispatch('sortScatter', partChunks, { ...common, hist: b(hist), dst: b(dst), hist_totals: totals.hist[k + 1] }, words(k));

@@ -6,7 +6,7 @@
 import { DISPATCH_WORDS, SCAN_BLOCK } from './kernels/problem.js';
 import { FORWARD } from './kernels/forward.js';
 import { SAMPLES } from './kernels/backward.js';
-import { SCAN, SCAN_FLAT, SCAN_REDUCE } from './kernels/scan.js';
+import { SCAN, SCAN_FLAT, SCAN_REDUCE, SCAN_TWO } from './kernels/scan.js';
 import { SORT_COUNT, SORT_SCATTER, SORT_TERMS } from './kernels/sort.js';
 import { ORDER_COUNT, ORDER_WALK } from './kernels/walks.js';
 import { GATHER } from './kernels/segments.js';
@@ -19,7 +19,7 @@ export const MAP_READ = 0x1, COPY_SRC = 0x4, COPY_DST = 0x8, UNIFORM = 0x40, STO
 export const MAP_MODE_READ = 0x1;
 export const COMPUTE = 0x4;   // GPUShaderStage.COMPUTE
 
-const KERNELS = Object.fromEntries([FORWARD, SAMPLES, SCAN_REDUCE, SCAN, ORDER_COUNT, ORDER_WALK, SORT_COUNT, SORT_SCATTER, SORT_TERMS, GATHER, WIDEN, NARROW, PROBE].map((k) => [k.label, k]));
+const KERNELS = Object.fromEntries([FORWARD, SAMPLES, SCAN_REDUCE, SCAN, SCAN_TWO, ORDER_COUNT, ORDER_WALK, SORT_COUNT, SORT_SCATTER, SORT_TERMS, GATHER, WIDEN, NARROW, PROBE].map((k) => [k.label, k]));
 
 const MAX_GRID = 65535;
 
@@ -418,6 +418,19 @@ export class CallEncoder {
       }
     }
     this.dispatch('scan', blocks, { src, dst: { buffer: dst }, sums }, { count: n, clear: clear ? 1 : 0, base });
+  }
+
+  // Two prefix sums at once, as scan() makes each, src and src2 left zero where `clear`: one
+  // dispatch where each has at most SCAN_FLAT blocks and its totals (bindings), else two scans.
+  scanTwo(src, dst, n, totals, src2, dst2, n2, totals2, clear = false) {
+    if (Math.ceil(n / SCAN_BLOCK) > SCAN_FLAT || Math.ceil(n2 / SCAN_BLOCK) > SCAN_FLAT) {
+      this.scan(src, dst, n, clear, totals);
+      this.scan(src2, dst2, n2, clear, totals2);
+      return;
+    }
+    this.dispatch('scanTwo', Math.ceil(n / SCAN_BLOCK) + Math.ceil(n2 / SCAN_BLOCK), {
+      src: { buffer: src }, dst: { buffer: dst }, sums: totals, src2: { buffer: src2 }, dst2: { buffer: dst2 }, sums2: totals2,
+    }, { count: n, clear: clear ? 1 : 0, count2: n2 });
   }
 
   destroyScratch() {

@@ -8,7 +8,7 @@ import { HalfBits } from '../core/half.js';
 import { BACKWARD_STRIP, FLOAT_SIDE, ORDER_CELLS, ORDER_CHUNK, SCAN_BLOCK, WORKGROUP, encodeProblem } from './kernels/problem.js';
 import { FORWARD, forwardWorkgroups } from './kernels/forward.js';
 import { SAMPLES } from './kernels/backward.js';
-import { SCAN, SCAN_REDUCE } from './kernels/scan.js';
+import { SCAN, SCAN_REDUCE, SCAN_TWO } from './kernels/scan.js';
 import { SORT_BITS, SORT_COUNT, SORT_SCATTER, SORT_TERMS, sortChunk } from './kernels/sort.js';
 import { ORDER_COUNT, ORDER_FUSED, ORDER_WALK, ORDER_TILE } from './kernels/walks.js';
 import { GATHER } from './kernels/segments.js';
@@ -18,7 +18,7 @@ import { GpuTensor, product } from './tensors.js';
 
 // The programs a backward may dispatch: compiled (once per variant) before its first call runs
 // (with WIDEN where an input is half precision, NARROW where the results are).
-const BACKWARD_PROGRAMS = [ORDER_COUNT, SCAN_REDUCE, SCAN, ORDER_WALK, SAMPLES, SORT_COUNT, SORT_SCATTER, SORT_TERMS, GATHER];
+const BACKWARD_PROGRAMS = [ORDER_COUNT, SCAN_REDUCE, SCAN, SCAN_TWO, ORDER_WALK, SAMPLES, SORT_COUNT, SORT_SCATTER, SORT_TERMS, GATHER];
 
 const INT32_MAX = 2 ** 31 - 1;
 const TOTALS_ALIGN = 64;   // words: 256 bytes, the most minStorageBufferOffsetAlignment may be

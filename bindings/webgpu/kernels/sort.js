@@ -21,7 +21,7 @@
 
 import { SCAN_BLOCK, program } from './problem.js';
 
-export const SORT_BITS = 9;
+export const SORT_BITS = 8;
 export const MIN_CHUNK_BITS = 4;
 
 /** The records one invocation orders, for digits of `bits`. */
