@@ -106,8 +106,15 @@ export function analyse(name) {
 // they are more than SCAN_FLAT.
 const scans = (a) => ((d) => [...(orderFused(a) ? [] : [a.hist]), a.PIX + 1, ...Array(d.passes).fill(4 * a.S / d.chunk * 2 ** d.bits)])(sortDigits(a.PIX));
 const orderFused = (a) => Math.ceil(a.hist / 256) <= ORDER_FUSED;
-const wide = (a) => scans(a).map((v) => Math.ceil(v / 256)).filter((blocks) => blocks > SCAN_FLAT);
-const scanValues = (a) => scans(a).reduce((x, y) => x + y, 0) + wide(a).reduce((x, y) => x + y, 0);
+const blocksOf = (v) => Math.ceil(v / 256);
+// the pixel counts' and the first digit's in one scanTwo dispatch where both are flat
+const paired = (a) => ((v) => blocksOf(v.at(-sortDigits(a.PIX).passes)) <= SCAN_FLAT && blocksOf(a.PIX + 1) <= SCAN_FLAT)(scans(a));
+const scanSet = (a, two) => ((v, i) => (two ? (paired(a) ? v.slice(i, i + 2) : []) : (paired(a) ? [...v.slice(0, i), ...v.slice(i + 2)] : v)))(scans(a), scans(a).indexOf(a.PIX + 1));
+const wide = (a) => scans(a).map(blocksOf).filter((blocks) => blocks > SCAN_FLAT);
+const sum = (xs) => xs.reduce((x, y) => x + y, 0);
+// a scan invocation's chain: the earlier blocks' totals (or its one scanned total), its block
+const chainOf = (v) => (blocksOf(v) > SCAN_FLAT ? 1 : blocksOf(v) - 1) + 256;
+const scanChain = (vs) => Math.max(0, ...vs.map(chainOf));
 
 export const FORMULAS = {
   // 4 units in turn a workgroup (kernels/forward.js TURNS); a unit's chain: locations, its point
@@ -123,8 +130,11 @@ export const FORMULAS = {
     readB: 12 * a.S + 4 * a.BQH * a.C + a.valueTouched, writeB: 44 * a.S, wave: a.S / 32 * (a.C * 32 * (a.R / a.S) + 4 * a.C * 2), chain: 4 }),
   // every prefix sum of a backward (kernels/scan.js): the order's histogram, the pixel counts, the
   // sort's histogram once a pass; 256 consecutive values an invocation
-  scanReduce: (a) => ((v) => ({ dir: 'bwd', inv: v / 256, wg: 64, work: 'a block of 256 block totals summed', instr: 256 * 4, readB: 4 * v, writeB: v / 64, wave: v / 32, chain: 256, dispatches: wide(a).length }))(wide(a).reduce((x, y) => x + y, 0)),
-  scan: (a) => ((v) => ({ dir: 'bwd', inv: v / 256, wg: 64, work: 'the earlier blocks\' totals (<= 1,024), a block of 256 values scanned', instr: 256 * 6 + 1024, readB: 4 * v, writeB: 8 * v, wave: 2 * v / 32, chain: 1024 + 256, dispatches: scans(a).length + wide(a).length }))(scanValues(a)),
+  scanReduce: (a) => ((v) => ({ dir: 'bwd', inv: v / 256, wg: 64, work: 'a block of 256 block totals summed', instr: 256 * 4, readB: 4 * v, writeB: v / 64, wave: v / 32, chain: v > 0 ? 256 : 0, dispatches: wide(a).length }))(sum(wide(a))),
+  scan: (a) => ((vs) => ((v) => ({ dir: 'bwd', inv: v / 256, wg: 64, work: 'the earlier blocks\' totals (<= 1,024), a block of 256 values scanned', instr: 256 * 6 + 1024, readB: 4 * v, writeB: 8 * v, wave: 2 * v / 32,
+    chain: scanChain([...vs, ...wide(a)]), chainTotal: sum([...vs, ...wide(a)].map(chainOf)), dispatches: vs.length + wide(a).length }))(sum(vs) + sum(wide(a))))(scanSet(a, false)),
+  scanTwo: (a) => ((vs) => ({ dir: 'bwd', inv: sum(vs) / 256, wg: 64, work: 'the pixel counts\' and the first digit\'s scans, one dispatch', instr: 256 * 6 + 1024, readB: 4 * sum(vs), writeB: 8 * sum(vs), wave: 2 * sum(vs) / 32,
+    chain: scanChain(vs), dispatches: vs.length ? 1 : 0 }))(scanSet(a, true)),
   // the sort (kernels/sort.js): a chunk of 256 records an invocation, in order; one count pass,
   // passes - 1 scatters, the last pass writing the gather's terms (sortDigits: passes by PIX)
   sortCount: (a) => ((d) => ({ dir: 'bwd', inv: 4 * a.S / d.chunk, wg: 64, work: `${d.chunk} records in walk order: digit counts in its own column, pixel counts (a run at once), the column's and the counts' block totals`, instr: d.chunk * 34,
@@ -146,7 +156,7 @@ export function estimate(p, m) {
   const tBw = (p.readB + p.writeB) / m.bw;
   const tIssue = lanes / m.lanes;
   const tL1 = p.wave ? p.wave / m.l1 : 0;
-  const tChain = p.chain * m.lat;
+  const tChain = (p.chainTotal ?? p.chain * (p.dispatches ?? 1)) * m.lat;   // one chain per dispatch, one after the other
   const t = Math.max(tBw, tIssue, tL1, tChain) + (p.inv > 0 ? (p.dispatches ?? 1) * m.launch : 0);
   const bound = [['bandwidth', tBw], ['issue', tIssue], ['L1 requests', tL1], ['serial chain', tChain]].sort((x, y) => y[1] - x[1])[0][0];
   return { t, tBw, tIssue, tL1, tChain, bound };
