@@ -152,12 +152,12 @@ function encodeQueryOrder(call, problem, plan, bind, md, scratch, totals) {
   const rangeFirst = (r) => Math.floor(r / chunks) * problem.numQueries + (r % chunks) * ORDER_CHUNK;
   for (let r0 = 0; r0 < ranges; r0 += rangesPerGroup) {
     const r1 = Math.min(ranges, r0 + rangesPerGroup), queries = (r1 === ranges ? BQ : rangeFirst(r1)) - rangeFirst(r0);
-    // hist is zero here: new, or left so by the last scan of it or by gather
+    // hist is zero here: new, or left so by the last scan of it or by sortTerms
     call.dispatch('orderCount', queries, {
       problem: { buffer: md }, locs: bind.samplingLocations, weights: bind.attentionWeights, cell_of: { buffer: cells }, hist,
       totals: totals.order,
     }, { first_range: r0 });
-    // its block totals serve when one group holds every range (gather zeroes them after)
+    // its block totals serve when one group holds every range (sortTerms zeroes them after)
     if (!fused) call.scan(hist.buffer, starts.buffer, (r1 - r0) * perRange, true, rangesPerGroup === ranges ? totals.order : null);
     call.dispatch('orderWalk', queries, {
       problem: { buffer: md }, cell_of: { buffer: cells }, starts, hist, totals: totals.order, walk: { buffer: walk },
@@ -186,7 +186,7 @@ function encodeBackward(call, problem, plan, bind, out) {
   const gradSamplingLocations = out('gradSamplingLocations', plan.buffers.gradSamplingLocations);
   const gradAttentionWeights = out('gradAttentionWeights', plan.buffers.gradAttentionWeights);
   // The prefix sums' block totals, counted by the passes that write what they sum: a section
-  // each (plan.totals), zero before a call, zeroed by each part's gather.
+  // each (plan.totals), zero before a call, zeroed by each part's last sort pass (sortTerms).
   const tot = plan.totals, totalsBuf = scratch(4 * tot.words, 'scan totals');
   const section = ({ at, words }) => ({ buffer: totalsBuf, offset: 4 * at, size: 4 * words });
   const totals = { order: section(tot.order), orderHist: section(tot.orderHist), counts: section(tot.counts), hist: tot.hist.map(section) };
@@ -212,11 +212,11 @@ function encodeBackward(call, problem, plan, bind, out) {
       const src = k === 0 ? recs : sorted[(k - 1) % 2], dst = sorted[k % 2];
       const common = { problem: b(md), src: b(src), walk: b(walk), offsets: b(offsets), starts: b(starts) };
       if (k + 1 < digits.passes) call.dispatch('sortScatter', partChunks, { ...common, hist: b(hist), dst: b(dst), hist_totals: totals.hist[k + 1] }, words(k));
-      else call.dispatch('sortTerms', partChunks, { ...common, recs: b(recs), terms: b(dst) }, words(k));
+      else call.dispatch('sortTerms', partChunks, { ...common, recs: b(recs), terms: b(dst), totals: b(totalsBuf) }, { ...words(k), totals: tot.words });
     }
     call.dispatch('gather', partPixels * problem.channels, {
-      problem: b(md), offsets: b(offsets), terms: b(sorted[(digits.passes - 1) % 2]), gout: bind.gradOutput, gvalue: b(gradValue), totals: b(totalsBuf),
-    }, { first_pair: first, totals: tot.words });
+      problem: b(md), offsets: b(offsets), terms: b(sorted[(digits.passes - 1) % 2]), gout: bind.gradOutput, gvalue: b(gradValue),
+    }, { first_pair: first });
   }
   return { gradValue, gradSamplingLocations, gradAttentionWeights };
 }

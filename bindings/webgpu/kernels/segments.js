@@ -6,19 +6,17 @@
 import { WORKGROUP, program } from './problem.js';
 
 export const GATHER = program('gather', {
-  words: ['first_pair', 'totals'],
+  words: ['first_pair'],
   bindings: {
     offsets: 'read array<u32>',
     terms: 'read array<vec2<u32>>',
     gout: 'read array<f32>',
     gvalue: 'read_write array<f32>',
-    totals: 'read_write array<u32>',   // the scans' block totals, zeroed for the next part or call
   }
 }, /* wgsl */ `
 @compute @workgroup_size(${WORKGROUP})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let idx = invocation(gid);
-  for (var j = idx; j < disp.totals; j = j + disp.n) { totals[j] = 0u; }
   if (idx >= disp.n) { return; }
   let H = pr.heads; let C = pr.channels; let L = pr.length;
   let c = idx % C; let dest = idx / C;

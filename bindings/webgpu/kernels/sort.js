@@ -141,7 +141,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 `);
 
 export const SORT_TERMS = program('sortTerms', {
-  words: ['digit', 'end', 'first_pair'],
+  words: ['digit', 'end', 'first_pair', 'totals'],
   bindings: {
     src: 'read array<vec2<u32>>',
     walk: 'read array<u32>',
@@ -149,11 +149,13 @@ export const SORT_TERMS = program('sortTerms', {
     starts: 'read_write array<u32>',
     recs: 'read array<vec2<u32>>',
     terms: 'read_write array<vec2<u32>>',   // a * w_k bits, grad_output row
+    totals: 'read_write array<u32>',   // every scan's block totals, all read by now: zeroed for the next part or call
   }
 }, /* wgsl */ `${SORTING}${PAIRS}
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let c = invocation(gid);
+  if (c < disp.totals) { for (var j = c; j < disp.totals; j = j + disp.n) { totals[j] = 0u; } }
   if (c >= disp.n) { return; }
   let chunks = disp.n; let dg = digit_word();
   for (var i = c * dg.chunk; i < min(c * dg.chunk + dg.chunk, pairs_end(dg)); i = i + 1u) {
