@@ -6,7 +6,7 @@
 import { DISPATCH_WORDS, SCAN_BLOCK } from './kernels/problem.js';
 import { FORWARD } from './kernels/forward.js';
 import { SAMPLES } from './kernels/backward.js';
-import { SCAN, SCAN_FLAT, SCAN_REDUCE } from './kernels/scan.js';
+import { SCAN, SCAN_FLAT, SCAN_REDUCE, SCAN_TWO } from './kernels/scan.js';
 import { SORT_COUNT, SORT_SCATTER, SORT_TERMS } from './kernels/sort.js';
 import { ORDER_COUNT, ORDER_WALK } from './kernels/walks.js';
 import { GATHER } from './kernels/segments.js';
@@ -19,7 +19,7 @@ export const MAP_READ = 0x1, COPY_SRC = 0x4, COPY_DST = 0x8, UNIFORM = 0x40, STO
 export const MAP_MODE_READ = 0x1;
 export const COMPUTE = 0x4;   // GPUShaderStage.COMPUTE
 
-const KERNELS = Object.fromEntries([FORWARD, SAMPLES, SCAN_REDUCE, SCAN, ORDER_COUNT, ORDER_WALK, SORT_COUNT, SORT_SCATTER, SORT_TERMS, GATHER, WIDEN, NARROW, PROBE].map((k) => [k.label, k]));
+const KERNELS = Object.fromEntries([FORWARD, SAMPLES, SCAN_REDUCE, SCAN, SCAN_TWO, ORDER_COUNT, ORDER_WALK, SORT_COUNT, SORT_SCATTER, SORT_TERMS, GATHER, WIDEN, NARROW, PROBE].map((k) => [k.label, k]));
 
 const MAX_GRID = 65535;
 
@@ -401,21 +401,36 @@ export class CallEncoder {
 
   // Exclusive prefix sums of src[0 .. n) into dst (both u32 buffers; kernels/scan.js): two
   // dispatches up to SCAN_FLAT blocks, the blocks' totals scanned first beyond; src left zero
-  // where `clear`.
-  scan(src, dst, n, clear = false, level = 0) {
+  // where `clear`. `totals` (a binding: the blocks' totals, counted by the pass that wrote src)
+  // saves the first dispatch; the caller zeroes it after. src may be a binding too.
+  scan(src, dst, n, clear = false, totals = null, level = 0) {
     const blocks = Math.ceil(n / SCAN_BLOCK);
-    let sums = this.scratch(4 * blocks, STORAGE | COPY_DST, `msda scan sums ${level}`), base = 0;
+    if (src.buffer === undefined) src = { buffer: src };
+    let sums = totals ?? { buffer: this.scratch(4 * blocks, STORAGE | COPY_DST, `msda scan sums ${level}`) }, base = 0;
     if (blocks > 1) {
-      this.dispatch('scanReduce', blocks, { src: { buffer: src }, sums: { buffer: sums } }, { count: n });
+      if (totals === null) this.dispatch('scanReduce', blocks, { src, sums }, { count: n });
       base = 1;
       if (blocks > SCAN_FLAT) {
         const scanned = this.scratch(4 * blocks, STORAGE | COPY_DST, `msda scan offsets ${level}`);
-        this.scan(sums, scanned, blocks, false, level + 1);
-        sums = scanned;
+        this.scan(sums, scanned, blocks, false, null, level + 1);
+        sums = { buffer: scanned };
         base = 2;
       }
     }
-    this.dispatch('scan', blocks, { src: { buffer: src }, dst: { buffer: dst }, sums: { buffer: sums } }, { count: n, clear: clear ? 1 : 0, base });
+    this.dispatch('scan', blocks, { src, dst: { buffer: dst }, sums }, { count: n, clear: clear ? 1 : 0, base });
+  }
+
+  // Two prefix sums at once, as scan() makes each, src and src2 left zero where `clear`: one
+  // dispatch where each has at most SCAN_FLAT blocks and its totals (bindings), else two scans.
+  scanTwo(src, dst, n, totals, src2, dst2, n2, totals2, clear = false) {
+    if (Math.ceil(n / SCAN_BLOCK) > SCAN_FLAT || Math.ceil(n2 / SCAN_BLOCK) > SCAN_FLAT) {
+      this.scan(src, dst, n, clear, totals);
+      this.scan(src2, dst2, n2, clear, totals2);
+      return;
+    }
+    this.dispatch('scanTwo', Math.ceil(n / SCAN_BLOCK) + Math.ceil(n2 / SCAN_BLOCK), {
+      src: { buffer: src }, dst: { buffer: dst }, sums: totals, src2: { buffer: src2 }, dst2: { buffer: dst2 }, sums2: totals2,
+    }, { count: n, clear: clear ? 1 : 0, count2: n2 });
   }
 
   destroyScratch() {

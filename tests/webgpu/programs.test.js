@@ -28,8 +28,8 @@ test('each program reads the dispatch uniform by the words it declares, every on
 test('dispatch() takes a program\'s words by name: an unknown or a missing one is refused before any GPU work', () => {
   const call = { variant: {}, now: false, checks: [], temps: [] };
   const dispatch = (name, words) => Gpu.prototype.dispatch.call({}, call, name, 0, {}, words);
-  assert.throws(() => dispatch('sortTerms', { digit: 0, end: 1, first_pair: 0, extra: 1 }), /the WebGPU sortTerms pass has no dispatch word extra/);
-  assert.throws(() => dispatch('sortTerms', { digit: 0, first_pair: 0 }), /the WebGPU sortTerms pass lacks its dispatch word end/);
+  assert.throws(() => dispatch('sortTerms', { digit: 0, end: 1, first_pair: 0, totals: 0, extra: 1 }), /the WebGPU sortTerms pass has no dispatch word extra/);
+  assert.throws(() => dispatch('sortTerms', { digit: 0, first_pair: 0, totals: 0 }), /the WebGPU sortTerms pass lacks its dispatch word end/);
   assert.throws(() => dispatch('forward', { first: 0 }), /the WebGPU forward pass has no dispatch word first/);
-  assert.doesNotThrow(() => dispatch('sortTerms', { digit: 0, end: 1, first_pair: 0 }));   // n = 0: nothing to record
+  assert.doesNotThrow(() => dispatch('sortTerms', { digit: 0, end: 1, first_pair: 0, totals: 0 }));   // n = 0: nothing to record
 });
