@@ -1,12 +1,29 @@
 // ONNX models in and out (protobufjs/light over ONNX's schema) and the graph's index: who produces
 // and who consumes each tensor, constants read as numbers, sub-models of chosen nodes.
 
-import protobuf from 'protobufjs/light.js';
 import schema from './schema.js';
 
+export const ONNX_UNAVAILABLE = 'MSDA_ONNX_UNAVAILABLE';
+
+// protobufjs is an optional peer: loaded at the first createSession, so that importing the entry
+// without it installed works and the error says what to install.
 let types = null;
+/** Loads protobufjs and ONNX's schema once; an Error with code MSDA_ONNX_UNAVAILABLE when missing. */
+export async function loadOnnx() {
+  if (types) return;
+  let protobuf;
+  try {
+    ({ default: protobuf } = await import('protobufjs/light.js'));
+  } catch (e) {
+    const err = new Error(`ms-deform-attn/onnx: the 'protobufjs' package (an optional peer, which reads ONNX files) did not load (${e.message}): npm install protobufjs`, { cause: e });
+    err.code = ONNX_UNAVAILABLE;
+    throw err;
+  }
+  types ??= protobuf.Root.fromJSON(schema).lookupType('onnx.ModelProto');
+}
+
 function modelType() {
-  if (!types) types = protobuf.Root.fromJSON(schema).lookupType('onnx.ModelProto');
+  if (!types) throw new Error('ms-deform-attn/onnx: internal: loadOnnx() was not awaited');
   return types;
 }
 
