@@ -14,9 +14,11 @@ TEST_SUITES += test-webgpu
 
 # One interleaved run: ours against onnxruntime-web (PyTorch's exported graph, a GridSample graph) and,
 # with BENCH_WEBGPU_ARGS=--with-tfjs, tfjs; the targets' ratios; our per-pass GPU times beside the
-# cost model (tests/bench/webgpu_bench.js says the options: --cases, --reps, --json).
+# cost model (tests/bench/webgpu_bench.js says the options: --cases, --reps, --json); then the
+# backward where every sample crowds one place against the same problem spread (webgpu_crowd.js).
 bench-webgpu: wasm
 	$(WEBGPU_ENV) node tests/bench/webgpu_bench.js $(BENCH_WEBGPU_ARGS)
+	$(WEBGPU_ENV) node tests/bench/webgpu_crowd.js
 
 # The GPU check (tests/bench/gpucheck.sh, docs/benchmark.md): bits against the CPU, numerics and
 # per-pass times beside the cost model, on the GPU VK_ICD_FILENAMES names (it refuses SwiftShader

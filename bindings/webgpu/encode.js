@@ -5,7 +5,7 @@
 
 import { ORDER_CHUNK } from './kernels/problem.js';
 import { NARROW } from './kernels/half.js';
-import { CallEncoder, COPY_DST, COPY_SRC, MAP_MODE_READ, MAP_READ, STORAGE } from './gpu.js';
+import { CallEncoder, COPY_DST, COPY_SRC, MAP_MODE_READ, STORAGE } from './gpu.js';
 import { problemWords, sampleGrid, variantOf } from './plan.js';
 import { bindInput, cpuResults, gpuResult, product, snapshotInputs } from './tensors.js';
 
@@ -15,7 +15,7 @@ const OUTPUT_USAGE = STORAGE | COPY_SRC | COPY_DST;
 // here, so that calls in flight together never pop each other's): the result buffers, a staging
 // copy of them when `readBack`, and a Promise of what the scopes caught. Scratch buffers are
 // destroyed at once (the submitted work keeps them). The passes run the pipelines of `variant`:
-// prepared before, or made now where `now` (dispatch*); the results are rounded to `dtype`.
+// compiled before (Gpu.compile), or made now where `now` (dispatch*); the results are rounded to `dtype`.
 function submitCall(gpu, fn, problem, inputs, plan, readBack, dtype, variant, now) {
   const d = gpu.device;
   const made = [];
@@ -27,9 +27,16 @@ function submitCall(gpu, fn, problem, inputs, plan, readBack, dtype, variant, no
     const bind = {};
     for (const [name, data] of Object.entries(inputs)) bind[name] = bindInput(call, fn, name, data);
     const half = dtype !== 'float32';
-    const out = (name, bytes) => {
+    // Results handed out on the GPU are the caller's: made per call; the others are kept.
+    const bytesOf = new Map();   // a kept buffer may be larger than the result
+    const out = (name, bytes, final = !half) => {
+      if (readBack || !final) {
+        const buf = call.scratch(bytes, OUTPUT_USAGE, `msda ${name}${final ? '' : ' float32'}`);
+        bytesOf.set(buf, bytes);
+        return buf;
+      }
       const buf = gpu.buffer(bytes, OUTPUT_USAGE, `msda ${name}`);
-      (half ? call.temps : made).push(buf);
+      made.push(buf);
       return buf;
     };
     results = fn === 'forward' ? encodeForward(call, problem, plan, bind, out) : encodeBackward(call, problem, plan, bind, out);
@@ -37,8 +44,7 @@ function submitCall(gpu, fn, problem, inputs, plan, readBack, dtype, variant, no
     if (half) {
       for (const [name, wide] of Object.entries(results)) {
         const n = product(problem.shapes[name]), words = Math.ceil(n / 2);
-        const buf = gpu.buffer(4 * words, OUTPUT_USAGE, `msda ${name} ${dtype}`);
-        made.push(buf);
+        const buf = out(`${name} ${dtype}`, 4 * words, true);
         call.dispatch('narrow', words, { src: { buffer: wide }, dst: { buffer: buf } }, { count: n, is_bfloat16: dtype === 'bfloat16' ? 1 : 0 });
         results[name] = buf;
       }
@@ -46,11 +52,11 @@ function submitCall(gpu, fn, problem, inputs, plan, readBack, dtype, variant, no
     if (readBack) {
       const names = Object.keys(results);
       let total = 0;
-      at = names.map((name) => { const o = total; total += results[name].size; return o; });
-      staging = gpu.buffer(total, MAP_READ | COPY_DST, 'msda readback');
-      names.forEach((name, i) => call.encoder.copyBufferToBuffer(results[name], 0, staging, at[i], results[name].size));
+      at = names.map((name) => { const o = total; total += Math.ceil(bytesOf.get(results[name]) / 4) * 4; return o; });
+      staging = gpu.stage(total);
+      names.forEach((name, i) => call.encoder.copyBufferToBuffer(results[name], 0, staging, at[i], Math.ceil(bytesOf.get(results[name]) / 4) * 4));
     }
-    d.queue.submit([call.encoder.finish()]);
+    d.queue.submit([call.finish()]);
   } catch (e) {
     for (const buf of made) buf.destroy();
     staging?.destroy();
@@ -77,7 +83,7 @@ export async function run(gpu, fn, problem, inputs, plan, { outputs, dtype }) {
   const programs = dtype === 'float32' ? plan.programs : [...plan.programs, NARROW];
   if (programs.some((prog) => !gpu.pipelines.has(prog.key(variant)))) {
     snapshotInputs(inputs);
-    await gpu.prepare(programs, variant);
+    await gpu.compile(programs, variant);
     if (gpu.closed) throw gpu.closed;
     if (gpu.lost) throw gpu.lostError();
   }
@@ -98,8 +104,9 @@ export async function run(gpu, fn, problem, inputs, plan, { outputs, dtype }) {
     result = null;
     throw e;
   } finally {
-    call.staging?.destroy();
-    if (outputs === 'cpu' || result === null) for (const buf of call.made) buf.destroy();
+    if (call.staging && result !== null) gpu.unstage(call.staging);
+    else call.staging?.destroy();
+    if (result === null) for (const buf of call.made) buf.destroy();
   }
   return fn === 'forward' ? result.output : result;
 }
@@ -130,68 +137,71 @@ function encodeForward(call, problem, plan, bind, out) {
   return { output };
 }
 
-// The order of the CPU backward's walk (kernels/walks.js): each query's cell, then per group of
-// ranges a histogram of cells, its prefix sums and each query placed: `walk` (the queries in
-// walk order, per batch) and `ranks` (its inverse).
+// The order of the CPU backward's walk (kernels/walks.js): per group of ranges each query's cell
+// and a histogram of them, its prefix sums and each query placed: `walk` (the queries in walk
+// order, per batch).
 function encodeQueryOrder(call, problem, plan, bind, md, scratch) {
   const { ranges, rangesPerGroup, perRange } = plan;
   const BQ = problem.batch * problem.numQueries, chunks = Math.ceil(problem.numQueries / ORDER_CHUNK);
-  const cells = scratch(4 * BQ, 'query cells'), walk = scratch(4 * BQ, 'query walk'), ranks = scratch(4 * BQ, 'query ranks');
+  const cells = scratch(4 * BQ, 'query cells'), walk = scratch(4 * BQ, 'query walk');
   const histBytes = plan.buffers['cell histogram of the query order (scratch)'];
   const hist = scratch(histBytes, 'cell histogram'), starts = scratch(histBytes, 'cell starts');
-  call.dispatch('cells', BQ, { problem: { buffer: md }, locs: bind.samplingLocations, weights: bind.attentionWeights, cells: { buffer: cells } });
   const rangeFirst = (r) => Math.floor(r / chunks) * problem.numQueries + (r % chunks) * ORDER_CHUNK;
   for (let r0 = 0; r0 < ranges; r0 += rangesPerGroup) {
     const r1 = Math.min(ranges, r0 + rangesPerGroup), queries = (r1 === ranges ? BQ : rangeFirst(r1)) - rangeFirst(r0);
-    call.encoder.clearBuffer(hist);
-    call.dispatch('orderCount', queries, { problem: { buffer: md }, cell_of: { buffer: cells }, hist: { buffer: hist } }, { first_range: r0 });
-    call.scan(hist, starts, (r1 - r0) * perRange);
-    call.dispatch('orderPlace', queries, { problem: { buffer: md }, cell_of: { buffer: cells }, starts: { buffer: starts }, walk: { buffer: walk }, ranks: { buffer: ranks } }, { first_range: r0 });
+    // hist is zero here: new, or left so by the last scan of it
+    call.dispatch('orderCount', queries, {
+      problem: { buffer: md }, locs: bind.samplingLocations, weights: bind.attentionWeights, cell_of: { buffer: cells }, hist: { buffer: hist },
+    }, { first_range: r0 });
+    call.scan(hist, starts, (r1 - r0) * perRange, true);
+    call.dispatch('orderWalk', queries, { problem: { buffer: md }, cell_of: { buffer: cells }, starts: { buffer: starts }, walk: { buffer: walk } }, { first_range: r0 });
   }
-  return { walk, ranks };
+  return { walk };
 }
 
 // The backward: the query order, then per part of the (batch, head) pairs the samples pass (the
-// location and weight gradients, and grad_value's records), the records' segments (scan, place)
-// and grad_value summed in the walk's order (rank, gather).
+// location and weight gradients, straight into the results, and grad_value's records), the
+// records sorted by pixel in walk order (kernels/sort.js: count, then per digit a scan and a
+// scatter; the counts' scan gives each pixel's segment) and grad_value summed in that order
+// (gather).
 function encodeBackward(call, problem, plan, bind, out) {
-  const { samples, pixels, pairs, pairsPerPart, perPair } = plan;
-  const locElements = product(problem.shapes.gradSamplingLocations);
+  const { pixels, pairs, pairsPerPart, perPair, digits, chunks } = plan;   // chunks: the largest part's
   const grid = sampleGrid(problem);
-  const md = problemBuffer(call, problemWords(problem, { gradWeightsOffset: locElements, grid }));
+  const md = problemBuffer(call, problemWords(problem, { grid }));
   const scratch = (bytes, label, usage = STORAGE | COPY_DST | COPY_SRC) => call.scratch(bytes, usage, `msda ${label}`);
-  const grads = scratch(4 * (locElements + samples), 'grads');
   const recs = scratch(32 * perPair * pairsPerPart, 'records');
   const counts = scratch(4 * (pixels + 1), 'counts');
   const offsets = scratch(4 * (pixels + 1), 'offsets');
-  const sorted = scratch(16 * perPair * pairsPerPart, 'placed records');
-  const terms = scratch(32 * perPair * pairsPerPart, 'ranked terms');
+  const sorted = [scratch(32 * perPair * pairsPerPart, 'sorted records'), scratch(32 * perPair * pairsPerPart, 'sorted records 2')];
+  const hist = scratch(4 * (chunks * 2 ** digits.bits), 'digit histogram');
+  const starts = scratch(4 * (chunks * 2 ** digits.bits), 'digit starts');
   const gradValue = out('gradValue', plan.buffers.gradValue);
-  // Each query's rank in its batch's CPU walk, from the locations and weights where they are.
-  const { walk, ranks } = encodeQueryOrder(call, problem, plan, bind, md, scratch);
-  for (let first = 0; first < pairs; first += pairsPerPart) {
-    const n = Math.min(pairsPerPart, pairs - first);
-    const partPixels = n * problem.valueLength;
-    call.encoder.clearBuffer(counts);
-    call.dispatch('samples', n * perPair, {
-      problem: { buffer: md }, value: bind.value, locs: bind.samplingLocations, weights: bind.attentionWeights, gout: bind.gradOutput,
-      grads: { buffer: grads }, recs: { buffer: recs }, counts: { buffer: counts },
-    }, { first_pair: first });
-    call.scan(counts, offsets, partPixels + 1);
-    call.encoder.clearBuffer(counts);
-    call.dispatch('place', 4 * n * perPair, {
-      problem: { buffer: md }, recs: { buffer: recs }, offsets: { buffer: offsets }, cursors: { buffer: counts }, placed: { buffer: sorted }, ranks: { buffer: ranks },
-    }, { first_pair: first });
-    call.dispatch('rank', 4 * n * perPair, {
-      problem: { buffer: md }, offsets: { buffer: offsets }, placed: { buffer: sorted }, recs: { buffer: recs }, walk: { buffer: walk }, terms: { buffer: terms },
-    }, { first_pair: first, part_pixels: partPixels });
-    call.dispatch('gather', partPixels * problem.channels, {
-      problem: { buffer: md }, offsets: { buffer: offsets }, terms: { buffer: terms }, gout: bind.gradOutput, gvalue: { buffer: gradValue },
-    }, { first_pair: first });
-  }
   const gradSamplingLocations = out('gradSamplingLocations', plan.buffers.gradSamplingLocations);
   const gradAttentionWeights = out('gradAttentionWeights', plan.buffers.gradAttentionWeights);
-  call.encoder.copyBufferToBuffer(grads, 0, gradSamplingLocations, 0, 4 * locElements);
-  call.encoder.copyBufferToBuffer(grads, 4 * locElements, gradAttentionWeights, 0, 4 * samples);
+  // Each query's rank in its batch's CPU walk, from the locations and weights where they are.
+  const { walk } = encodeQueryOrder(call, problem, plan, bind, md, scratch);
+  const b = (buffer) => ({ buffer });
+  for (let first = 0; first < pairs; first += pairsPerPart) {
+    const n = Math.min(pairsPerPart, pairs - first);
+    const partPixels = n * problem.valueLength, records = 4 * n * perPair, partChunks = Math.ceil(records / digits.chunk);
+    call.dispatch('samples', n * perPair, {
+      problem: b(md), value: bind.value, locs: bind.samplingLocations, weights: bind.attentionWeights, gout: bind.gradOutput,
+      glocs: b(gradSamplingLocations), gweights: b(gradAttentionWeights), recs: b(recs),
+    }, { first_pair: first });
+    const digit = (k) => (k * digits.bits) | (digits.bits << 8) | (k === 0 ? 0x10000 : 0);
+    const words = (k) => ({ digit: digit(k), end: k === 0 ? records : partPixels, first_pair: first });
+    call.dispatch('sortCount', partChunks, { problem: b(md), recs: b(recs), walk: b(walk), counts: b(counts), hist: b(hist) }, words(0));
+    call.scan(counts, offsets, partPixels + 1, true);   // counts left zero for the next part or call
+    for (let k = 0; k < digits.passes; k++) {
+      call.scan(hist, starts, partChunks * 2 ** digits.bits, true);
+      const src = k === 0 ? recs : sorted[(k - 1) % 2], dst = sorted[k % 2];
+      const common = { problem: b(md), src: b(src), walk: b(walk), offsets: b(offsets), starts: b(starts) };
+      if (k + 1 < digits.passes) call.dispatch('sortScatter', partChunks, { ...common, hist: b(hist), dst: b(dst) }, words(k));
+      else call.dispatch('sortTerms', partChunks, { ...common, recs: b(recs), terms: b(dst) }, words(k));
+    }
+    call.dispatch('gather', partPixels * problem.channels, {
+      problem: b(md), offsets: b(offsets), terms: b(sorted[(digits.passes - 1) % 2]), gout: bind.gradOutput, gvalue: b(gradValue),
+    }, { first_pair: first });
+  }
   return { gradValue, gradSamplingLocations, gradAttentionWeights };
 }

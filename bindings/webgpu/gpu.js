@@ -3,23 +3,23 @@
 // waits, the startup probe of the device's numerics, and one call's recording (CallEncoder): its
 // compute passes (dispatch, with the program's dispatch words by name) and prefix sums (scan).
 
-import { SCAN_BLOCK } from './kernels/problem.js';
+import { DISPATCH_WORDS, SCAN_BLOCK } from './kernels/problem.js';
 import { FORWARD } from './kernels/forward.js';
-import { PLACE, SAMPLES, SCAN, SCAN_ADD } from './kernels/backward.js';
-import { CELLS, ORDER_COUNT, ORDER_PLACE } from './kernels/walks.js';
-import { GATHER, RANK } from './kernels/segments.js';
+import { SAMPLES } from './kernels/backward.js';
+import { SCAN, SCAN_FLAT, SCAN_REDUCE } from './kernels/scan.js';
+import { SORT_COUNT, SORT_SCATTER, SORT_TERMS } from './kernels/sort.js';
+import { ORDER_COUNT, ORDER_WALK } from './kernels/walks.js';
+import { GATHER } from './kernels/segments.js';
 import { PROBE } from './kernels/probe.js';
 import { NARROW, WIDEN } from './kernels/half.js';
-
-/** The `.code` of the Error calls reject with once the device is lost (or destroyed). */
-export const WEBGPU_DEVICE_LOST = 'MSDA_WEBGPU_DEVICE_LOST';
+import { codedError, WEBGPU_DEVICE_LOST } from '../core/errors.js';
 
 // GPUBufferUsage / GPUMapMode values (the spec's; Node has no such globals unless a caller sets them).
 export const MAP_READ = 0x1, COPY_SRC = 0x4, COPY_DST = 0x8, UNIFORM = 0x40, STORAGE = 0x80;
 export const MAP_MODE_READ = 0x1;
 export const COMPUTE = 0x4;   // GPUShaderStage.COMPUTE
 
-const KERNELS = Object.fromEntries([FORWARD, SAMPLES, SCAN, SCAN_ADD, CELLS, ORDER_COUNT, ORDER_PLACE, PLACE, RANK, GATHER, WIDEN, NARROW, PROBE].map((k) => [k.label, k]));
+const KERNELS = Object.fromEntries([FORWARD, SAMPLES, SCAN_REDUCE, SCAN, ORDER_COUNT, ORDER_WALK, SORT_COUNT, SORT_SCATTER, SORT_TERMS, GATHER, WIDEN, NARROW, PROBE].map((k) => [k.label, k]));
 
 const MAX_GRID = 65535;
 
@@ -37,8 +37,8 @@ function bindings(prog, resources) {
   return prog.bindings.map((name, binding) => ({ binding, resource: resources[name] }));
 }
 
-// The uniform's last two words from a program's dispatch words by name (kernels/problem.js
-// program() `words`): each one given, no other; a word the program lacks is 0.
+// The uniform's program words from its dispatch words by name (kernels/problem.js program()
+// `words`): each one given, no other; a word the program lacks is 0.
 function dispatchWords(prog, words) {
   const given = Object.keys(words);
   const unknown = given.find((name) => !prog.words.includes(name));
@@ -46,7 +46,7 @@ function dispatchWords(prog, words) {
   if (unknown !== undefined || missing !== undefined) {
     throw new Error(`ms-deform-attn: the WebGPU ${prog.label} pass ${unknown !== undefined ? `has no dispatch word ${unknown}` : `lacks its dispatch word ${missing}`}`);
   }
-  return [0, 1].map((i) => (i < prog.words.length ? words[prog.words[i]] : 0));
+  return Array.from({ length: DISPATCH_WORDS }, (_, i) => (i < prog.words.length ? words[prog.words[i]] : 0));
 }
 
 /** A device, its pipelines, and what guards the Promises of its work. */
@@ -79,6 +79,11 @@ export class Gpu {
     this.pipelines = new Map();
     this.compiling = new Map();
     this.compiled = [];
+    // What calls keep between them (kept(), stage(), bindGroup()): scratch by role, free
+    // readback buffers, and each dispatch number's last bind group.
+    this.pool = new Map();
+    this.stagings = [];
+    this.bindGroups = new Map();
     const lim = device.limits;
     this.limits = {
       maxStorageBufferBindingSize: lim.maxStorageBufferBindingSize,
@@ -86,6 +91,7 @@ export class Gpu {
       maxComputeWorkgroupsPerDimension: lim.maxComputeWorkgroupsPerDimension,
       minStorageBufferOffsetAlignment: lim.minStorageBufferOffsetAlignment,
       maxStorageBuffersPerShaderStage: lim.maxStorageBuffersPerShaderStage,
+      minUniformBufferOffsetAlignment: lim.minUniformBufferOffsetAlignment,
     };
     this.lostPromise = device.lost.then((info) => {
       this.lost = info ?? { reason: 'unknown', message: '' };
@@ -98,29 +104,45 @@ export class Gpu {
   // Calls still pending reject with `err` (dispose()), as do later waits.
   close(err) {
     this.closed = err;
+    this.release();
     for (const reject of this.pending) reject(err);
     this.pending.clear();
   }
 
   lostError() {
     const { reason, message } = this.lost;
-    const err = new Error(`ms-deform-attn: the WebGPU device was lost (reason: ${reason}${message ? `, ${message}` : ''}); init() again for a new one`);
-    err.code = WEBGPU_DEVICE_LOST;
-    return err;
+    return codedError(`ms-deform-attn: the WebGPU device was lost (reason: ${reason}${message ? `, ${message}` : ''}); init() again for a new one`, WEBGPU_DEVICE_LOST);
   }
 
   async _start() {
-    await this.prepare([PROBE], {});
+    await this.compile([PROBE], {});
     this.numerics = await this.probe();
   }
 
   // The pipelines of `programs` for `variant`, each compiled once (createComputePipelineAsync; a
   // compile in flight is shared): resolves when all are ready, rejects naming a kernel that fails
   // to compile, or when the device is lost.
-  prepare(programs, variant) {
+  compile(programs, variant) {
     const d = this.device;
     const wait = [];
     d.pushErrorScope('validation');   // popped at once: it holds only these modules' creation
+    try {
+      this._compileAll(programs, variant, wait);
+    } catch (e) {   // thrown, not reported: the scope popped all the same (a shared device's caller keeps its own)
+      d.popErrorScope().catch(() => {});
+      for (const w of wait) w.catch(() => {});
+      throw e;
+    }
+    const scope = d.popErrorScope();
+    return this.guard(Promise.all(wait).then(async () => {
+      const err = await scope;
+      if (err) throw new Error(`ms-deform-attn: WebGPU kernels failed to compile: ${err.message}`);
+    }, (e) => { scope.catch(() => {}); throw e; }));
+  }
+
+  // prepare()'s compiles started (or joined) into `wait`.
+  _compileAll(programs, variant, wait) {
+    const d = this.device;
     for (const prog of programs) {
       const key = prog.key(variant);
       if (this.pipelines.has(key)) continue;
@@ -145,14 +167,9 @@ export class Gpu {
       }
       wait.push(this.compiling.get(key));
     }
-    const scope = d.popErrorScope();
-    return this.guard(Promise.all(wait).then(async () => {
-      const err = await scope;
-      if (err) throw new Error(`ms-deform-attn: WebGPU kernels failed to compile: ${err.message}`);
-    }, (e) => { scope.catch(() => {}); throw e; }));
   }
 
-  // The pipeline of `prog` for `variant`: one prepare() made or, where `now` (the synchronous
+  // The pipeline of `prog` for `variant`: one compile() made or, where `now` (the synchronous
   // calls), one made here with createComputePipeline, in an error scope of its own: one that
   // fails to compile is dropped (a later call compiles it again) and its error, naming the
   // kernel, goes into `checks` (the call's, as encode.js submitCall reports them).
@@ -163,7 +180,12 @@ export class Gpu {
     if (!now) throw new Error(`ms-deform-attn: the WebGPU pipeline '${key}' was dispatched before it was compiled`);
     const d = this.device, label = `msda ${key}`;
     d.pushErrorScope('validation');
-    p = d.createComputePipeline({ label, layout: 'auto', compute: { module: d.createShaderModule({ code: prog.code(variant), label }), entryPoint: 'main' } });
+    try {
+      p = d.createComputePipeline({ label, layout: 'auto', compute: { module: d.createShaderModule({ code: prog.code(variant), label }), entryPoint: 'main' } });
+    } catch (e) {   // thrown, not reported: the scope popped all the same (a shared device's caller keeps its own)
+      d.popErrorScope().catch(() => {});
+      throw e;
+    }
     const made = p;
     checks.push(d.popErrorScope().then((err) => {
       if (err === null) return null;
@@ -236,11 +258,53 @@ export class Gpu {
     return this.device.createBuffer({ size: Math.max(4, Math.ceil(size / 4) * 4), usage, label });
   }
 
-  // The dispatch uniform (kernels/problem.js Dispatch): invocations, per grid row, the program's two words.
-  uniform(n, perRow, [word2, word3]) {
-    const u = this.buffer(16, UNIFORM | COPY_DST, 'msda dispatch');
-    this.device.queue.writeBuffer(u, 0, new Uint32Array([n, perRow, word2, word3]));
-    return u;
+  // A buffer this instance keeps for `role` between calls (grow-only: remade larger when a call
+  // needs more), so that a call makes no buffer of its own; released by close(). A buffer it
+  // outgrows goes to `call`'s temps: the call may have recorded work on it.
+  kept(role, bytes, usage, call) {
+    const size = Math.max(4, Math.ceil(bytes / 4) * 4);
+    const had = this.pool.get(role);
+    if (had !== undefined && had.size >= size && had.usage === usage) return had;
+    if (had !== undefined && call) call.temps.push(had);
+    else if (had !== undefined) had.destroy();
+    const buf = this.buffer(size, usage, role);
+    this.pool.set(role, buf);
+    return buf;
+  }
+
+  // A mappable readback buffer of at least `bytes`, not in use by another call; give it back
+  // with unstage() once read.
+  stage(bytes) {
+    const size = Math.max(4, Math.ceil(bytes / 4) * 4);
+    const at = this.stagings.findIndex((b) => b.size >= size);
+    if (at >= 0) return this.stagings.splice(at, 1)[0];
+    return this.buffer(size, MAP_READ | COPY_DST, 'msda readback');
+  }
+
+  unstage(buf) {
+    if (this.closed || this.lost || this.stagings.length >= 4) buf.destroy();
+    else this.stagings.push(buf);
+  }
+
+  // Frees what the instance keeps between calls.
+  release() {
+    for (const buf of this.pool.values()) buf.destroy();
+    for (const buf of this.stagings) buf.destroy();
+    this.pool.clear();
+    this.stagings = [];
+    this.bindGroups.clear();
+  }
+
+  // The bind group of a call's dispatch number `index`: the one the last call made there when it
+  // had the same pipeline and resources (a repeated problem), else a new one kept in its place.
+  bindGroup(index, pipeline, entries) {
+    const had = this.bindGroups.get(index);
+    const same = (a, b) => a.buffer === b.buffer && (a.offset ?? 0) === (b.offset ?? 0) && a.size === b.size;
+    if (had !== undefined && had.pipeline === pipeline && had.entries.length === entries.length
+      && had.entries.every((e, i) => same(e.resource, entries[i].resource))) return had.group;
+    const group = this.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
+    this.bindGroups.set(index, { pipeline, entries, group });
+    return group;
   }
 
   // The workgroup grid for `groups` workgroups: up to the per-dimension limit in x, the rest in y.
@@ -262,12 +326,8 @@ export class Gpu {
     const groups = Math.ceil(n / prog.perGroup);
     const [x, y] = this.grid(groups);
     const p = this.pipeline(prog, call.variant, call.now, call.checks);
-    const u = this.uniform(n, prog.perRow === 'workgroups' ? x : x * prog.perGroup, last);
-    call.temps.push(u);
-    const bg = this.device.createBindGroup({
-      layout: p.getBindGroupLayout(0),
-      entries: bindings(prog, { ...entries, dispatch: { buffer: u } }),
-    });
+    const slot = call.uniform([n, prog.perRow === 'workgroups' ? x : x * prog.perGroup, ...last]);
+    const bg = this.bindGroup(slot.index, p, bindings(prog, { ...entries, dispatch: slot.resource }));
     // Benchmarks' GPU time: timestamps around every pass while a profile is set (bench-webgpu).
     const prof = this.profile;
     const timestampWrites = prof && prof.next + 2 <= prof.capacity
@@ -283,8 +343,9 @@ export class Gpu {
 /**
  * One call's recording, made inside the call's error scopes: its GPUCommandEncoder, the variant
  * its passes' pipelines are, whether a pipeline not compiled yet is made now (the synchronous
- * calls), its scratch buffers (destroyed once submitted: the submitted work keeps them) and the
- * errors its error scopes cannot name (`checks`: Promises of an Error or null).
+ * calls), the buffers it outgrew (`temps`, destroyed once submitted: the submitted work keeps
+ * them), its dispatch uniforms (one kept buffer, a slot per dispatch, written once by finish())
+ * and the errors its error scopes cannot name (`checks`: Promises of an Error or null).
  */
 export class CallEncoder {
   constructor(gpu, fn, variant, now) {
@@ -293,29 +354,68 @@ export class CallEncoder {
     this.now = now;
     this.temps = [];
     this.checks = [];
+    this.words = [];
+    this.slotBytes = Math.max(4 * (2 + DISPATCH_WORDS), gpu.limits.minUniformBufferOffsetAlignment ?? 256);
+    this.uniforms = null;
     this.encoder = gpu.device.createCommandEncoder({ label: `msda ${fn}` });
   }
 
-  // A buffer that lives until the call is submitted.
+  // A buffer the instance keeps between calls for `label` (gpu.kept).
   scratch(bytes, usage, label) {
-    const buf = this.gpu.buffer(bytes, usage, label);
-    this.temps.push(buf);
-    return buf;
+    return this.gpu.kept(label, bytes, usage, this);
+  }
+
+  // The next dispatch's uniform slot for `words` (4 u32): its index and its binding.
+  uniform(words) {
+    const index = this.words.length;
+    const need = (index + 1) * this.slotBytes;
+    if (this.uniforms === null || this.uniforms.size < need) {
+      // room for the slots of a call this long twice over: kept() grows it rarely
+      if (this.uniforms !== null) this.flush();
+      this.uniforms = this.gpu.kept('msda dispatch', 2 * need, UNIFORM | COPY_DST, this);
+      this.first = index;
+    }
+    this.words.push(words);
+    return { index, resource: { buffer: this.uniforms, offset: index * this.slotBytes, size: 4 * (2 + DISPATCH_WORDS) } };
+  }
+
+  // The slots since the uniform buffer was last (re)made, written into it.
+  flush() {
+    const per = this.slotBytes / 4, slots = this.words.length - this.first;
+    if (slots <= 0) return;
+    const data = new Uint32Array(slots * per);
+    for (let i = 0; i < slots; i++) data.set(this.words[this.first + i], i * per);
+    this.gpu.device.queue.writeBuffer(this.uniforms, this.first * this.slotBytes, data);
+    this.first = this.words.length;
+  }
+
+  // The command buffer, its uniforms written first.
+  finish() {
+    if (this.uniforms !== null) this.flush();
+    return this.encoder.finish();
   }
 
   dispatch(name, n, entries, words) {
     this.gpu.dispatch(this, name, n, entries, words);
   }
 
-  // Exclusive prefix sums of src[0 .. n) into dst (both u32 buffers), in blocks, recursively.
-  scan(src, dst, n) {
+  // Exclusive prefix sums of src[0 .. n) into dst (both u32 buffers; kernels/scan.js): two
+  // dispatches up to SCAN_FLAT blocks, the blocks' totals scanned first beyond; src left zero
+  // where `clear`.
+  scan(src, dst, n, clear = false, level = 0) {
     const blocks = Math.ceil(n / SCAN_BLOCK);
-    const sums = this.scratch(4 * blocks, STORAGE | COPY_DST, 'msda scan sums');
-    this.dispatch('scan', n, { src: { buffer: src }, dst: { buffer: dst }, sums: { buffer: sums } });
-    if (blocks === 1) return;
-    const scanned = this.scratch(4 * blocks, STORAGE | COPY_DST, 'msda scan offsets');
-    this.scan(sums, scanned, blocks);
-    this.dispatch('scanAdd', n, { sums: { buffer: scanned }, dst: { buffer: dst } });
+    let sums = this.scratch(4 * blocks, STORAGE | COPY_DST, `msda scan sums ${level}`), base = 0;
+    if (blocks > 1) {
+      this.dispatch('scanReduce', blocks, { src: { buffer: src }, sums: { buffer: sums } }, { count: n });
+      base = 1;
+      if (blocks > SCAN_FLAT) {
+        const scanned = this.scratch(4 * blocks, STORAGE | COPY_DST, `msda scan offsets ${level}`);
+        this.scan(sums, scanned, blocks, false, level + 1);
+        sums = scanned;
+        base = 2;
+      }
+    }
+    this.dispatch('scan', blocks, { src: { buffer: src }, dst: { buffer: dst }, sums: { buffer: sums } }, { count: n, clear: clear ? 1 : 0, base });
   }
 
   destroyScratch() {

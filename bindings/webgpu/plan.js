@@ -2,20 +2,23 @@
 // words for the programs (kernels/problem.js, binding `problem`), and every buffer and pass a
 // call makes, checked against the device's limits before anything is made.
 
+import { OPTIONS, optionNumber } from '../core/options.js';
 import { typedArrayLength } from '../core/typed.js';
 import { HalfBits } from '../core/half.js';
 import { BACKWARD_STRIP, FLOAT_SIDE, ORDER_CELLS, ORDER_CHUNK, WORKGROUP, encodeProblem } from './kernels/problem.js';
 import { FORWARD, forwardWorkgroups } from './kernels/forward.js';
-import { PLACE, SAMPLES, SCAN, SCAN_ADD } from './kernels/backward.js';
-import { CELLS, ORDER_COUNT, ORDER_PLACE, ORDER_TILE } from './kernels/walks.js';
-import { GATHER, RANK } from './kernels/segments.js';
+import { SAMPLES } from './kernels/backward.js';
+import { SCAN, SCAN_REDUCE } from './kernels/scan.js';
+import { SORT_BITS, SORT_COUNT, SORT_SCATTER, SORT_TERMS, sortChunk } from './kernels/sort.js';
+import { ORDER_COUNT, ORDER_WALK, ORDER_TILE } from './kernels/walks.js';
+import { GATHER } from './kernels/segments.js';
 import { WIDEN } from './kernels/half.js';
 import { gridSide } from './gpu.js';
 import { GpuTensor, product } from './tensors.js';
 
 // The programs a backward may dispatch: compiled (once per variant) before its first call runs
 // (with WIDEN where an input is half precision, NARROW where the results are).
-const BACKWARD_PROGRAMS = [CELLS, ORDER_COUNT, SCAN, SCAN_ADD, ORDER_PLACE, SAMPLES, PLACE, RANK, GATHER];
+const BACKWARD_PROGRAMS = [ORDER_COUNT, SCAN_REDUCE, SCAN, ORDER_WALK, SAMPLES, SORT_COUNT, SORT_SCATTER, SORT_TERMS, GATHER];
 
 const INT32_MAX = 2 ** 31 - 1;
 
@@ -46,17 +49,17 @@ export function variantOf(problem) {
   return { narrow: problem.spatialShapes.every(([h, w]) => narrowLevel(h, w, px)), vec4: problem.channels % 4 === 0 };
 }
 
-/** The words of the `problem` binding (kernels/problem.js encodeProblem): the backward's with where grad_attention_weights starts and its walk's grid. */
-export function problemWords(problem, { gradWeightsOffset = 0, grid = { bands: 0, cols: 0 } } = {}) {
+/** The words of the `problem` binding (kernels/problem.js encodeProblem): the backward's with its walk's grid. */
+export function problemWords(problem, { grid = { bands: 0, cols: 0 } } = {}) {
   const { numHeads: H, channels: C } = problem;
-  const blnc = problem.valueLayout === 'BLNC';
   const ac = problem.alignCorners;
   const px = pixelStride(problem);
   return encodeProblem({
     batch: problem.batch, queries: problem.numQueries, heads: H, channels: C, num_levels: problem.numLevels,
-    points: problem.numPoints, length: problem.valueLength, blnc: blnc ? 1 : 0,
-    bqhlp2: problem.samplingLocationsLayout === 'BQHLP2' ? 1 : 0, border: problem.paddingMode === 'border' ? 1 : 0,
-    half_shift: ac ? 0 : 1, grad_weights_at: gradWeightsOffset, bands: grid.bands, cols: grid.cols,
+    points: problem.numPoints, length: problem.valueLength,
+    // each option's word (core/options.js): blnc, bqhlp2, half_shift, padding
+    ...Object.fromEntries(OPTIONS.map((o) => [o.wgsl.word, o.wgsl.words[optionNumber(o, problem[o.name])]])),
+    bands: grid.bands, cols: grid.cols,
   }, problem.spatialShapes.map(([h, w], l) => {
     const sx = ac ? w - 1 : w, sy = ac ? h - 1 : h;
     return {
@@ -76,7 +79,15 @@ export function planForward(problem) {
   };
 }
 
-// The backward's scratch (corner records, placed and ranked, per-pixel counts) is made for a
+// The sort's digits (kernels/sort.js) for keys below `pixels`: as few passes of at most
+// SORT_BITS as cover the key's bits, the bits shared out evenly; the records an invocation orders.
+export function sortDigits(pixels) {
+  const all = pixels <= 1 ? 0 : 32 - Math.clz32(pixels - 1);
+  const passes = Math.max(1, Math.ceil(all / SORT_BITS)), bits = Math.ceil(all / passes);
+  return { passes, bits, chunk: sortChunk(bits) };
+}
+
+// The backward's scratch (corner records, their sort, per-pixel counts) is made for a
 // part of the (batch, head) pairs at a time when all of them would not fit one buffer: the
 // parts run one after the other in one submission, and each grad_value element still gets its
 // terms from one invocation, in the same order (the bits do not depend on the parts).
@@ -88,6 +99,7 @@ export function planBackward(gpu, problem) {
   const limit = Math.min(gpu.limits.maxStorageBufferBindingSize, gpu.limits.maxBufferSize);
   const pairsPerPart = Math.max(1, Math.min(pairs, Math.floor(limit / (32 * perPair)), Math.floor((limit - 4) / (4 * L))));
   const pixels = pairsPerPart * L;
+  const digits = sortDigits(pixels), chunks = Math.ceil(4 * perPair * pairsPerPart / digits.chunk);
   const BQ = problem.batch * problem.numQueries, grid = sampleGrid(problem);
   const ranges = problem.batch * Math.ceil(problem.numQueries / ORDER_CHUNK);
   // The order's histogram, (range, cell, tile), for as many ranges as fit one buffer at a time.
@@ -101,22 +113,23 @@ export function planBackward(gpu, problem) {
     pairsPerPart,
     perPair,
     pixels,
+    digits,
+    chunks,
     buffers: {
       gradValue: 4 * product(s.gradValue),
       gradSamplingLocations: 4 * product(s.gradSamplingLocations),
       gradAttentionWeights: 4 * samples,
-      'location and weight gradients (scratch)': 4 * (product(s.gradSamplingLocations) + samples),
       'corner records of one (batch, head) part (scratch)': 32 * perPair * pairsPerPart,
-      'placed records of one part (scratch)': 16 * perPair * pairsPerPart,
-      'ranked terms of one part (scratch)': 32 * perPair * pairsPerPart,
+      'sorted records of one part (scratch, two)': 32 * perPair * pairsPerPart,
+      'digit histogram of one part (scratch)': 4 * (chunks * 2 ** digits.bits),
       'pixel counts of one part (scratch)': 4 * (pixels + 1),
-      'query cells, walk and ranks (scratch)': 4 * BQ,
+      'query cells and walk (scratch)': 4 * BQ,
       'cell histogram of the query order (scratch)': 4 * (rangesPerGroup * perRange + 1),
     },
     ranges,
     rangesPerGroup,
     perRange,
-    invocations: { cells: BQ, samples: perPair * pairsPerPart, place: 4 * perPair * pairsPerPart, gather: pixels * problem.channels },
+    invocations: { cells: BQ, samples: perPair * pairsPerPart, sort: chunks, gather: pixels * problem.channels },
   };
 }
 

@@ -26,7 +26,8 @@ export const product = (shape) => shape.reduce((a, b) => a * b, 1);
 export const gpuReader = {
   read(fn, name, t) {
     const buffer = t.buffer;
-    const byteOffset = t.byteOffset === undefined ? 0 : t.byteOffset;
+    const given = t.byteOffset;   // read once: a getter answers one value
+    const byteOffset = given === undefined ? 0 : given;
     const dtype = readDtype(fn, name, t.dtype) ?? 'float32';
     if (buffer === null || typeof buffer !== 'object' || typeof buffer.size !== 'number' || typeof buffer.usage !== 'number') {
       throw new TypeError(`${fn}: ${name}.buffer is ${describe(buffer)}, expected a GPUBuffer (or give ${name}.data, a Float32Array)`);

@@ -42,139 +42,92 @@ void dtype_hint(text *t, const char *path, const char *name, const char *descr, 
 }
 
 
-void source_close(source *s)
+int open_case_dir(const char *flag, const char *dir)
 {
-    if (s->is_npz) npz_free(&s->z);
-    free(s->bytes);
-    s->bytes = NULL;
-}
-
-int source_open(source *s, const char *flag, const char *dir)
-{
-    memset(s, 0, sizeof *s);
-    s->dir = dir;
     struct stat st;
     if (stat(dir, &st) != 0) return report(EXIT_BAD_INPUT, TEXT_SOURCE_SAYS, flag, dir, strerror(errno));
     if (S_ISDIR(st.st_mode)) return 0;
-    char err[320];
-    int io_error = 0;
-    if (S_ISREG(st.st_mode) && npy_read_whole(dir, &s->bytes, &s->len, &io_error, err, sizeof err))
+    char err[NPY_ERR_MAX];
+    int io_error = 0, zip = 0;
+    unsigned char *bytes = NULL;
+    size_t len = 0;
+    if (S_ISREG(st.st_mode) && npy_read_whole(dir, &bytes, &len, &io_error, err, sizeof err))
         return report(io_error ? EXIT_OTHER : EXIT_BAD_INPUT, TEXT_FILE_SAYS, dir, err);
-    if (!S_ISREG(st.st_mode) || !npz_looks_like_zip(s->bytes, s->len)) {
-        source_close(s);
-        return report(EXIT_BAD_INPUT, TEXT_NOT_DIRECTORY_NOR_NPZ, flag, dir);
-    }
-    s->is_npz = 1;
-    if (npz_parse(s->bytes, s->len, &s->z, err, sizeof err)) {
-        source_close(s);
-        return report(EXIT_BAD_INPUT, TEXT_SOURCE_SAYS, flag, dir, err);
-    }
-    return 0;
+    zip = len >= 4 && !memcmp(bytes, "PK\3\4", 4);
+    free(bytes);
+    return zip ? report(EXIT_BAD_INPUT, TEXT_NPZ_IS_JS, flag, dir)
+               : report(EXIT_BAD_INPUT, TEXT_NOT_DIRECTORY_NOR_NPZ, flag, dir);
 }
 
-char *source_path(const source *s, const char *name)
-{
-    if (!s->is_npz) return join(s->dir, name);
-    char *p = malloc(strlen(s->dir) + strlen(name) + 2);
-    if (p) sprintf(p, "%s:%s", s->dir, name);
-    return p;
-}
-
-int source_has(const source *s, const char *path, const char *name)
+int file_present(const char *path)
 {
     struct stat st;
-    return s->is_npz ? npz_find(&s->z, name) != NULL : !(lstat(path, &st) != 0 && errno == ENOENT);
+    return !(lstat(path, &st) != 0 && errno == ENOENT);
 }
 
-int source_missing(const source *s, const char *path, const char *name)
-{
-    struct stat st;
-    return s->is_npz ? npz_find(&s->z, name) == NULL : lstat(path, &st) != 0 && errno == ENOENT;
-}
-
-int source_strays(const source *s, const char *flag, const char *const *names, const char *list)
+int stray_files(const char *flag, const char *dir, const char *const *names, const char *list)
 {
     char *first = NULL;
     long more = -1;
     int code = 0;
-    if (s->is_npz) {
-        for (int i = 0; i < s->z.count; i++)
-            if (!is_one_of(s->z.members[i].name, names) && ++more == 0) first = s->z.members[i].name;
-        if (first && !(first = strdup(first))) code = report(EXIT_OTHER, TEXT_OUT_OF_MEMORY);
-    } else {
-        DIR *d = opendir(s->dir);
-        if (!d) return report(EXIT_BAD_INPUT, TEXT_CANNOT_LIST, flag, s->dir, strerror(errno));
-        for (struct dirent *e; (e = readdir(d)) != NULL && !code;) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || is_one_of(e->d_name, names)) continue;
-            more++;
-            if (first && strcmp(e->d_name, first) >= 0) continue;
-            free(first);
-            if (!(first = strdup(e->d_name))) code = report(EXIT_OTHER, TEXT_OUT_OF_MEMORY);
-        }
-        closedir(d);
+    DIR *d = opendir(dir);
+    if (!d) return report(EXIT_BAD_INPUT, TEXT_CANNOT_LIST, flag, dir, strerror(errno));
+    for (struct dirent *e; (e = readdir(d)) != NULL && !code;) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || is_one_of(e->d_name, names)) continue;
+        more++;
+        if (first && strcmp(e->d_name, first) >= 0) continue;
+        free(first);
+        if (!(first = strdup(e->d_name))) code = report(EXIT_OTHER, TEXT_OUT_OF_MEMORY);
     }
+    closedir(d);
     if (first && !code) {
-        char show[NPZ_SHOWN];
-        if (more) code = report(EXIT_BAD_INPUT, TEXT_STRAY_NAMES, flag, s->dir,
-                                npz_shown(first, show), more, list);
-        else code = report(EXIT_BAD_INPUT, TEXT_STRAY_NAME, flag, s->dir, npz_shown(first, show), list);
+        char show[SHOWN_MAX];
+        if (more) code = report(EXIT_BAD_INPUT, TEXT_STRAY_NAMES, flag, dir, shown(first, show), more, list);
+        else code = report(EXIT_BAD_INPUT, TEXT_STRAY_NAME, flag, dir, shown(first, show), list);
     }
     free(first);
     return code;
 }
 
-int source_load(const source *s, const char *path, const char *name, int ints, npy_array *arr, void **data,
-                       int *io_error, char *err, size_t errlen)
+int read_case_file(const char *path, const char *name, int ints, npy_array *arr, void **data, text *problems,
+                   int *io_error)
 {
+    char err[NPY_ERR_MAX];
     memset(arr, 0, sizeof *arr);
-    if (!s->is_npz)
-        return ints ? npy_load_i64(path, arr, (int64_t **)data, io_error, err, errlen)
-                    : npy_load_f32(path, arr, (float **)data, io_error, err, errlen);
     *io_error = 0;
-    const npz_member *m = npz_find(&s->z, name);
-    if (!m) {
-        snprintf(err, errlen, TEXT_NOT_IN_ARCHIVE);
-        return -1;
-    }
-    unsigned char *bytes;
-    size_t len;
-    if (npz_read(&s->z, m, &bytes, &len, io_error, err, errlen)) return -1;
-    return ints ? npy_decode_i64(bytes, len, arr, (int64_t **)data, io_error, err, errlen)
-                : npy_decode_f32(bytes, len, arr, (float **)data, io_error, err, errlen);
+    int rc = ints ? npy_load_i64(path, arr, (int64_t **)data, io_error, err, sizeof err)
+                  : npy_load_f32(path, arr, (float **)data, io_error, err, sizeof err);
+    if (!rc) return 0;
+    if (problems->len || problems->failed) append(problems, TEXT_ALSO);
+    if (arr->bad_dtype) dtype_hint(problems, path, name, arr->descr, ints);
+    else append(problems, TEXT_FILE_SAYS, path, err);
+    return -1;
 }
 
 int load_case(const options *o, case_data *c)
 {
-    source src;
-    int code = source_open(&src, "--in", o->in);
+    int code = open_case_dir("--in", o->in);
     if (code) return code;
     int files = o->backward ? F_COUNT : F_GRAD_OUTPUT;
     text problems = {NULL, 0, 0};
     /* Every file is read, and every bad one named: "first problem; also: second; also: third". */
     for (int i = 0; i < files; i++) {
-        char err[320];
-        int io_error = 0, rc;
-        c->path[i] = source_path(&src, INPUT_NAMES[i]);
+        c->path[i] = join(o->in, INPUT_NAMES[i]);
         if (!c->path[i]) {
             free(problems.s);
-            source_close(&src);
             return report(EXIT_OTHER, TEXT_OUT_OF_MEMORY);
         }
-        if (i == F_STARTS && source_missing(&src, c->path[i], INPUT_NAMES[i])) continue; /* derived */
+        if (i == F_STARTS && !file_present(c->path[i])) continue; /* derived */
         const int ints = i == F_SHAPES || i == F_STARTS;
         void *data = NULL;
-        rc = source_load(&src, c->path[i], INPUT_NAMES[i], ints, &c->arr[i], &data, &io_error, err, sizeof err);
+        int io_error = 0;
+        const int rc = read_case_file(c->path[i], INPUT_NAMES[i], ints, &c->arr[i], &data, &problems, &io_error);
         if (ints) c->i64[i] = data;
         else c->f32[i] = data;
-        if (!rc) continue;
-        if (code) append(&problems, TEXT_ALSO);
-        else code = io_error ? EXIT_OTHER : EXIT_BAD_INPUT;
-        if (c->arr[i].bad_dtype) dtype_hint(&problems, c->path[i], INPUT_NAMES[i], c->arr[i].descr, i == F_SHAPES || i == F_STARTS);
-        else append(&problems, TEXT_FILE_SAYS, c->path[i], err);
+        if (rc && !code) code = io_error ? EXIT_OTHER : EXIT_BAD_INPUT;
     }
     if (code) report(code, "%s", problems.s ? problems.s : TEXT_OUT_OF_MEMORY);
     free(problems.s);
-    source_close(&src);
     return code;
 }
 

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeFileSync } from 'node:fs';
 import { CONFIGS, makeCase } from './cases.js';
+import { sortDigits } from '../../bindings/webgpu/plan.js';
 
 // encoder/N, decoder/N: DETR's levels at 1/N of the side (bench-webgpu's SwiftShader sizes).
 export function defineCase(n) {
@@ -96,22 +97,32 @@ export function analyse(name) {
 // kernels), DRAM bytes (unique footprint), L1 request wavefronts (distinct 128-B lines per warp
 // instruction, summed) and the longest dependent chain (dependent global accesses of the longest
 // invocation). A pass the table lacks is reported as unmodelled; update the table with the passes.
+// Values the backward's prefix sums read: the order's histogram, the pixel counts, and the sort's
+// histogram (a count per digit value per chunk of records) once a pass.
+const scanValues = (a) => ((d) => a.hist + a.PIX + 1 + d.passes * (4 * a.S / d.chunk * 2 ** d.bits))(sortDigits(a.PIX));
+
 export const FORMULAS = {
   // 4 units in turn a workgroup (kernels/forward.js TURNS); a unit's chain: locations, its point
   // groups' value loads (a loop, 4 on DETR), the store
   forward: (a) => ({ dir: 'fwd', inv: a.BQH * a.C / 16, wg: 64, work: '4 units of (b,q,h,4 ch): the workgroup forms each sample\'s taps once (workgroup memory), then <=64 corners x one vec4 load',
     instr: 4 * ((4 * a.S / (a.BQH * a.C)) * 110 + 16 * 2 * 4 + (a.R / a.S) * 16 * 10 + 40),
     readB: 12 * a.S + a.valueTouched, writeB: a.out, wave: a.S / 32 * 3 + (a.BQH / 4) * ((a.R / a.S) * 16 * 4), chain: 4 * (2 + a.NL * Math.ceil(a.P / 4)) }),
-  cells: (a) => ({ dir: 'bwd', inv: a.B * a.Q, wg: 64, work: 'query cell from the first valid level', instr: 120, readB: 48 * a.B * a.Q, writeB: 4 * a.B * a.Q, wave: a.B * a.Q / 32 * 12 * 4, chain: 2 }),
-  orderCount: (a) => ({ dir: 'bwd', inv: a.B * a.Q, wg: 256, work: 'cell histogram per tile (atomics)', instr: 20, readB: 4 * a.B * a.Q, writeB: 4 * a.hist, wave: a.B * a.Q / 32 * 2, chain: 2, atomics: a.B * a.Q }),
-  orderPlace: (a) => ({ dir: 'bwd', inv: a.B * a.Q, wg: 256, work: 'stable place of each query by cell', instr: 40, readB: 4 * a.B * a.Q + 4 * a.hist, writeB: 8 * a.B * a.Q, wave: a.B * a.Q / 32 * 4, chain: 3 }),
-  samples: (a) => ({ dir: 'bwd', inv: a.S, wg: 64, work: '1 sample: point(), 4 corners x C-ch dot(gout,value), 4 records, 4 atomics', instr: 110 + 4 * a.C * 5 + 48,
-    readB: 12 * a.S + 4 * a.BQH * a.C + a.valueTouched, writeB: 44 * a.S + 4 * a.R, wave: a.S / 32 * (a.C * 32 * (a.R / a.S) + 4 * a.C * 2), chain: 4, atomics: a.R }),
-  scan: (a) => ({ dir: 'bwd', inv: a.PIX + 1, wg: 256, work: '256-wide scan in workgroup memory', instr: 58, readB: 4 * (a.PIX + 1), writeB: 4 * (a.PIX + 1), wave: (a.PIX + 1) / 32 * 2, chain: 2 }),
-  scanAdd: (a) => ({ dir: 'bwd', inv: a.PIX + 1, wg: 256, work: 'add block sums back', instr: 10, readB: 4 * (a.PIX + 1), writeB: 4 * (a.PIX + 1), wave: (a.PIX + 1) / 32 * 2, chain: 2 }),
-  place: (a) => ({ dir: 'bwd', inv: 4 * a.S, wg: 64, work: '1 corner slot: atomicAdd cursor, store', instr: 25, readB: 32 * a.S + 4 * a.R, writeB: 16 * a.R, wave: 4 * a.S / 32 * 3 + 2 * a.R, chain: 3, atomics: a.R }),
-  rank: (a) => ({ dir: 'bwd', inv: 4 * a.S, wg: 64, work: '1 record: its place in the pixel\'s segment by (walk rank, point), n compares', instr: 20 + 12 * a.meanSeg,
-    readB: 16 * a.R + 4 * a.B * a.Q, writeB: 32 * a.R, wave: a.R * a.meanSeg / 8, chain: 2 * a.nmax + 3 }),
+  orderCount: (a) => ({ dir: 'bwd', inv: a.B * a.Q, wg: 256, work: 'query cell from the first valid level, cell histogram per tile (atomics)', instr: 140, readB: 48 * a.B * a.Q, writeB: 4 * a.B * a.Q + 4 * a.hist, wave: a.B * a.Q / 32 * 12 * 4, chain: 3, atomics: a.B * a.Q }),
+  orderWalk: (a) => ({ dir: 'bwd', inv: a.B * a.Q, wg: 256, work: 'stable place of each query by cell', instr: 40, readB: 4 * a.B * a.Q + 4 * a.hist, writeB: 8 * a.B * a.Q, wave: a.B * a.Q / 32 * 4, chain: 3 }),
+  samples: (a) => ({ dir: 'bwd', inv: a.S, wg: 64, work: '1 sample: point(), 4 corners x C-ch dot(gout,value), 4 records', instr: 110 + 4 * a.C * 5 + 40,
+    readB: 12 * a.S + 4 * a.BQH * a.C + a.valueTouched, writeB: 44 * a.S, wave: a.S / 32 * (a.C * 32 * (a.R / a.S) + 4 * a.C * 2), chain: 4 }),
+  // every prefix sum of a backward (kernels/scan.js): the order's histogram, the pixel counts, the
+  // sort's histogram once a pass; 256 consecutive values an invocation
+  scanReduce: (a) => ((v) => ({ dir: 'bwd', inv: v / 256, wg: 64, work: 'a block of 256 values summed', instr: 256 * 4, readB: 4 * v, writeB: v / 64, wave: v / 32, chain: 256 }))(scanValues(a)),
+  scan: (a) => ((v) => ({ dir: 'bwd', inv: v / 256, wg: 64, work: 'the earlier blocks\' totals (<= 1,024), a block of 256 values scanned', instr: 256 * 6 + 1024, readB: 4 * v, writeB: 8 * v, wave: 2 * v / 32, chain: 1024 + 256 }))(scanValues(a)),
+  // the sort (kernels/sort.js): a chunk of 256 records an invocation, in order; one count pass,
+  // passes - 1 scatters, the last pass writing the gather's terms (sortDigits: passes by PIX)
+  sortCount: (a) => ((d) => ({ dir: 'bwd', inv: 4 * a.S / d.chunk, wg: 64, work: `${d.chunk} records in walk order: digit counts in its own column, pixel counts (a run at once)`, instr: d.chunk * 30,
+    readB: 32 * a.S + 4 * a.B * a.Q, writeB: 4 * (4 * a.S / d.chunk * 2 ** d.bits), wave: 4 * a.S / 32 * 3, chain: 2 * d.chunk + 2, atomics: a.R / 4 }))(sortDigits(a.PIX)),
+  sortScatter: (a) => ((d, k) => ({ dir: 'bwd', inv: k * 4 * a.S / d.chunk, wg: 64, work: `${d.chunk} records: each to its digit's next place, the next digit counted (${k} passes)`, instr: d.chunk * 25,
+    readB: k * (8 * a.R + 16 * a.S), writeB: k * (8 * a.R + 16 * a.S), wave: k * a.R / 32 * 36, chain: 3 * d.chunk, atomics: k * a.R / 4 }))(sortDigits(a.PIX), sortDigits(a.PIX).passes - 1),
+  sortTerms: (a) => ((d) => ({ dir: 'bwd', inv: 4 * a.S / d.chunk, wg: 64, work: `${d.chunk} records: each to its place as (a*w_k, grad_output row)`, instr: d.chunk * 35,
+    readB: 16 * a.R + 16 * a.S + 4 * a.B * a.Q, writeB: 8 * a.R, wave: a.R / 32 * 36, chain: 4 * d.chunk }))(sortDigits(a.PIX)),
   gather: (a) => ({ dir: 'bwd', inv: a.PIX * a.C, wg: 64, work: '(pixel, channel): n terms x gout + 1 FMA', instr: 12 * a.R / a.PIX + 30,
     readB: 32 * a.R + 4 * a.BQH * a.C + 8 * a.PIX, writeB: a.value, wave: 3 * a.R + 2 * a.PIX, chain: 3 * a.nmax + 2 }),
 };
@@ -141,7 +152,7 @@ for (const name of caseNames) {
   const ps = passes(a);
   console.log(`\n## ${name}: B ${a.B}, N_q ${a.Q}, H ${a.H}, C ${a.C}, levels ${JSON.stringify(a.levels)}, P ${a.P}; samples ${a.S}, in-bounds corner records ${a.R} (${(a.R / a.S).toFixed(2)} per sample), value rows touched ${a.touched} of ${a.B * a.L * a.H}`);
   console.log(`records per pixel by level: ${a.perLevel.map((l, i) => `L${i} mean ${l.mean.toFixed(1)} max ${l.max}`).join('; ')}; worst segment ${a.nmax}`);
-  console.log(`records per pixel: mean ${a.meanSeg.toFixed(1)}, worst ${a.nmax} (the rank and gather passes' dependent chains)`);
+  console.log(`records per pixel: mean ${a.meanSeg.toFixed(1)}, worst ${a.nmax} (the gather's dependent chain)`);
   console.log('| pass | invocations | wg | work per invocation | DRAM read MB | DRAM write MB | serial chain (dep. accesses) | iGPU ms (bound) | dGPU ms (bound) |');
   console.log('|---|---|---|---|---|---|---|---|---|');
   const tot = {};

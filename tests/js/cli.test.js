@@ -291,6 +291,10 @@ const REFUSALS = [
   ['--in twice', null, ['--in', '/tmp'], '--in given more than once'],
   ['--padding-mode without value', null, ['--padding-mode'], '--padding-mode needs a value'],
   ['bad --out-dtype', null, ['--out-dtype', 'float64'], "--out-dtype: 'float64', expected float32, float16 or bfloat16"],
+  // option names counted and cut in characters (UTF-8 code points), never bytes or UTF-16 units
+  ['a 64-character option name: its first 40 characters', null, [`--${'é'.repeat(62)}`], `unknown option '--${'é'.repeat(38)}...' (see msda --help)`],
+  ['an emoji option name of 22 characters: whole', null, [`--${'😀'.repeat(20)}`], `unknown option '--${'😀'.repeat(20)}' (see msda --help)`],
+  ['a long emoji option name: 40 whole characters', null, [`--${'😀'.repeat(70)}=1`], `unknown option '--${'😀'.repeat(38)}...' (see msda --help)`],
   // malformed files, one per class
   ['wrong magic', edit('value.npy', 'NUMPY', 'NUMPX'), [], 'value.npy: not a .npy file'],
   ['unsupported version', edit('attention_weights.npy', 'NUMPY\x01', 'NUMPY\x04'), [], 'unsupported .npy format version 4.0'],
@@ -339,6 +343,9 @@ const REFUSALS = [
     'attention_weights.npy: shape (1, 9223372036854775807, 0, 2, 3), expected'],
   ['sampling_locations with a dimension past 2^53', rawEmpty('sampling_locations.npy', '<f4', '(0, 9007199254740995)'), [],
     'sampling_locations.npy: shape (0, 9007199254740995), expected'],
+  // a message past 320 bytes is printed whole (the native CLI once cut it mid-word)
+  ['a 32-dimension shape: the message whole', rawEmpty('value.npy', '<f4', `(${Array(32).fill('1000000000').join(', ')})`), [],
+    `value.npy: shape (${Array(32).fill('1000000000').join(', ')}) of '<f4' has more elements than fit in 64-bit byte sizes\n`],
   // missing files, wrong dtypes and shapes
   ['missing file', (dir) => unlinkSync(`${dir}/attention_weights.npy`), [], 'attention_weights.npy: cannot open: No such file or directory'],
   ['value as <i8', replace('value.npy', { data: new BigInt64Array(S.value.data.length), shape: S.value.shape }), [],
@@ -388,6 +395,21 @@ test('every bad argument and input: exit 2, the same one line as the native CLI,
       assert.ok(j.err.includes(words), `${what}: "${j.err.trim()}" lacks "${words}"`);
       assert.equal(j.err, n.err, `${what} (${op}): the two CLIs say the same`);
       assert.ok(!existsSync(out) || readdirSync(out).length === 0, `${what}: outputs left in ${out}: ${existsSync(out) && readdirSync(out)}`);
+    }
+  }
+});
+
+test('--threads past what a wasm instance runs (65..4096; >1 on wasm-scalar): the same bytes, nothing on stderr', () => {
+  const dir = `${root}/threads`;
+  writeCase(dir, GOOD);
+  const want = bin(['backward', '--in', dir, '--out', `${dir}/one`]);
+  assert.equal(want.status, 0, want.err);
+  for (const [threads, backend] of [['65', 'wasm'], ['4096', 'wasm'], ['3', 'wasm-scalar']]) {
+    const r = bin(['backward', '--in', dir, '--out', `${dir}/many`, '--threads', threads, '--backend', backend]);
+    assert.equal(r.status, 0, r.err);
+    assert.equal(r.err, '', `--threads ${threads} --backend ${backend}: no second stderr line`);
+    for (const name of OUTPUTS.slice(1)) {
+      assert.deepEqual(readFileSync(`${dir}/many/${name}.npy`), readFileSync(`${dir}/one/${name}.npy`), `${threads} ${name}`);
     }
   }
 });

@@ -57,8 +57,9 @@ test('a backward whose scratch does not fit one buffer runs in parts of (batch, 
   const whole = await gpu.backward(b);
   const limits = gpu._backendKept.limits;
   const saved = limits.maxStorageBufferBindingSize;
-  // 1,440 samples, 240 a (batch, head) pair: room for the location and weight gradients (12 bytes
-  // a sample) and for the corner records (32 bytes a sample) of two pairs, three parts in all
+  // 1,440 samples, 240 a (batch, head) pair: room for the location gradients (8 bytes a sample,
+  // the largest result) and for the corner records (32 bytes a sample) of two pairs, three parts
+  // in all
   limits.maxStorageBufferBindingSize = 12 * 1440 + 100;
   try {
     const parts = await gpu.backward(b);

@@ -1,10 +1,13 @@
 // grad_value's order on WebGPU: the CPU backward's walk by place (src/kernel/walks.h), its grid
 // of cells, queries crowding a few pixels (every element wasm SIMD's bits), and the query order's
-// histogram counted a range at a time where it does not fit one buffer.
+// histogram counted a range at a time where it does not fit one buffer, and every sample on one
+// place (the sort's passes).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { backends, compare, crowdCase, firstDiff, sameBits } from './helpers.js';
-import { sampleGrid } from '../../bindings/webgpu/plan.js';
+import { backends, compare, crowdCase, firstDiff, problem, sameBits } from './helpers.js';
+import { sampleGrid, sortDigits } from '../../bindings/webgpu/plan.js';
+import { SCAN_FLAT } from '../../bindings/webgpu/kernels/scan.js';
+import { SCAN_BLOCK } from '../../bindings/webgpu/kernels/problem.js';
 
 let gpu, wasm;
 before(async () => ({ gpu, wasm } = await backends()));
@@ -63,5 +66,34 @@ test("a backward whose query order's histogram does not fit one buffer counts it
     }
   } finally {
     limits.maxStorageBufferBindingSize = saved;
+  }
+});
+
+// Every sample on one place, or clamped to one corner (border padding, every point far outside):
+// segments of thousands of records, each in the CPU walk's order; the sort's passes (kernels/sort.js)
+// 1, 2 and 3 deep by the part's pixels (256 or fewer, 2^16 or fewer, more).
+test("grad_value's order where every sample crowds one place: wasm SIMD's bits, with the sort 1, 2 and 3 passes deep", async (t) => {
+  if (gpu.numerics.fusedMultiplyAdd) t.skip('this device fuses a * b + c: no bit-exact grad_value to expect');
+  const cases = [
+    ['one place, one pass', 1, { shapes: [[8, 8], [4, 4]], Q: 300, H: 1, place: [0.3, 0.7] }],
+    ['one place, two passes', 2, { shapes: [[16, 16], [8, 8], [4, 4]], Q: 300, H: 3, place: [0.55, 0.2] }],
+    ['border, far outside', 2, { shapes: [[16, 16], [8, 8]], Q: 300, H: 2, place: [7, -5], paddingMode: 'border' }],
+    ['border, far outside, align_corners', 2, { shapes: [[12, 20], [6, 10]], Q: 200, H: 2, place: [-9, 4], paddingMode: 'border', alignCorners: true }],
+    ['one place, three passes', 3, { shapes: [[300, 240]], Q: 100, H: 1, place: [0.5, 0.25] }],
+    // 4.4 M pixels: the counts' prefix sums over more than SCAN_FLAT blocks (their totals scanned first)
+    ['one place, 4.4 M pixels', 3, { shapes: [[1100, 2000]], Q: 20, H: 1, C: 1, place: [0.75, 0.5] }],
+  ];
+  for (const [label, passes, { place, ...spec }] of cases) {
+    const pixels = 2 * spec.H * spec.shapes.reduce((a, [h, w]) => a + h * w, 0);   // one part: B 2
+    assert.equal(sortDigits(pixels).passes, passes, label);
+    if (pixels > 4e6) assert.ok(pixels > SCAN_FLAT * SCAN_BLOCK, label);
+    const c = problem(940, { B: 2, C: 4, P: 4, ...spec });
+    const locs = c.args.samplingLocations.data;
+    for (let i = 0; i < locs.length; i += 2) { locs[i] = place[0]; locs[i + 1] = place[1]; }
+    const b = { ...c.args, gradOutput: c.gradOutput };
+    const got = await gpu.backward(b), want = wasm.backward(b);
+    for (const name of Object.keys(want)) {
+      assert.equal(sameBits(got[name].data, want[name].data), want[name].data.length, `${label} ${name}: ${firstDiff(got[name].data, want[name].data)}`);
+    }
   }
 });

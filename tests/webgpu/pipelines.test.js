@@ -48,7 +48,7 @@ test('pipelines are compiled when a call first needs them, once per variant: ini
     // the backward's, narrow: none of the wide ones
     const grads = await msda.backward({ ...narrow.args, gradOutput: narrow.gradOutput });
     compare('narrow backward', grads, wasm.backward({ ...narrow.args, gradOutput: narrow.gradOutput }), !msda.numerics.fusedMultiplyAdd);
-    assert.deepEqual(msda.compiled.slice(4).sort(), ['cells', 'gather', 'orderCount', 'orderPlace', 'place', 'rank', 'samples narrow', 'scan', 'scanAdd']);
+    assert.deepEqual(msda.compiled.slice(4).sort(), ['gather', 'orderCount', 'orderWalk', 'samples narrow', 'scan', 'scanReduce', 'sortCount', 'sortScatter', 'sortTerms']);
     assert.deepEqual(asked.slice(3), msda.compiled.slice(4).map((k) => `msda ${k}`));
   } finally {
     msda.dispose();
@@ -154,6 +154,45 @@ test('a kernel that fails to compile in a synchronous call: the error names it, 
     assert.deepEqual(msda.compiled, ['probe', 'forward narrow']);
   } finally {
     console.error = log;
+    msda.dispose();
+    device.destroy();
+  }
+});
+
+test('shader or pipeline creation that throws (a synchronous call, or a call that compiles first) leaves no error scope on a shared device', async () => {
+  const device = await ownDevice();
+  const msda = await init({ backend: 'webgpu', device });
+  const made = { createShaderModule: device.createShaderModule, createComputePipeline: device.createComputePipeline };
+  const scopeLeft = async () => {
+    // the caller's own scope, pushed before: its pop must get the caller's own validation error
+    device.pushErrorScope('validation');
+    device.createBuffer({ size: 4, usage: 0 });   // usage 0: a validation error
+    const err = await device.popErrorScope();
+    // with nothing of ours left, the stack is empty again
+    const extra = await device.popErrorScope().then(() => true, () => false);
+    return { caught: err !== null, extra };
+  };
+  try {
+    const c = problem(885, { shapes: [[4, 4]], Q: 6 });
+    const b = { ...c.args, gradOutput: c.gradOutput };
+    for (const method of ['createShaderModule', 'createComputePipeline']) {
+      device[method] = () => { throw new TypeError(`${method} threw`); };
+      assert.throws(() => msda.dispatchForward(c.args), { message: `${method} threw` });
+      assert.deepEqual(await scopeLeft(), { caught: true, extra: false }, `dispatchForward, ${method}`);
+      assert.throws(() => msda.dispatchBackward(b), { message: `${method} threw` });
+      assert.deepEqual(await scopeLeft(), { caught: true, extra: false }, `dispatchBackward, ${method}`);
+      // an awaited call compiles its modules in prepare() first (its pipelines asynchronously)
+      if (method === 'createShaderModule') {
+        await assert.rejects(msda.backward(b), { message: `${method} threw` });
+        assert.deepEqual(await scopeLeft(), { caught: true, extra: false }, `backward (prepare), ${method}`);
+      }
+      device[method] = made[method];
+    }
+    // the instance still works
+    const want = wasm.forward(c.args), got = await msda.forward(c.args);
+    assert.equal(sameBits(got.data, want.data), want.data.length, firstDiff(got.data, want.data));
+  } finally {
+    Object.assign(device, made);
     msda.dispose();
     device.destroy();
   }

@@ -44,6 +44,22 @@ test('GPU tensors in, GPU tensors out ({ outputs: "gpu" }), byteOffset aligned o
   for (const b of made) b.destroy();
 });
 
+test('a GPU tensor\'s byteOffset is read once: a getter that answers differently later computes what the first answer said', async () => {
+  const c = problem(651, { shapes: [[3, 3]], Q: 4 });
+  const want = wasm.forward(c.args);
+  const buffer = upload(gpu.device, c.args.value.data, 0);
+  let reads = 0;
+  const value = { buffer, shape: c.args.value.shape };
+  Object.defineProperty(value, 'byteOffset', { get() { return reads++ === 0 ? 0 : 260; } });
+  try {
+    const got = await gpu.forward({ ...c.args, value });
+    assert.equal(reads, 1);
+    assert.equal(sameBits(got.data, want.data), want.data.length);
+  } finally {
+    buffer.destroy();
+  }
+});
+
 test('CPU tensors read through the intrinsics: a view of a SharedArrayBuffer, an array whose buffer property lies', async () => {
   const c = problem(650, { shapes: [[3, 3]], Q: 4 });
   const want = wasm.forward(c.args);

@@ -1,13 +1,11 @@
 // The backward's passes (src/kernel/backward.h): samples, one invocation per sample, writes its
-// location and weight gradients (one writer each) and a record per in-bounds corner (destination
-// pixel, a * w_k), counted per destination pixel with integer atomics; scan makes the counts each
-// pixel's segment of records; place puts each record into its pixel's segment (any order) as its
-// slot in the CPU walk's order (walks.js); rank and gather (segments.js) order each segment by
-// those slots and sum it in that order: grad_value with one writer per element and a fixed
-// order, no float atomics.
+// location and weight gradients (one writer each, into the results) and a record per in-bounds
+// corner (destination pixel, a * w_k); sort.js orders the records by pixel, each pixel's in the
+// CPU walk's order (walks.js), and gather (segments.js) sums each pixel's in that order:
+// grad_value with one writer per element and a fixed order, no float atomics.
 
 import { GEOMETRY } from './geometry.js';
-import { SCAN_BLOCK, WORKGROUP, program } from './problem.js';
+import { WORKGROUP, program } from './problem.js';
 
 // The `vec4` variant (channels a multiple of 4: plan.js variantOf) reads value and
 // grad_output rows as vec4s; the dot products add in the same order either way.
@@ -20,9 +18,9 @@ export const SAMPLES = program('samples', {
     locs: 'read array<f32>',
     weights: 'read array<f32>',
     gout: row,
-    grads: 'read_write array<f32>', // grad locations, then grad weights
+    glocs: 'read_write array<f32>',
+    gweights: 'read_write array<f32>',
     recs: 'read_write array<vec2<u32>>', // per (sample, corner): pixel, a * w_k
-    counts: 'read_write array<atomic<u32>>',
   },
   uses: [GEOMETRY],
   variants: ['vec4'],
@@ -65,9 +63,9 @@ ${vec4 ? '' : `    for (var c = CB; c < C; c = c + 1u) { dk = dk + gout[go + c] 
   var gx = (a * ((1.0 - fy) * (d.y - d.x) + fy * (d.w - d.z))) * pt.gsx;
   var gy = (a * ((1.0 - fx) * (d.z - d.x) + fx * (d.w - d.y))) * pt.gsy;
   if (!pt.live) { ga = 0.0; gx = 0.0; gy = 0.0; }
-  grads[lx] = canon(gx);
-  grads[ly] = canon(gy);
-  grads[pr.grad_weights_at + s] = canon(ga);
+  glocs[lx] = canon(gx);
+  glocs[ly] = canon(gy);
+  gweights[s] = canon(ga);
   let Wl = pr.level[l].w;
   let pix0 = bhl * L + pr.level[l].start;
   for (var k = 0u; k < 4u; k = k + 1u) {
@@ -75,91 +73,8 @@ ${vec4 ? '' : `    for (var c = CB; c < C; c = c + 1u) { dk = dk + gout[go + c] 
     if (((pt.mask >> k) & 1u) != 0u) {
       let dest = pix0 + u32(pt.y0 + i32(k >> 1u)) * Wl + u32(pt.x0 + i32(k & 1u));
       rec = vec2<u32>(dest, bitcast<u32>(aw[k]));
-      atomicAdd(&counts[dest], 1u);
     }
     recs[r * 4u + k] = rec;
   }
-}
-`);
-
-// Exclusive prefix sums of blocks of SCAN_BLOCK values (disp.per_row counts workgroups here); each block's total to sums.
-// Each invocation adds 4 consecutive values, the invocations' sums scan in workgroup memory: few
-// barriers (an emulator such as SwiftShader switches coroutines at each, per 4 invocations).
-export const SCAN = program('scan', {
-  problem: false,
-  perGroup: SCAN_BLOCK,
-  perRow: 'workgroups',
-  bindings: {
-    src: 'read array<u32>',
-    dst: 'read_write array<u32>',
-    sums: 'read_write array<u32>',
-  }
-}, /* wgsl */ `
-var<workgroup> tmp: array<u32, ${SCAN_BLOCK / 4}>;
-
-@compute @workgroup_size(${SCAN_BLOCK / 4})
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
-  let block = wid.x + wid.y * disp.per_row;
-  let i = block * ${SCAN_BLOCK}u + li * 4u;
-  var v = vec4<u32>(0u);
-  for (var k = 0u; k < 4u; k = k + 1u) { if (i + k < disp.n) { v[k] = src[i + k]; } }
-  let total = (v.x + v.y) + (v.z + v.w);
-  tmp[li] = total;
-  workgroupBarrier();
-  for (var off = 1u; off < ${SCAN_BLOCK / 4}u; off = off * 2u) {
-    var add = 0u;
-    if (li >= off) { add = tmp[li - off]; }
-    workgroupBarrier();
-    tmp[li] = tmp[li] + add;
-    workgroupBarrier();
-  }
-  var run = tmp[li] - total;
-  for (var k = 0u; k < 4u; k = k + 1u) {
-    if (i + k < disp.n) { dst[i + k] = run; }
-    run = run + v[k];
-  }
-  if (li == ${SCAN_BLOCK / 4 - 1}u) { sums[block] = tmp[li]; }
-}
-`);
-
-export const SCAN_ADD = program('scanAdd', {
-  problem: false,
-  bindings: {
-    sums: 'read array<u32>',
-    dst: 'read_write array<u32>',
-  }
-}, /* wgsl */ `
-@compute @workgroup_size(${WORKGROUP})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let i = gid.x + gid.y * disp.per_row;
-  if (i >= disp.n) { return; }
-  dst[i] = dst[i] + sums[i / ${SCAN_BLOCK}u];
-}
-`);
-
-// Each record into its pixel's segment, at any free place (integer atomics), as its walk slot:
-// its slot with the query's index replaced by the query's rank in the CPU walk (orderPlace), so
-// that walk slots ascend in the order the CPU sums a pixel's terms (rank, point).
-export const PLACE = program('place', {
-  words: ['first_pair'],
-  bindings: {
-    recs: 'read array<vec2<u32>>',
-    offsets: 'read array<u32>',
-    cursors: 'read_write array<atomic<u32>>',
-    placed: 'read_write array<u32>',
-    ranks: 'read array<u32>',
-  }
-}, /* wgsl */ `
-@compute @workgroup_size(${WORKGROUP})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let slot = invocation(gid);
-  if (slot >= disp.n) { return; }
-  let dest = recs[slot].x;
-  if (dest == 0xffffffffu) { return; }
-  let Q = pr.queries; let H = pr.heads; let NL = pr.num_levels; let P = pr.points;
-  let r = slot / 4u;   // the samples pass's local index
-  let q = (r / (P * NL)) % Q; let b = (disp.first_pair + r / (P * NL * Q)) / H;
-  let rank = ranks[b * Q + q];
-  placed[offsets[dest] + atomicAdd(&cursors[dest], 1u)] = slot + 4u * P * NL * rank - 4u * P * NL * q;
 }
 `);

@@ -2,8 +2,10 @@
 // as one table (the WGSL struct `pr` and the words plan.js writes both come from it), the
 // tensor layouts, and program(), which numbers a pass's bindings from their names.
 
+import { OPTIONS } from '../../core/options.js';
+
 export const WORKGROUP = 64;
-export const SCAN_BLOCK = 256;
+export const SCAN_BLOCK = 256;   // values an invocation of the prefix sums (scan.js)
 
 // Shared with C; tests/webgpu/constants.test.js holds each to its header.
 export const CANONICAL_NAN = 0x7fc00000;   // src/simd.h f_canonical_nan
@@ -18,9 +20,8 @@ const PROBLEM = [
   ['points', 'u32'], ['length', 'u32'],
   ['blnc', 'u32'],              // value is (B, L, H, C), not (B, H, L, C)
   ['bqhlp2', 'u32'],            // sampling_locations is (B, Q, H, NL, P, 2), not (B, 2, Q, H, NL, P)
-  ['border', 'u32'],            // padding_mode 'border'
+  ['padding', 'u32'],           // paddingMode's number (PADDING_* below; core/options.js)
   ['half_shift', 'u32'],        // align_corners false: positions shift by 1/2
-  ['grad_weights_at', 'u32'],   // where grad_attention_weights starts in the samples pass's output
   ['bands', 'u32'], ['cols', 'u32'],   // the backward walk's grid of cells (walks.h sample_grid)
 ];
 const LEVEL = [
@@ -49,10 +50,12 @@ export function encodeProblem(fields, levels) {
 }
 
 // The dispatch uniform: invocations (values for the scan), invocations per grid row (workgroups
-// for the scan), then the program's own two words by its names (program() `words`).
+// for the scan), then the program's own words by its names (program() `words`), up to
+// DISPATCH_WORDS.
+export const DISPATCH_WORDS = 4;
 const dispatchStruct = (words) => {
-  const [w2 = 'unused2', w3 = 'unused3'] = words;
-  return `struct Dispatch { n: u32, per_row: u32, ${w2}: u32, ${w3}: u32 }\n`;
+  const names = Array.from({ length: DISPATCH_WORDS }, (_, i) => words[i] ?? `unused${i + 2}`);
+  return `struct Dispatch { n: u32, per_row: u32, ${names.map((w) => `${w}: u32`).join(', ')} }\n`;
 };
 
 const BASICS = /* wgsl */ `
@@ -65,8 +68,14 @@ fn canon(x: f32) -> f32 { return select(x, bitcast<f32>(nan_bits), is_nan(x)); }
 fn invocation(gid: vec3<u32>) -> u32 { return gid.x + gid.y * disp.per_row; }
 `;
 
+// A mode option's values as WGSL constants, its word's name and the value's (core/options.js: an
+// option whose word holds its value's number), e.g. PADDING_BORDER.
+const MODES = OPTIONS.filter((o) => o.wgsl.words.every((w, i) => w === i))
+  .flatMap((o) => o.values.map((v, i) => `const ${o.wgsl.word.toUpperCase()}_${String(v).toUpperCase()} = ${i}u;`)).join('\n');
+
 // The tensor layouts (src/msda.h's strides, as the problem's flags choose).
 const LAYOUTS = /* wgsl */ `
+${MODES}
 ${struct('Level', LEVEL)}
 ${struct('Problem', PROBLEM, '\n  level: array<Level>,')}
 fn loc_index(b: u32, q: u32, h: u32, l: u32, p: u32, xy: u32) -> u32 {
@@ -108,7 +117,7 @@ export function variantCode(flags, make) {
  * ('invocations', or 'workgroups'). gpu.js binds by the names.
  */
 export function program(label, { problem = true, dispatch = true, words = [], perGroup = WORKGROUP, perRow = 'invocations', bindings, uses = [], variants = [] }, body) {
-  if (words.length > 2) throw new Error(`ms-deform-attn: the WebGPU ${label} program names ${words.length} dispatch words, the uniform holds 2`);
+  if (words.length > DISPATCH_WORDS) throw new Error(`ms-deform-attn: the WebGPU ${label} program names ${words.length} dispatch words, the uniform holds ${DISPATCH_WORDS}`);
   const names = [...(problem ? ['problem'] : []), ...Object.keys(bindings), ...(dispatch ? ['dispatch'] : [])];
   const decls = (variant) => names.map((name, i) => {
     if (name === 'problem') return `@group(0) @binding(${i}) var<storage, read> pr: Problem;`;

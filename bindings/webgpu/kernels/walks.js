@@ -1,13 +1,12 @@
 // The CPU backward's walk (src/kernel/walks.h) on the GPU, per batch: queries in index ranges of
 // ORDER_CHUNK, each stably counting-sorted by the cell of its place (index order within a
 // cell), in parallel with no serial chain:
-//   cells       each query's cell (query_cell), one invocation per (batch, query);
-//   orderCount  per tile of ORDER_TILE queries of a range, a histogram of cells (integer
-//               atomics: a count does not depend on their order), laid out (range, cell, tile);
+//   orderCount  each query's cell (query_cell), and per tile of ORDER_TILE queries of a range a
+//               histogram of cells (integer atomics: a count does not depend on their order),
+//               laid out (range, cell, tile);
 //   scan        (gpu.js) exclusive prefix sums in that order: where each (cell, tile) starts;
-//   orderPlace  each query to its start plus its rank in its tile among the queries of its cell
-//               (those before it in index order): the walk, walk[b * Q + rank] = q, and its
-//               inverse, ranks[b * Q + q] = rank.
+//   orderWalk   each query to its start plus its rank in its tile among the queries of its cell
+//               (those before it in index order): the walk, walk[b * Q + rank] = q.
 // The ranges are counted a group at a time (disp.first_range its first range) when one histogram of
 // all of them would not fit one buffer.
 
@@ -15,20 +14,13 @@ import { ORDER_CHUNK, WORKGROUP, program } from './problem.js';
 
 export const ORDER_TILE = 256;
 
-export const CELLS = program('cells', {
-  bindings: {
-    locs: 'read array<f32>',
-    weights: 'read array<f32>',
-    cells: 'read_write array<u32>',
-  }
-}, /* wgsl */ `
+// Query idx's cell (walks.h query_cell): the mean place of its first level with a counted point
+// (head 0's points with a non-zero weight inside [0, 1]), or the last cell when none is.
+const QUERY_CELL = /* wgsl */ `
 // x in [0, 1] (not NaN, -0 included) by its bits: comparisons may assume no NaN.
 fn in_unit(x: f32) -> bool { let u = bitcast<u32>(x); return u <= 0x3f800000u || u == 0x80000000u; }
 
-@compute @workgroup_size(${WORKGROUP})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let idx = invocation(gid);
-  if (idx >= disp.n) { return; }
+fn query_cell(idx: u32) -> u32 {
   let Q = pr.queries; let H = pr.heads; let NL = pr.num_levels; let P = pr.points;
   let b = idx / Q; let q = idx % Q;
   let bands = i32(pr.bands); let cols = i32(pr.cols);
@@ -50,11 +42,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     cell = cy * cols + cx;
     break;
   }
-  cells[idx] = u32(cell);
+  return u32(cell);
 }
-`);
+`;
 
-// The range, tile and cell of query u of the group (invocation index), and its index gq in (b, q).
+// The range, tile and cell of query u of the group (invocation index), and its index gq in (b, q);
+// its cell from the program's cell_at().
 const WALKED = /* wgsl */ `
 struct Walked { gq: u32, q: u32, hist: u32, tile_first: u32, cell: u32, group_first: u32 }
 fn walked(u: u32) -> Walked {
@@ -68,7 +61,7 @@ fn walked(u: u32) -> Walked {
   let b = gq / Q; let q = gq % Q;
   let in_range = q % ${ORDER_CHUNK}u;
   let r = b * chunks + q / ${ORDER_CHUNK}u;
-  let cell = cell_of[gq];
+  let cell = cell_at(gq);
   var w: Walked;
   w.gq = gq; w.q = q; w.cell = cell; w.group_first = group_first;
   w.hist = ((r - r0) * cells + cell) * tiles + in_range / ${ORDER_TILE}u;
@@ -81,28 +74,34 @@ export const ORDER_COUNT = program('orderCount', {
   words: ['first_range'],
   perGroup: ORDER_TILE,
   bindings: {
-    cell_of: 'read array<u32>',
-    hist: 'read_write array<atomic<u32>>',
+    locs: 'read array<f32>',
+    weights: 'read array<f32>',
+    cell_of: 'read_write array<u32>',
+    hist: 'read_write array<atomic<u32>>',   // zero before (the scan leaves it so)
   }
-}, /* wgsl */ `${WALKED}
+}, /* wgsl */ `${QUERY_CELL}
+fn cell_at(gq: u32) -> u32 { return query_cell(gq); }
+${WALKED}
 @compute @workgroup_size(${ORDER_TILE})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let u = invocation(gid);
   if (u >= disp.n) { return; }
-  atomicAdd(&hist[walked(u).hist], 1u);
+  let w = walked(u);
+  cell_of[w.gq] = w.cell;
+  atomicAdd(&hist[w.hist], 1u);
 }
 `);
 
-export const ORDER_PLACE = program('orderPlace', {
+export const ORDER_WALK = program('orderWalk', {
   words: ['first_range'],
   perGroup: ORDER_TILE,
   bindings: {
     cell_of: 'read array<u32>',
     starts: 'read array<u32>',
     walk: 'read_write array<u32>',
-    ranks: 'read_write array<u32>',   // walk's inverse
   }
-}, /* wgsl */ `${WALKED}
+}, /* wgsl */ `fn cell_at(gq: u32) -> u32 { return cell_of[gq]; }
+${WALKED}
 @compute @workgroup_size(${ORDER_TILE})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let u = invocation(gid);
@@ -112,6 +111,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   for (var j = w.tile_first; j < w.gq; j = j + 1u) { rank = rank + select(0u, 1u, cell_of[j] == w.cell); }
   let at = w.group_first + starts[w.hist] + rank;   // b * Q + the query's rank in batch b
   walk[at] = w.q;
-  ranks[w.gq] = at - (w.gq - w.q);
 }
 `);

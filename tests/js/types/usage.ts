@@ -1,7 +1,7 @@
 // Compiled by `tsc --strict --noEmit` in tests/js/package.test.js: the whole public API as a user
 // writes it, through the package's own name (its `exports` and `types`). Lines under an expect-error
 // directive must stay errors, so the typings cannot silently loosen.
-import { init, initNative, initWorker, MsdaWorker, simdSupported, DEFAULTS, Msda, Prepared, Tensor, Gradients, MsdaError } from 'ms-deform-attn';
+import { init, initNative, initWorker, MsdaWorker, WorkerPrepared, simdSupported, DEFAULTS, Msda, Prepared, Tensor, Gradients, MsdaError } from 'ms-deform-attn';
 import { initNative as initNative2, nativeAddonPath, NATIVE_UNAVAILABLE } from 'ms-deform-attn/native';
 import { referenceForward, referenceBackward } from 'ms-deform-attn/reference';
 import { createSession, ONNX_UNAVAILABLE, type ChainedSession, type BlockReport } from 'ms-deform-attn/onnx';
@@ -84,8 +84,18 @@ export async function usage(): Promise<number> {
     { signal: controller.signal, transfer: true })).data;
   const wgrad: Float32Array<ArrayBuffer> = (await w.backward({ value, spatialShapes: [[4, 4]], samplingLocations, attentionWeights,
     gradOutput: out })).gradValue.data;
+  const wp: WorkerPrepared = await w.prepare({ batch: 1, numQueries: 1, numHeads: 1, channels: 1, numPoints: 1, spatialShapes: [[4, 4]] });
+  const wpOut: Float32Array<ArrayBuffer> = (await wp.forward({ attentionWeights: new Float32Array(1) }, { transfer: true })).data;
+  const wpGrad: Float32Array<ArrayBuffer> = (await wp.backward({ gradOutput: { data: new Float32Array(1), shape: [1, 1, 1] } })).gradValue.data;
+  // @ts-expect-error: not an input of forward
+  await wp.forward({ gradOutput: new Float32Array(1) });
+  await wp.dispose();
   // @ts-expect-error: transfer is a boolean
   await w.forward({ value, spatialShapes: [[4, 4]], samplingLocations, attentionWeights }, { transfer: 'yes' });
+  // @ts-expect-error: the WebGPU instance runs in no worker (its calls already return Promises): init()
+  await initWorker({ backend: 'webgpu' });
+  // @ts-expect-error: a GPUDevice is init()'s option, not initWorker()'s
+  await initWorker({ device: {} });
   // @ts-expect-error: worker calls return Promises
   const notNow: Tensor = w.forward({ value, spatialShapes: [[4, 4]], samplingLocations, attentionWeights });
   await w.terminate();

@@ -1,0 +1,61 @@
+// Exclusive prefix sums of disp.count u32 values (gpu.js CallEncoder.scan), in blocks of SCAN_BLOCK
+// values, an invocation a block (disp.n blocks), in two dispatches:
+//   scanReduce  each block's total into sums;
+//   scan        each block scanned and the blocks before it added: their totals summed by the
+//               invocation itself (disp.base 1, up to SCAN_FLAT blocks: the same totals for every
+//               invocation, read from cache), or read from sums already scanned (disp.base 2:
+//               more blocks, whose totals gpu.js scans first, the same way), or none (one
+//               block, disp.base 0).
+// src is zeroed as it is read where disp.clear (a histogram counted into again: the next count
+// then needs no clear). No workgroup memory and no barrier: an emulator such as SwiftShader pays
+// for each (zero-filling the memory, switching coroutines at the barrier), a GPU reads a block's
+// consecutive values from cache.
+
+import { SCAN_BLOCK, WORKGROUP, program } from './problem.js';
+
+export const SCAN_FLAT = 1024;
+
+export const SCAN_REDUCE = program('scanReduce', {
+  problem: false,
+  words: ['count'],
+  bindings: {
+    src: 'read array<u32>',
+    sums: 'read_write array<u32>',
+  }
+}, /* wgsl */ `
+@compute @workgroup_size(${WORKGROUP})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let block = invocation(gid);
+  let first = block * ${SCAN_BLOCK}u;
+  if (block >= disp.n) { return; }
+  var total = 0u;
+  for (var i = first; i < min(first + ${SCAN_BLOCK}u, disp.count); i = i + 1u) { total = total + src[i]; }
+  sums[block] = total;
+}
+`);
+
+export const SCAN = program('scan', {
+  problem: false,
+  words: ['count', 'clear', 'base'],
+  bindings: {
+    src: 'read_write array<u32>',
+    dst: 'read_write array<u32>',
+    sums: 'read array<u32>',
+  }
+}, /* wgsl */ `
+@compute @workgroup_size(${WORKGROUP})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let block = invocation(gid);
+  let first = block * ${SCAN_BLOCK}u;
+  if (block >= disp.n) { return; }
+  var run = 0u;
+  if (disp.base == 1u) { for (var j = 0u; j < block; j = j + 1u) { run = run + sums[j]; } }
+  if (disp.base == 2u) { run = sums[block]; }
+  for (var i = first; i < min(first + ${SCAN_BLOCK}u, disp.count); i = i + 1u) {
+    let v = src[i];
+    if (disp.clear != 0u) { src[i] = 0u; }
+    dst[i] = run;
+    run = run + v;
+  }
+}
+`);

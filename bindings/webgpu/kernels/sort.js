@@ -1,0 +1,161 @@
+// grad_value's terms in the CPU walk's order: a stable LSD radix sort of the part's corner records
+// taken in walk order (query rank, level, point, corner), keyed by their destination pixel (the
+// part's pixel index, SORT_BITS at most a pass). Stable, so every pixel's records come out in
+// walk order whatever their number: O(records) work a pass, crowded or not. No workgroup memory
+// and no barrier: one invocation orders a chunk of consecutive records (as many as the digit has
+// values, at least 2^MIN_CHUNK_BITS: the histogram no larger than the records, the invocations'
+// loops short), one after the other, and a chunk's records of a digit go to consecutive places in
+// chunk order:
+//   sortCount    per chunk, the records in walk order (recs read through the walk, walks.js): the
+//                chunk's count of each digit into hist (digit-major: hist[digit * chunks + chunk]),
+//                and each pixel's count (integer atomics, a run of one pixel added at once);
+//   scan         (gpu.js) hist's exclusive prefix sums: where each (digit, chunk) starts; the
+//                counts' give each pixel's segment (offsets);
+//   sortScatter  per chunk, each record to its digit's next place, as (pixel, walk slot), and
+//                the next digit counted per destination chunk (atomics: counts do not depend
+//                on their order), for the next pass;
+//   sortTerms    the last pass: each record to its place, as what gather (segments.js) sums:
+//                a * w_k and its grad_output row.
+// The dispatch word `digit`: the digit's shift (bits 0-7) and width (bits 8-15), and bit 16 when
+// the pass reads the records themselves (the first) rather than the previous pass's pairs.
+
+import { program } from './problem.js';
+
+export const SORT_BITS = 8;
+export const MIN_CHUNK_BITS = 4;
+
+/** The records one invocation orders, for digits of `bits`. */
+export const sortChunk = (bits) => 1 << Math.max(MIN_CHUNK_BITS, bits);
+
+// The digit word, and record i of the part in walk order: its slot in recs (the samples pass
+// writes them by query index), its query's grad_output row.
+const SORTING = /* wgsl */ `
+struct Digit { shift: u32, mask: u32, from_recs: bool, chunk: u32 }
+fn digit_word() -> Digit {
+  var d: Digit;
+  let bits = (disp.digit >> 8u) & 0xffu;
+  d.shift = disp.digit & 0xffu;
+  d.mask = (1u << bits) - 1u;
+  d.from_recs = (disp.digit & 0x10000u) != 0u;
+  d.chunk = 1u << max(${MIN_CHUNK_BITS}u, bits);   // sortChunk()
+  return d;
+}
+struct Walked { rec: u32, row: u32 }
+fn walked(i: u32) -> Walked {
+  let Q = pr.queries; let H = pr.heads;
+  let per = 4u * pr.num_levels * pr.points;
+  let r = i / per;   // the part's (pair, query rank)
+  let bh = disp.first_pair + r / Q; let b = bh / H; let h = bh % H;
+  let rank = r % Q;
+  let q = walk[b * Q + rank];
+  var w: Walked;
+  w.rec = i + per * q - per * rank;
+  w.row = (b * Q + q) * H + h;
+  return w;
+}
+`;
+
+export const SORT_COUNT = program('sortCount', {
+  words: ['digit', 'end', 'first_pair'],
+  bindings: {
+    recs: 'read array<vec2<u32>>',
+    walk: 'read array<u32>',
+    counts: 'read_write array<atomic<u32>>',   // zero before (the scan of them leaves them so)
+    hist: 'read_write array<u32>',
+  }
+}, /* wgsl */ `${SORTING}
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let c = invocation(gid);
+  if (c >= disp.n) { return; }
+  let chunks = disp.n; let dg = digit_word();
+  for (var k = 0u; k <= dg.mask; k = k + 1u) { hist[k * chunks + c] = 0u; }
+  var pixel = 0xffffffffu; var run = 0u;
+  for (var i = c * dg.chunk; i < min(c * dg.chunk + dg.chunk, disp.end); i = i + 1u) {
+    let dest = recs[walked(i).rec].x;
+    if (dest == 0xffffffffu) { continue; }
+    let at = ((dest >> dg.shift) & dg.mask) * chunks + c;
+    hist[at] = hist[at] + 1u;   // this invocation's own column
+    if (dest != pixel) {
+      if (run != 0u) { atomicAdd(&counts[pixel], run); }
+      pixel = dest; run = 0u;
+    }
+    run = run + 1u;
+  }
+  if (run != 0u) { atomicAdd(&counts[pixel], run); }
+}
+`);
+
+// The pairs of pass `from_recs` or a later one: for the first, the records in walk order up to
+// `end` (dead corners skipped); for a later one, the pairs up to offsets[end] (every live record).
+const PAIRS = /* wgsl */ `
+fn pairs_end(dg: Digit) -> u32 { return select(offsets[disp.end], disp.end, dg.from_recs); }
+fn pair(dg: Digit, i: u32) -> vec2<u32> {
+  if (dg.from_recs) { return vec2<u32>(src[walked(i).rec].x, i); }
+  return src[i];
+}
+`;
+
+export const SORT_SCATTER = program('sortScatter', {
+  words: ['digit', 'end', 'first_pair'],
+  bindings: {
+    src: 'read array<vec2<u32>>',   // recs (the first pass), else the previous pass's pairs
+    walk: 'read array<u32>',
+    offsets: 'read array<u32>',
+    starts: 'read_write array<u32>',
+    hist: 'read_write array<atomic<u32>>',   // the next digit's counts, zero before
+    dst: 'read_write array<vec2<u32>>',   // (pixel, walk slot)
+  }
+}, /* wgsl */ `${SORTING}${PAIRS}
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let c = invocation(gid);
+  if (c >= disp.n) { return; }
+  let chunks = disp.n; let dg = digit_word();
+  let next = dg.shift + countOneBits(dg.mask);
+  var counted = 0xffffffffu; var run = 0u;
+  for (var i = c * dg.chunk; i < min(c * dg.chunk + dg.chunk, pairs_end(dg)); i = i + 1u) {
+    let p = pair(dg, i);
+    if (p.x == 0xffffffffu) { continue; }
+    let at = ((p.x >> dg.shift) & dg.mask) * chunks + c;
+    let to = starts[at];
+    starts[at] = to + 1u;   // this invocation's own column
+    dst[to] = p;
+    let h = ((p.x >> next) & dg.mask) * chunks + to / dg.chunk;
+    if (h != counted) {
+      if (run != 0u) { atomicAdd(&hist[counted], run); }
+      counted = h; run = 0u;
+    }
+    run = run + 1u;
+  }
+  if (run != 0u) { atomicAdd(&hist[counted], run); }
+}
+`);
+
+export const SORT_TERMS = program('sortTerms', {
+  words: ['digit', 'end', 'first_pair'],
+  bindings: {
+    src: 'read array<vec2<u32>>',
+    walk: 'read array<u32>',
+    offsets: 'read array<u32>',
+    starts: 'read_write array<u32>',
+    recs: 'read array<vec2<u32>>',
+    terms: 'read_write array<vec2<u32>>',   // a * w_k bits, grad_output row
+  }
+}, /* wgsl */ `${SORTING}${PAIRS}
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let c = invocation(gid);
+  if (c >= disp.n) { return; }
+  let chunks = disp.n; let dg = digit_word();
+  for (var i = c * dg.chunk; i < min(c * dg.chunk + dg.chunk, pairs_end(dg)); i = i + 1u) {
+    let p = pair(dg, i);
+    if (p.x == 0xffffffffu) { continue; }
+    let at = ((p.x >> dg.shift) & dg.mask) * chunks + c;
+    let to = starts[at];
+    starts[at] = to + 1u;
+    let w = walked(p.y);
+    terms[to] = vec2<u32>(recs[w.rec].y, w.row);
+  }
+}
+`);
