@@ -26,9 +26,9 @@ const npmEnv = { ...process.env, npm_config_audit: 'false', npm_config_fund: 'fa
 // and the worker's prepared problems took the unpacked size past 1,920 KiB (1,967,672 bytes).
 // The WebGPU backward's radix sort and kept scratch, the options' table and make-case took the
 // tarball past 768 KiB (789,972 bytes) and the unpacked size past 1,984 KiB (2,040,742 bytes).
-const TARBALL_BUDGET = 784 * 1024;
-// ms-deform-attn/onnx (bindings/onnx*, ONNX's schema as JSON, docs/onnx.md) ~58 kB unpacked; its
-// ORT and protobufjs stay optional peers.
+// ms-deform-attn/onnx (bindings/onnx*, ONNX's schema as JSON, docs/onnx.md) ~18 kB packed, ~58 kB
+// unpacked (808,527 bytes packed with it); its ORT and protobufjs stay optional peers.
+const TARBALL_BUDGET = 800 * 1024;
 const UNPACKED_BUDGET = 2080 * 1024;
 const README_SHARE = 0.15;
 
