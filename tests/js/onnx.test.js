@@ -1,4 +1,5 @@
-// ms-deform-attn/onnx (bindings/onnx.js): every fixture of tests/fixtures/onnx through createSession
+// ms-deform-attn/onnx (bindings/onnx.js): every fixture of tests/fixtures/onnx (Deformable DETR's,
+// Hugging Face's and RT-DETR's formulations, opsets 16 and 17) through createSession
 // on onnxruntime-node and on onnxruntime-web's wasm EP, against ORT's own run of the unmodified
 // model and PyTorch's outputs; a block whose ORT run disagrees with the op is left to ORT; bad
 // arguments are named.
@@ -17,7 +18,7 @@ import { decodeModel, encodeModel, loadOnnx } from '../../bindings/onnx/model.js
 
 ortWeb.env.wasm.numThreads = 1;
 const fixture = (name) => new URL(`../fixtures/onnx/${name}`, import.meta.url);
-const FIXTURES = { 'detr-encoder': 2, 'detr-decoder': 1, 'detr-decoder-dynamic': 1 }; // name: blocks
+const FIXTURES = { 'detr-encoder': 2, 'detr-decoder': 1, 'detr-decoder-dynamic': 1, 'hf-encoder': 2, 'rtdetr-decoder': 1 }; // name: blocks
 const RUNTIMES = [['onnxruntime-node', ortNode, ['cpu']], ['onnxruntime-web (wasm EP)', ortWeb, ['wasm']]];
 // The blocks are held to crosscheck's bound when verified; through the layers after them (output
 // projection, residual, LayerNorm, FFN) the models' outputs, of unit scale, differ from ORT's by
@@ -61,8 +62,8 @@ for (const [runtime, ort, executionProviders] of RUNTIMES) {
           assert.equal(b.heads, 4);
           assert.equal(b.channels, 16);
           assert.equal(b.points, 2);
-          assert.equal(b.queries, name === 'detr-encoder' ? 106 : 12);
-          assert.equal(b.batch, name === 'detr-encoder' ? 1 : 2);
+          assert.equal(b.queries, name.includes('encoder') ? 106 : 12);
+          assert.equal(b.batch, name.includes('encoder') ? 1 : 2);
           assert.equal(b.verification.worst, null);
           assert.equal(b.nodes.gridSample.length, 3);
         }
