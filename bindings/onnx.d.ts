@@ -22,7 +22,8 @@ export interface CreateSessionOptions {
 export interface BlockReport {
   id: number;
   formulation: string;
-  nodes: { gridSample: string[]; split: string; mul: string; reduceSum: string };
+  /** The GridSample decomposition's nodes, or the one plugin node (TensorRT's, mmdeploy's). */
+  nodes: { gridSample: string[]; split: string; mul: string; reduceSum: string } | { plugin: string };
   tensors: { value: string; samplingLocations: string; attentionWeights: string; output: string };
   alignCorners: boolean;
   paddingMode: 'zeros' | 'border';
@@ -37,8 +38,9 @@ export interface BlockReport {
   channels?: number;
   levels?: [number, number][];
   points?: number;
-  /** The check against ORT's run of the block alone: elements compared, and the worst miss (null: none). */
-  verification?: { checked: number; worst: null | { b: number; q: number; element: number; ort: number; ours: number; reference: number; bound: number; excess: number } };
+  /** The check against ORT's run of the block alone: elements compared, and the worst miss (null:
+   * none); null for a plugin node, which ORT cannot run. */
+  verification?: null | { checked: number; worst: null | { b: number; q: number; element: number; ort: number; ours: number; reference: number; bound: number; excess: number } };
 }
 
 export interface Report {

@@ -12,12 +12,14 @@
 // input shapes, on the caller's feeds; onnx/chain.js), each block run alone through ORT and through our op on seeded
 // inputs and replaced only when both meet crosscheck's bound (onnx/verify.js); the graph is then
 // cut at the replaced blocks into ORT sessions (onnx/plan.js), and run() chains them through the op.
+// Plugin nodes (TensorRT's, mmdeploy's), which ORT cannot run, are read by their documented inputs and
+// the stages around them made and run in turn (buildPluginChain).
 
 import { decodeModel, Graph, loadOnnx, ONNX_UNAVAILABLE } from './onnx/model.js';
 
 export { ONNX_UNAVAILABLE };
-import { findGridSampleBlocks } from './onnx/blocks.js';
-import { buildChain, releaseChain, runChain, staticFeeds } from './onnx/chain.js';
+import { findGridSampleBlocks, findPluginBlocks } from './onnx/blocks.js';
+import { buildChain, buildPluginChain, releaseChain, runChain, staticFeeds } from './onnx/chain.js';
 
 const PREFIX = 'ms-deform-attn/onnx';
 
@@ -75,9 +77,17 @@ export async function createSession(ortGiven, modelGiven, optionsGiven) {
   const options = { ...sessionOptions, ...(executionProviders ? { executionProviders } : {}) };
   await loadOnnx();
   const graph = new Graph(decodeModel(bytes));
-  const { blocks: found, skipped } = findGridSampleBlocks(graph);
-  const entries = found.map(entry);
+  const grids = findGridSampleBlocks(graph), plugins = findPluginBlocks(graph);
+  const pluginNodes = plugins.blocks.length > 0;
+  // A graph with plugin nodes is chained around them (ORT cannot run them); its GridSample blocks,
+  // if any, are left to ORT: the two kinds are not chained together yet.
+  const found = pluginNodes ? plugins.blocks : grids.blocks;
+  const entries = [...found, ...(pluginNodes ? grids.blocks : [])].map(entry);
+  for (const e of entries.slice(found.length)) e.why = 'the graph has plugin nodes, which are chained alone so far: left to ORT';
+  const skipped = [...grids.skipped, ...plugins.skipped];
   const report = { blocks: entries, notBlocks: skipped.map(({ where, why }) => ({ nodes: where, replaced: false, why })) };
+  if (plugins.skipped.length) throw new Error(`${PREFIX}: createSession: ${plugins.skipped.map((x) => `${x.where[0]}: ${x.why}`).join('; ')}; ONNX Runtime cannot run these nodes either`);
+  const build = pluginNodes ? buildPluginChain : buildChain;
   let msda = msdaGiven, ownMsda = false;
   const getMsda = async () => {
     if (!msda) {
@@ -101,7 +111,7 @@ export async function createSession(ortGiven, modelGiven, optionsGiven) {
     const statics = staticFeeds(ort, graph);
     if (statics.feeds) {
       try {
-        const made = await buildChain(ort, options, graph, found, entries, new Map(Object.entries(statics.feeds)), getMsda);
+        const made = await build(ort, options, graph, found, entries, new Map(Object.entries(statics.feeds)), getMsda);
         chains.set(keyOf(new Map(Object.entries(statics.feeds))), Promise.resolve(made));
       } catch (e) {
         await release();
@@ -127,7 +137,7 @@ export async function createSession(ortGiven, modelGiven, optionsGiven) {
         live.set(name, t);
       }
       const key = chains.has(null) ? null : keyOf(live);
-      if (!chains.has(key)) chains.set(key, buildChain(ort, options, graph, found, entries, live, getMsda));
+      if (!chains.has(key)) chains.set(key, build(ort, options, graph, found, entries, live, getMsda));
       let chain;
       try {
         chain = await chains.get(key);

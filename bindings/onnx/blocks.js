@@ -174,3 +174,45 @@ function reaches(graph, name, targets) {
   }
   return false;
 }
+
+// Single nodes of the op in deployment exports, by their documented inputs (value, spatial_shapes,
+// level_start_index, sampling_locations, attention_weights): TensorRT's plugin (NVIDIA TAO's
+// exports) writes (N, Lq, M, D), mmdeploy's op (N, Lq, M·D); both sample as grid_sample with
+// align_corners false and zero padding (Deformable DETR's CUDA kernel).
+const PLUGINS = new Map([
+  ['MultiscaleDeformableAttnPlugin_TRT', 'TensorRT plugin node (MultiscaleDeformableAttnPlugin_TRT)'],
+  ['MMCVMultiScaleDeformableAttention', "mmdeploy's node (MMCVMultiScaleDeformableAttention)"],
+]);
+
+/** The plugin nodes: blocks (as findGridSampleBlocks's, with `levels` read) and `skipped`. */
+export function findPluginBlocks(graph) {
+  const blocks = [], skipped = [];
+  graph.nodes.forEach((n, i) => {
+    if (!PLUGINS.has(n.op_type)) return;
+    const fail = (why) => skipped.push({ where: [n.name], why, plugin: true });
+    if (n.input.length !== 5 || n.output.length < 1) { fail(`${n.op_type} with ${n.input.length} inputs and ${n.output.length} outputs (5 and 1 documented)`); return; }
+    const [value, shapesName, startsName, samplingLocations, attentionWeights] = n.input;
+    const shapes = graph.constant(shapesName), starts = graph.constant(startsName);
+    if (!shapes || !starts) { fail(`its spatial_shapes (${shapesName}) or level_start_index (${startsName}) is computed at run time; constant ones only so far`); return; }
+    const levels = [];
+    for (let l = 0; l < shapes.length / 2; l++) levels.push([shapes[2 * l], shapes[2 * l + 1]]);
+    let start = 0;
+    const bad = shapes.length % 2 !== 0 || starts.length !== levels.length || levels.some(([h, w], l) => {
+      const wrong = starts[l] !== start || !(h > 0) || !(w > 0);
+      start += h * w;
+      return wrong;
+    });
+    if (bad) { fail(`spatial_shapes [${shapes}] and level_start_index [${starts}] are not (L, 2) levels and their starts`); return; }
+    blocks.push({
+      formulation: PLUGINS.get(n.op_type),
+      nodes: new Set([i]),
+      names: { plugin: n.name },
+      value, samplingLocations, attentionWeights, output: n.output[0],
+      levels,
+      outputRank: n.op_type === 'MultiscaleDeformableAttnPlugin_TRT' ? 4 : 3,
+      alignCorners: false,
+      paddingMode: 'zeros',
+    });
+  });
+  return { blocks, skipped };
+}

@@ -107,3 +107,61 @@ export async function runChain(ort, chain, msda, feeds, outputNames) {
 }
 
 export const releaseChain = (chain) => Promise.all(chain.stages.map((st) => st.session?.release()));
+
+// A plugin node's problem from its inputs' shapes and its constant levels, or { why }.
+function readPluginProblem(block, v, s, w) {
+  if (v.length !== 4) return { why: `value ${block.value} is [${v}], not (N, S, M, D)` };
+  const [B, Len, H, C] = v;
+  if (s.length !== 6 || s[0] !== B || s[2] !== H || s[3] !== block.levels.length || s[5] !== 2) {
+    return { why: `sampling_locations ${block.samplingLocations} [${s}] are not (N, Lq, M, ${block.levels.length}, P, 2) of value [${v}]` };
+  }
+  const [, Q, , NL, P] = s;
+  if (w.length !== 5 || w.some((d, k) => d !== s[k])) return { why: `attention_weights ${block.attentionWeights} [${w}] are not (N, Lq, M, L, P) of locations [${s}]` };
+  const pixels = block.levels.reduce((a, [h, x]) => a + h * x, 0);
+  if (pixels !== Len) return { why: `the levels [${block.levels.map((l) => l.join('×'))}] hold ${pixels} pixels and the value ${Len}` };
+  return { problem: { B, Len, H, C, Q, NL, P, levels: block.levels } };
+}
+
+/**
+ * The chain for a graph with plugin nodes, which ORT cannot run: each stage's session is made
+ * and run in turn on `feeds` (the stages before a node make its inputs, so its shapes are read
+ * there), the op run on each node. The nodes are read by their documented inputs; ORT has no run of
+ * them to compare with, so a node that cannot be read is an error, not a block left to ORT.
+ */
+export async function buildPluginChain(ort, options, graph, found, entries, feeds, getMsda) {
+  const plan = planStages(graph, found);
+  const live = new Map(feeds), stages = [], ops = [];
+  const msda = await getMsda();
+  try {
+    for (let s = 0; s <= plan.stages.length; s++) {
+      for (const op of plan.ops) {
+        if (op.before !== s) continue;
+        const b = op.block, e = entries[found.indexOf(b)];
+        const [v, l, w] = [b.value, b.samplingLocations, b.attentionWeights].map((t) => live.get(t));
+        const types = [v, l, w].map((t) => t.type);
+        const { problem, why } = types.some((t) => t !== 'float32')
+          ? { why: `element types ${types.join(', ')}: float32 nodes only so far` } : readPluginProblem(b, v.dims, l.dims, w.dims);
+        if (why) throw new Error(`${PREFIX}: createSession: ${b.names.plugin}: ${why}; ONNX Runtime cannot run this node either`);
+        Object.assign(e, { valueLayout: 'BLNC', samplingLocationsLayout: 'BQHLP2', batch: problem.B, queries: problem.Q, heads: problem.H,
+          channels: problem.C, levels: problem.levels, points: problem.P, replaced: true, why: null,
+          verification: null });
+        const shape = b.outputRank === 4 ? [problem.B, problem.Q, problem.H, problem.C] : [problem.B, problem.Q, problem.H * problem.C];
+        const out = await msda.forward(forwardArgs(b, problem, v.data, l.data, w.data));
+        live.set(b.output, new ort.Tensor('float32', out.data, shape));
+        ops.push({ ...op, problem, shape });
+      }
+      if (s === plan.stages.length) break;
+      const st = plan.stages[s];
+      if (st.nodes.every((i) => graph.nodes[i].op_type === 'Constant')) { stages.push({ session: null, inputs: [] }); continue; }
+      const m = subModel(graph, st.nodes, st.inputs.map((name) => ({ name, type: live.get(name).type })), st.outputs.map((name) => ({ name })), `stage${s}`);
+      const session = await ort.InferenceSession.create(encodeModel(m), options);
+      stages.push({ session, inputs: st.inputs });
+      const out = await session.run(Object.fromEntries(st.inputs.map((x) => [x, live.get(x)])));
+      for (const [k, t] of Object.entries(out)) live.set(k, t);
+    }
+  } catch (e) {
+    await Promise.all(stages.map((st) => st.session?.release()));
+    throw e;
+  }
+  return { stages, ops };
+}

@@ -123,7 +123,7 @@ export class Graph {
 
 /**
  * A ModelProto of some of the model's nodes (in the model's order): `inputs` and `outputs`
- * { name, type, shape? } (type 'float32' ...), the initializers the nodes read.
+ * { name, type?, shape? } (type 'float32' ...; none: ORT infers it), the initializers the nodes read.
  */
 export function subModel(graph, nodeIndices, inputs, outputs, name) {
   const m = graph.model;
@@ -133,7 +133,7 @@ export function subModel(graph, nodeIndices, inputs, outputs, name) {
   const used = new Set(nodes.flatMap((n) => n.input).filter((x) => x && !inputNames.has(x)));
   const valueInfo = ({ name: n, type, shape }) => ({
     name: n,
-    type: { tensor_type: { elem_type: ELEM_OF[type], ...(shape ? { shape: { dim: shape.map((d) => ({ dim_value: d })) } } : {}) } },
+    ...(type ? { type: { tensor_type: { elem_type: ELEM_OF[type], ...(shape ? { shape: { dim: shape.map((d) => ({ dim_value: d })) } } : {}) } } } : {}),
   });
   return {
     ir_version: m.ir_version,

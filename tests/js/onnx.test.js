@@ -93,6 +93,53 @@ for (const [runtime, ort, executionProviders] of RUNTIMES) {
   }
 }
 
+// Deployment exports with the op as one node (TensorRT's plugin as NVIDIA TAO writes it, mmdeploy's
+// op): ORT cannot run them at all; createSession chains around them, to PyTorch's outputs.
+const PLUGIN_FIXTURES = { 'trt-encoder': ['MultiscaleDeformableAttnPlugin_TRT', 4], 'mmdeploy-encoder': ['MMCVMultiScaleDeformableAttention', 3] };
+for (const [runtime, ort, executionProviders] of RUNTIMES) {
+  for (const [name, [op]] of Object.entries(PLUGIN_FIXTURES)) {
+    test(`${name} on ${runtime}: its ${op} nodes run on the op, the rest on ORT, to PyTorch's outputs`, async () => {
+      const bytes = readFileSync(fixture(`${name}.onnx`));
+      await assert.rejects(ort.InferenceSession.create(bytes, { executionProviders }), /MultiscaleDeformableAttnPlugin_TRT|MMCVMultiScaleDeformableAttention|mmdeploy/, 'ORT alone cannot run it');
+      const session = await createSession(ort, bytes, { executionProviders, msda });
+      try {
+        const { blocks, notBlocks } = session.report;
+        assert.deepEqual(notBlocks, []);
+        assert.equal(blocks.length, 2);
+        for (const [k, b] of blocks.entries()) {
+          assert.equal(b.replaced, true, b.why);
+          assert.equal(b.nodes.plugin, `/layers.${k}/self_attn/${op}`);
+          assert.match(b.formulation, new RegExp(op));
+          assert.deepEqual([b.batch, b.queries, b.heads, b.channels, b.points], [1, 106, 4, 16, 2]);
+          assert.deepEqual(b.levels, [[8, 10], [4, 5], [2, 3]]);
+          assert.equal(b.verification, null, 'no ORT run to compare with');
+        }
+        const read = inputsOf(name);
+        const feeds = Object.fromEntries(session.inputNames.map((n) => { const a = read(n); return [n, new ort.Tensor('float32', a.data, a.shape)]; }));
+        const ours = await session.run(feeds);
+        assert.deepEqual([...ours.memory.dims], [1, 106, 64]);
+        assert.ok(maxDiff(ours.memory.data, read('expected/memory').data) <= MODEL_TOL, `${maxDiff(ours.memory.data, read('expected/memory').data)} from PyTorch's`);
+      } finally {
+        await session.release();
+      }
+    });
+  }
+}
+
+test('a plugin node that cannot be read (level_start_index not its levels\' starts): an error naming the node, nothing made', async () => {
+  const model = decodeModel(readFileSync(fixture('trt-encoder.onnx')));
+  const node = model.graph.node.find((n) => n.op_type === 'MultiscaleDeformableAttnPlugin_TRT');
+  const starts = model.graph.initializer.find((t) => t.name === node.input[2]) ?? model.graph.node.find((n) => n.output[0] === node.input[2]);
+  assert.ok(starts, 'level_start_index is a constant');
+  const other = node.input[2];
+  node.input[2] = node.input[1]; // spatial_shapes where level_start_index goes
+  await assert.rejects(createSession(ortNode, encodeModel(model), { msda }),
+    { message: new RegExp(`createSession: ${node.name}: spatial_shapes .* and level_start_index .* are not \\(L, 2\\) levels and their starts; ONNX Runtime cannot run these nodes either`) });
+  node.input[2] = other;
+  node.input[0] = node.input[3]; // the locations as the value
+  await assert.rejects(createSession(ortNode, encodeModel(model), { msda }), { message: new RegExp(`${node.name}: value .* is \\[1,106,4,3,2,2\\], not \\(N, S, M, D\\)`) });
+});
+
 test('a block whose ORT run disagrees with the op (levels concatenated out of order) is left to ORT and reported', async () => {
   const model = decodeModel(readFileSync(fixture('detr-encoder.onnx')));
   const concat = model.graph.node.find((n) => n.name === '/layers.0/self_attn/Concat_6');
