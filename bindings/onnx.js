@@ -75,6 +75,7 @@ export async function createSession(ortGiven, modelGiven, optionsGiven) {
   const bytes = readBytes(modelGiven);
   const { executionProviders, msda: msdaGiven, sessionOptions } = readOptions(optionsGiven);
   const options = { ...sessionOptions, ...(executionProviders ? { executionProviders } : {}) };
+  if (options.preferredOutputLocation !== undefined) throw new TypeError(`${PREFIX}: createSession: options.sessionOptions.preferredOutputLocation: the chain sets it (run() returns what ORT's session would by default), got ${JSON.stringify(options.preferredOutputLocation)}`);
   await loadOnnx();
   const graph = new Graph(decodeModel(bytes));
   const grids = findGridSampleBlocks(graph), plugins = findPluginBlocks(graph);
@@ -89,10 +90,12 @@ export async function createSession(ortGiven, modelGiven, optionsGiven) {
   if (plugins.skipped.length) throw new Error(`${PREFIX}: createSession: ${plugins.skipped.map((x) => `${x.where[0]}: ${x.why}`).join('; ')}; ONNX Runtime cannot run these nodes either`);
   const build = pluginNodes ? buildPluginChain : buildChain;
   let msda = msdaGiven, ownMsda = false;
+  // On ORT's WebGPU EP the op runs on ORT's own device (made by the first session), tensors kept there.
+  const webgpu = (executionProviders ?? []).some((ep) => (typeof ep === 'string' ? ep : ep?.name) === 'webgpu');
   const getMsda = async () => {
     if (!msda) {
       const { init } = await import('ms-deform-attn');
-      msda = await init();
+      msda = webgpu && ort.env?.webgpu ? await init({ backend: 'webgpu', device: await ort.env.webgpu.device }) : await init();
       ownMsda = true;
     }
     return msda;

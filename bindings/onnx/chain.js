@@ -10,6 +10,14 @@ const PREFIX = 'ms-deform-attn/onnx';
 
 const dimsOf = (v) => (v.type?.tensor_type?.shape?.dim ?? null)?.map((d) => (d.dim_param || d.dim_value == null ? null : Number(d.dim_value.toString())));
 
+// Under the WebGPU EP what a stage hands on stays on ORT's device; the model's outputs come back
+// on the CPU, as ORT's own session gives them.
+const onWebgpu = (options) => (options.executionProviders ?? []).some((ep) => (typeof ep === 'string' ? ep : ep?.name) === 'webgpu');
+function stageOptions(options, graph, outputs, gpu) {
+  if (!gpu) return options;
+  return { ...options, preferredOutputLocation: Object.fromEntries(outputs.map((o) => [o, graph.outputs.includes(o) ? 'cpu' : 'gpu-buffer'])) };
+}
+
 /** Zeros of every model input when all their shapes are static, else { why }. */
 export function staticFeeds(ort, graph) {
   const feeds = {};
@@ -26,16 +34,19 @@ export function staticFeeds(ort, graph) {
   return { feeds };
 }
 
-// The shapes and element types of `names` from one run of the model on `feeds`.
+// The shapes and element types of `names` from one run of the model on `feeds`, and its session,
+// which the caller releases once the chain's own are made: ORT's WebGPU EP destroys its device
+// when its last session goes, and the op runs on that device.
 async function probe(ort, options, graph, names, feeds) {
   const extra = [...new Set(names)].filter((t) => !graph.outputs.includes(t));
   const model = { ...graph.model, graph: { ...graph.model.graph, output: [...graph.model.graph.output, ...extra.map((name) => ({ name }))] } };
   const session = await ort.InferenceSession.create(encodeModel(model), options);
   try {
     const out = await session.run(feeds);
-    return { shapes: new Map(Object.entries(out).map(([k, t]) => [k, [...t.dims]])), types: new Map(Object.entries(out).map(([k, t]) => [k, t.type])) };
-  } finally {
+    return { session, shapes: new Map(Object.entries(out).map(([k, t]) => [k, [...t.dims]])), types: new Map(Object.entries(out).map(([k, t]) => [k, t.type])) };
+  } catch (e) {
     await session.release();
+    throw e;
   }
 }
 
@@ -49,6 +60,14 @@ export async function buildChain(ort, options, graph, found, entries, feeds, get
   const cuts = candidate.stages.flatMap((s) => [...s.inputs, ...s.outputs]);
   const names = [...cuts, ...found.flatMap((b) => [b.value, b.samplingLocations, b.attentionWeights, b.output, ...b.levelInputs])];
   const probed = await probe(ort, options, graph, names, Object.fromEntries(feeds));
+  try {
+    return await chainOf(ort, options, graph, found, entries, probed, getMsda);
+  } finally {
+    await probed.session.release();
+  }
+}
+
+async function chainOf(ort, options, graph, found, entries, probed, getMsda) {
   const replaced = [];
   for (let k = 0; k < found.length; k++) {
     const b = found[k], e = entries[k];
@@ -70,6 +89,8 @@ export async function buildChain(ort, options, graph, found, entries, feeds, get
   const inputTypes = new Map(graph.model.graph.input.map((v) => [v.name, ELEM[v.type?.tensor_type?.elem_type]]));
   const typeOf = (t) => inputTypes.get(t) ?? probed.types.get(t);
   const plan = planStages(graph, replaced.map((r) => r.block));
+  // GPU buffers across the cuts when the op runs on ORT's device (an instance given for the CPU: CPU tensors).
+  const gpu = onWebgpu(options) && (await getMsda()).backend === 'webgpu';
   const stages = [];
   try {
     for (const [s, st] of plan.stages.entries()) {
@@ -77,7 +98,7 @@ export async function buildChain(ort, options, graph, found, entries, feeds, get
       const missing = [...st.inputs, ...st.outputs].find((t) => !typeOf(t));
       if (missing) throw new Error(`${PREFIX}: createSession: the probe gave no type for ${missing}, which crosses a cut`);
       const m = subModel(graph, st.nodes, st.inputs.map((name) => ({ name, type: typeOf(name) })), st.outputs.map((name) => ({ name, type: typeOf(name) })), `stage${s}`);
-      stages.push({ session: await ort.InferenceSession.create(encodeModel(m), options), inputs: st.inputs });
+      stages.push({ session: await ort.InferenceSession.create(encodeModel(m), stageOptions(options, graph, st.outputs, gpu)), inputs: st.inputs });
     }
   } catch (e) {
     await Promise.all(stages.map((st) => st.session?.release()));
@@ -86,24 +107,50 @@ export async function buildChain(ort, options, graph, found, entries, feeds, get
   return { stages, ops: plan.ops.map((op) => ({ ...op, ...replaced.find((r) => r.block === op.block) })) };
 }
 
-/** Runs a chain on feeds (a Map of the model's inputs); resolves to the outputs by name. */
+// What the op is given for an ORT tensor: its GPU buffer on ORT's device, else its CPU data.
+const operand = (t, shape) => (t.location === 'gpu-buffer' ? { buffer: t.gpuBuffer, shape } : { data: t.data, shape });
+
+/**
+ * Runs a chain on feeds (a Map of the model's inputs); resolves to the outputs by name, on the CPU
+ * as ORT's session returns them. On a WebGPU instance the op reads and writes GPU buffers, and
+ * every GPU tensor made on the way is released before it returns.
+ */
 export async function runChain(ort, chain, msda, feeds, outputNames) {
-  const live = new Map(feeds);
+  const live = new Map(feeds), made = [];
   const { stages, ops } = chain;
-  for (let s = 0; s <= stages.length; s++) {
-    for (const op of ops) {
-      if (op.before !== s) continue;
-      const [v, l, w] = [op.block.value, op.block.samplingLocations, op.block.attentionWeights].map((t) => live.get(t));
-      const out = await msda.forward(forwardArgs(op.block, op.problem, v.data, l.data, w.data));
-      live.set(op.block.output, new ort.Tensor('float32', out.data, op.shape));
+  const gpu = msda?.backend === 'webgpu';
+  try {
+    for (let s = 0; s <= stages.length; s++) {
+      for (const op of ops) {
+        if (op.before !== s) continue;
+        const args = forwardArgs(op.block, op.problem, null, null, null);
+        const [v, l, w] = [op.block.value, op.block.samplingLocations, op.block.attentionWeights].map((t) => live.get(t));
+        Object.assign(args, { value: operand(v, args.value.shape), samplingLocations: operand(l, args.samplingLocations.shape), attentionWeights: operand(w, args.attentionWeights.shape) });
+        let t;
+        if (gpu) {
+          const out = await msda.forward(args, { outputs: 'gpu' });
+          t = ort.Tensor.fromGpuBuffer(out.buffer, { dataType: 'float32', dims: op.shape, dispose: () => out.buffer.destroy() });
+        } else {
+          t = new ort.Tensor('float32', (await msda.forward(args)).data, op.shape);
+        }
+        made.push(t);
+        live.set(op.block.output, t);
+      }
+      if (s === stages.length || !stages[s].session) continue;
+      const f = {};
+      for (const x of stages[s].inputs) f[x] = live.get(x);
+      const out = await stages[s].session.run(f);
+      for (const [k, t] of Object.entries(out)) { made.push(t); live.set(k, t); }
     }
-    if (s === stages.length || !stages[s].session) continue;
-    const f = {};
-    for (const x of stages[s].inputs) f[x] = live.get(x);
-    const out = await stages[s].session.run(f);
-    for (const [k, t] of Object.entries(out)) live.set(k, t);
+    const result = {};
+    for (const n of outputNames) {
+      const t = live.get(n);
+      result[n] = t.location === 'gpu-buffer' ? new ort.Tensor(t.type, await t.getData(), t.dims) : t;
+    }
+    return result;
+  } finally {
+    for (const t of made) if (t.location === 'gpu-buffer') t.dispose();
   }
-  return Object.fromEntries(outputNames.map((n) => [n, live.get(n)]));
 }
 
 export const releaseChain = (chain) => Promise.all(chain.stages.map((st) => st.session?.release()));
@@ -131,7 +178,6 @@ function readPluginProblem(block, v, s, w) {
 export async function buildPluginChain(ort, options, graph, found, entries, feeds, getMsda) {
   const plan = planStages(graph, found);
   const live = new Map(feeds), stages = [], ops = [];
-  const msda = await getMsda();
   try {
     for (let s = 0; s <= plan.stages.length; s++) {
       for (const op of plan.ops) {
@@ -146,7 +192,7 @@ export async function buildPluginChain(ort, options, graph, found, entries, feed
           channels: problem.C, levels: problem.levels, points: problem.P, replaced: true, why: null,
           verification: null });
         const shape = b.outputRank === 4 ? [problem.B, problem.Q, problem.H, problem.C] : [problem.B, problem.Q, problem.H * problem.C];
-        const out = await msda.forward(forwardArgs(b, problem, v.data, l.data, w.data));
+        const out = await (await getMsda()).forward(forwardArgs(b, problem, v.data, l.data, w.data));
         live.set(b.output, new ort.Tensor('float32', out.data, shape));
         ops.push({ ...op, problem, shape });
       }
