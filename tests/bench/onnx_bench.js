@@ -5,7 +5,7 @@
 // of its subgraph against the op on the same inputs (the projections and FFN are ORT's either way).
 // Minimum over rounds, ms; ratios are ORT's time over ours.
 //
-//   node tests/bench/onnx_bench.js [--rounds N] [--runtime node|web] [--json]
+//   node tests/bench/onnx_bench.js [--rounds N] [--runtime node|web|webgpu] [--json]
 
 import { readFileSync, readdirSync } from 'node:fs';
 import { init, initNative } from '../../bindings/index.js';
@@ -37,6 +37,24 @@ async function runtimes() {
     try { msda = await initNative(); } catch { msda = await init(); }
     out.push({ name: 'onnxruntime-node (CPU EP)', ort, options: { executionProviders: ['cpu'], sessionOptions: { intraOpNumThreads: 1, interOpNumThreads: 1 } }, msda });
   }
+  if (only === 'webgpu') {   // Dawn for Node (the 'webgpu' package) on VK_ICD_FILENAMES's driver: make bench-onnx-webgpu
+    const dawn = await import('webgpu');
+    Object.assign(globalThis, dawn.globals);
+    if (globalThis.navigator === undefined) globalThis.navigator = {};
+    Object.defineProperty(globalThis.navigator, 'gpu', { value: dawn.create([]), configurable: true });
+    const write = dawn.globals.GPUQueue.prototype.writeBuffer;   // Dawn refuses SharedArrayBuffer views (tests/webgpu/ort.test.js)
+    dawn.globals.GPUQueue.prototype.writeBuffer = function (buffer, offset, data, dataOffset = 0, size = undefined) {
+      if (ArrayBuffer.isView(data) && data.buffer instanceof SharedArrayBuffer) {
+        const bpe = data.BYTES_PER_ELEMENT ?? 1;
+        return write.call(this, buffer, offset, new Uint8Array(data.buffer, data.byteOffset + dataOffset * bpe, (size ?? data.length - dataOffset) * bpe).slice());
+      }
+      return write.call(this, buffer, offset, data, dataOffset, size);
+    };
+    const ort = await import('onnxruntime-web/webgpu');
+    ort.env.wasm.numThreads = 1;
+    // The op's instance is createSession's own, on ORT's device; the blocks alone run on another.
+    out.push({ name: 'onnxruntime-web (WebGPU EP)', ort, options: { executionProviders: ['webgpu'] }, msda: undefined, webgpu: true });
+  }
   if (!only || only === 'web') {
     const ort = await import('onnxruntime-web');
     ort.env.wasm.numThreads = 1;
@@ -55,15 +73,16 @@ for (const file of fixtures) {
     const sessionOptions = { ...rt.options.sessionOptions, executionProviders: rt.options.executionProviders };
     const plain = await ort.InferenceSession.create(bytes, sessionOptions);
     let t0 = performance.now();
-    const chained = await createSession(ort, bytes, { ...rt.options, msda });
+    const chained = await createSession(ort, bytes, { ...rt.options, ...(msda ? { msda } : {}) });
     const createMs = performance.now() - t0;
+    const opMsda = msda ?? await init({ backend: 'webgpu', device: await ort.env.webgpu.device });
     const rand = seeded(7);
     const feeds = {};
     for (const v of graph.model.graph.input) {
       const dims = v.type.tensor_type.shape.dim.map((d) => Number(d.dim_value));
       feeds[v.name] = new ort.Tensor('float32', Float32Array.from({ length: dims.reduce((a, b) => a * b, 1) }, () => rand() * 2 - 1), dims);
     }
-    say(`${file} on ${rt.name} (msda: ${msda.backend}, 1 thread): createSession ${createMs.toFixed(0)} ms; blocks replaced ${chained.report.blocks.filter((b) => b.replaced).length} of ${chained.report.blocks.length}`);
+    say(`${file} on ${rt.name} (msda: ${opMsda.backend}, 1 thread): createSession ${createMs.toFixed(0)} ms; blocks replaced ${chained.report.blocks.filter((b) => b.replaced).length} of ${chained.report.blocks.length}`);
     // The blocks alone, on the inputs they get in this run (a run of the model that also returns them).
     const replaced = chained.report.blocks.filter((x) => x.replaced);
     const wanted = replaced.flatMap((b) => [b.tensors.value, b.tensors.samplingLocations, b.tensors.attentionWeights]);
@@ -99,15 +118,16 @@ for (const file of fixtures) {
       for (const n of chained.outputNames) for (let i = 0; i < a[n].data.length; i++) diff = Math.max(diff, Math.abs(a[n].data[i] - c[n].data[i]));
       for (const b of blocks) {
         b.ort = Math.min(b.ort, await time(() => b.session.run(b.feeds)));
-        b.ours = Math.min(b.ours, await time(() => msda.forward(b.args)));
+        b.ours = Math.min(b.ours, await time(() => opMsda.forward(b.args)));
       }
     }
     const blockOrt = blocks.reduce((s, b) => s + b.ort, 0), blockOurs = blocks.reduce((s, b) => s + b.ours, 0);
     say(`  end to end   ORT alone ${ortMs.toFixed(0)} ms   createSession ${oursMs.toFixed(0)} ms   ${(ortMs / oursMs).toFixed(2)}x   (outputs differ by at most ${diff.toExponential(2)})`);
     say(`  the blocks   ORT ${blockOrt.toFixed(0)} ms   ours ${blockOurs.toFixed(0)} ms   ${(blockOrt / blockOurs).toFixed(2)}x   (${blocks.length} blocks, min of ${rounds} rounds each)`);
-    if (json) console.log(JSON.stringify({ model: file, runtime: rt.name, msda: msda.backend, threads: 1, rounds, create_ms: createMs, ort_ms: ortMs, ours_ms: oursMs, blocks_ort_ms: blockOrt, blocks_ours_ms: blockOurs, max_diff: diff }));
+    if (json) console.log(JSON.stringify({ model: file, runtime: rt.name, msda: opMsda.backend, threads: 1, rounds, create_ms: createMs, ort_ms: ortMs, ours_ms: oursMs, blocks_ort_ms: blockOrt, blocks_ours_ms: blockOurs, max_diff: diff }));
     for (const b of blocks) await b.session.release();
     await chained.release();
     await plain.release();
+    if (!msda) opMsda.dispose();
   }
 }
