@@ -49,13 +49,20 @@ function reading(s, l, p) {
 // (a square is not the reading times its weight: changing a weight resizes it, its colour stays).
 test('step 2: the caption matches the squares: a weight changes its square\'s size, never its colour', async () => {
   await page.click('#reset');
-  const chip = () => page.$eval('#sum-grid .chip', (c) => ({ colour: getComputedStyle(c).backgroundColor, size: c.getBoundingClientRect().width }));
-  const before = await chip();
-  await page.$eval('#sw-0-0', (el) => { el.value = '0.9'; el.dispatchEvent(new Event('change')); });
-  await page.waitForFunction((w) => document.querySelector('#sum-grid .chip').getBoundingClientRect().width !== w, before.size);
-  const after = await chip();
-  assert.ok(after.size > before.size, `a heavier weight, a larger square: ${before.size} -> ${after.size}`);
-  assert.equal(after.colour, before.colour, 'the square keeps the reading\'s colour');
+  // The lightest point's square (a square's side follows its weight over the heaviest's, so
+  // raising the heaviest would change nothing), raised to be the heaviest.
+  const terms = () => page.$$eval('#sum-grid .term', (ts) => ts.map((t) => {
+    const c = t.querySelector('.chip'), s = t.querySelector('input');
+    return { id: s.id, w: Number(s.value), colour: getComputedStyle(c).backgroundColor, size: c.getBoundingClientRect().width };
+  }));
+  const light = (await terms()).reduce((a, b) => (b.w < a.w ? b : a));
+  await page.$eval(`#${light.id}`, (el) => { el.value = '0.95'; el.dispatchEvent(new Event('change')); });
+  await page.waitForFunction(([id, size]) => document.getElementById(id).closest('.term').querySelector('.chip').getBoundingClientRect().width !== size,
+    [light.id, light.size]);
+  const after = (await terms()).find((t) => t.id === light.id);
+  assert.ok(after.w > light.w, `the weight rose: ${light.w} -> ${after.w}`);
+  assert.ok(after.size > light.size, `a heavier weight, a larger square: ${light.size} -> ${after.size}`);
+  assert.equal(after.colour, light.colour, 'the square keeps the reading\'s colour');
   const caption = await page.textContent('.sum-key');
   assert.doesNotMatch(caption, /square is that point's reading[^;]*times its weight/);
   assert.match(caption.replace(/\s+/g, ' '), /Each square shows that point's reading in its colour .*its size the point's weight/);
