@@ -5,7 +5,7 @@
 // of its subgraph against the op on the same inputs (the projections and FFN are ORT's either way).
 // Minimum over rounds, ms; ratios are ORT's time over ours.
 //
-//   node tests/bench/onnx_bench.js [--rounds N] [--runtime node|web|webgpu] [--json]
+//   node tests/bench/onnx_bench.js [--rounds N] [--runtime node|web|webgpu] [--fixture NAME] [--json]
 
 import { readFileSync, readdirSync } from 'node:fs';
 import { init, initNative } from '../../bindings/index.js';
@@ -21,7 +21,8 @@ const rounds = Number(opt('--rounds', 3));
 const only = opt('--runtime', null);
 const json = argv.includes('--json');
 const dir = new URL('../fixtures/onnx/', import.meta.url);
-const fixtures = readdirSync(dir).filter((f) => f.endsWith('-bench.onnx'));
+// --fixture NAME: another fixture of the folder (e.g. detr-encoder: the small one, for slow devices).
+const fixtures = opt('--fixture', null) ? [`${opt('--fixture')}.onnx`] : readdirSync(dir).filter((f) => f.endsWith('-bench.onnx'));
 const say = (line) => { if (!json) console.log(line); };
 
 function seeded(seed) {
