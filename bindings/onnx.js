@@ -121,7 +121,7 @@ export async function createSession(ortGiven, modelGiven, optionsGiven) {
         throw e;
       }
     } else {
-      for (const e of entries) e.why = `not read yet: ${statics.why}, so each block is read, verified and replaced at the first run() of each set of input shapes`;
+      for (const e of entries.slice(0, found.length)) e.why = `not read yet: ${statics.why}, so each block is read, verified and replaced at the first run() of each set of input shapes`;
     }
   }
   let released = false;

@@ -171,6 +171,8 @@ test('bad arguments: a clear error naming the argument, nothing half-made', asyn
   await assert.rejects(createSession(ortNode, new Uint8Array(0)), { name: 'TypeError', message: /model: an ONNX ModelProto without a graph/ });
   await assert.rejects(createSession(ortNode, bytes, { executionProviders: 'cpu' }), { name: 'TypeError', message: /options\.executionProviders: expected an array.*got string/ });
   await assert.rejects(createSession(ortNode, bytes, { msda: {} }), { name: 'TypeError', message: /options\.msda: expected an instance/ });
+  await assert.rejects(createSession(ortNode, bytes, { sessionOptions: { preferredOutputLocation: 'gpu-buffer' } }),
+    { name: 'TypeError', message: /options\.sessionOptions\.preferredOutputLocation: the chain sets it .*got "gpu-buffer"/ });
   const session = await createSession(ortNode, bytes, { msda });
   await assert.rejects(session.run({}), { name: 'TypeError', message: /run: feeds\.tgt: expected an ort\.Tensor \(the model's inputs are tgt, query_pos, memory\), got undefined/ });
   await assert.rejects(session.run(null), { name: 'TypeError', message: /run: feeds: expected an object/ });
