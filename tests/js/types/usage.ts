@@ -4,6 +4,7 @@
 import { init, initNative, initWorker, MsdaWorker, WorkerPrepared, simdSupported, DEFAULTS, Msda, Prepared, Tensor, Gradients, MsdaError } from 'ms-deform-attn';
 import { initNative as initNative2, nativeAddonPath, NATIVE_UNAVAILABLE } from 'ms-deform-attn/native';
 import { referenceForward, referenceBackward } from 'ms-deform-attn/reference';
+import { createSession, ONNX_UNAVAILABLE, type ChainedSession, type BlockReport } from 'ms-deform-attn/onnx';
 
 export async function usage(): Promise<number> {
   const msda: Msda = await init({ simd: 'auto' });
@@ -103,4 +104,16 @@ export async function usage(): Promise<number> {
 
   return out.data.length + gv.length + o.length + g.length + (shape?.length ?? 0) + heap + (limit ?? 0) + ref.length + refGrad.length
     + (supported ? 1 : 0) + (gone ? 1 : 0) + (ended ? 1 : 0) + wout.length + wgrad.length + notNow.data.length + layout.length + (native2.simd ? 1 : 0) + (fromBytes.simd ? 1 : 0);
+}
+
+// ms-deform-attn/onnx: the caller's ORT module (shaped like onnxruntime-web's) and the report.
+export async function onnxUsage(ort: { InferenceSession: { create(m: Uint8Array, o?: object): Promise<unknown> }; Tensor: new (t: string, d: Float32Array, dims: readonly number[]) => unknown }): Promise<number> {
+  const session: ChainedSession = await createSession(ort, new Uint8Array(8), { executionProviders: ['wasm'], msda: await init() });
+  const out = await session.run({ src: new ort.Tensor('float32', new Float32Array(4), [1, 4]) });
+  const first: BlockReport | undefined = session.report.blocks[0];
+  const code: 'MSDA_ONNX_UNAVAILABLE' = ONNX_UNAVAILABLE;
+  // @ts-expect-error: the model is bytes, not a path
+  await createSession(ort, 'model.onnx');
+  await session.release();
+  return Object.keys(out).length + (first?.replaced ? 1 : 0) + code.length + session.inputNames.length;
 }
