@@ -38,6 +38,7 @@ include mk/native.mk
 -include mk/bench.mk
 -include mk/fuzz.mk
 -include mk/webgpu.mk
+-include mk/onnx.mk
 
 setup:
 	@scripts/setup.sh

@@ -6,13 +6,14 @@
 //   const msda = await init();   // { wasmPaths } when the .wasm files are served elsewhere
 
 import { createApi, NATIVE_UNAVAILABLE, remoteOptionsResolver } from './core/init.js';
+import { codedError } from './core/errors.js';
 import { fetchChecked } from './wasm/loader.js';
 import { createInitWorker } from './core/remote.js';
 
 export { DEFAULTS } from './core/args.js';
 export { Msda, Prepared } from './core/api.js';
 export { simdSupported } from './wasm/loader.js';
-export { MsdaWorker } from './core/remote.js';
+export { MsdaWorker, WorkerPrepared } from './core/remote.js';
 
 // One literal `new URL(..., import.meta.url)` per file: webpack and Vite find these, emit the
 // files and rewrite the URLs. (esbuild leaves them relative to the bundle: wasmPaths.)
@@ -73,9 +74,7 @@ const platform = {
   hardwareThreads: () => (typeof navigator !== 'undefined' && navigator.hardwareConcurrency) || 1,
   startThreadsWorker,
   loadNative() {
-    const err = new Error("ms-deform-attn: the native backend runs only in Node; in a browser use the WebAssembly backend (init() or init({ backend: 'auto' }), same results)");
-    err.code = NATIVE_UNAVAILABLE;
-    return Promise.reject(err);
+    return Promise.reject(codedError("ms-deform-attn: the native backend runs only in Node; in a browser use the WebAssembly backend (init() or init({ backend: 'auto' }), same results)", NATIVE_UNAVAILABLE));
   },
   initWebGPU: async (options) => (await import('./webgpu/backend.js')).initWebGPU(options),
 };

@@ -145,8 +145,8 @@ export class Msda {
   /** True when vector code runs: the SIMD128 module, or the addon's SSE2 (or wider) kernels. */
   readonly simd: boolean;
   /** The vector ISA the kernels run; natively the library's choice (the widest this CPU has, or
-   *  the one the environment variable MSDA_ISA names), null when MSDA_ISA names one this CPU
-   *  lacks (every call then fails with MSDA_ERR_INVALID_OPTION). */
+   *  the one the environment variable MSDA_ISA names; one this CPU lacks is refused at init with
+   *  code 'MSDA_BAD_ISA', and 'auto' then runs on wasm). */
   readonly isa: Isa | null;
   /** Threads each call uses unless it passes `threads`: init's option, or 1 where the runtime
    *  cannot run wasm threads (a page that is not cross-origin isolated). */
@@ -280,7 +280,9 @@ export interface MsdaWebGPU {
 export function init(options: WebGPUInitOptions): Promise<MsdaWebGPU>;
 export function init(options?: InitOptions): Promise<Msda>;
 /** The native Node addon with the same API (Node only). Where no addon loads (no prebuild for
- *  this platform), rejects with an Error whose code is 'MSDA_NATIVE_UNAVAILABLE'. */
+ *  this platform), rejects with an Error whose code is 'MSDA_NATIVE_UNAVAILABLE'; where the
+ *  environment variable MSDA_ISA names no instruction set of this CPU, with code 'MSDA_BAD_ISA'
+ *  (init({ backend: 'auto' }) then runs on wasm, warning why). */
 export function initNative(options?: { addonPath?: string; threads?: number | 'auto' }): Promise<Msda>;
 /** init() on this thread, synchronously: the wasm module on one thread, read from disk (Node
  *  only; in browsers it throws, use init()). Its instance shares nothing with init()'s. */
@@ -315,6 +317,10 @@ export class MsdaWorker {
   readonly terminated: boolean;
   forward(args: ForwardArgs, options?: CallOptions): Promise<Tensor<ArrayBuffer>>;
   backward(args: BackwardArgs, options?: CallOptions): Promise<Gradients<ArrayBuffer>>;
+  /** A problem prepared in the worker: its tensors stay there, so that each call sends only the
+   *  inputs that changed and gets its results transferred back (a per-frame app's call). The
+   *  synchronous prepare's errors, as rejections. */
+  prepare(problem: ProblemOptions, options?: PrepareOptions): Promise<WorkerPrepared>;
   /** Stops the worker, freeing its memory and threads; pending calls reject, later calls reject
    *  with an Error. In Node the process then exits by itself (an idle worker never holds it). */
   terminate(): Promise<void>;
@@ -322,8 +328,31 @@ export class MsdaWorker {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-/** init's options; the instance lives in a worker and its calls return Promises. */
-export function initWorker(options?: InitOptions): Promise<MsdaWorker>;
+/** An input of a WorkerPrepared call: the problem's element count, as a Float32Array or a tensor of its shape. */
+export type PreparedInput = Float32Array | { data: Float32Array; shape?: readonly number[] };
+
+/**
+ * A problem prepared in the worker (MsdaWorker.prepare). Each call takes the inputs that changed
+ * since the last one (the others are what earlier calls set; set every input once first), copied
+ * or with { transfer: true } moved, and resolves to arrays of its own.
+ */
+export class WorkerPrepared {
+  readonly mode: 'forward' | 'backward' | 'both';
+  readonly shapes: Record<string, number[]>;
+  readonly disposed: boolean;
+  forward(inputs?: { value?: PreparedInput; samplingLocations?: PreparedInput; attentionWeights?: PreparedInput },
+    options?: CallOptions): Promise<Tensor<ArrayBuffer>>;
+  backward(inputs?: { gradOutput?: PreparedInput; value?: PreparedInput; samplingLocations?: PreparedInput; attentionWeights?: PreparedInput },
+    options?: CallOptions): Promise<Gradients<ArrayBuffer>>;
+  /** Frees the problem's memory in the worker once the calls already made have run; later calls reject. */
+  dispose(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** init's options; the instance lives in a worker and its calls return Promises. The CPU
+ *  backends only: backend 'webgpu', gpu and device reject with a TypeError naming the option
+ *  (the WebGPU instance's calls already return Promises: use init({ backend: 'webgpu' })). */
+export function initWorker(options?: InitOptions & { backend?: BackendName | 'auto'; gpu?: never; device?: never }): Promise<MsdaWorker>;
 
 declare global {
   interface SymbolConstructor {

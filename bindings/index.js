@@ -5,4 +5,4 @@ const isNode = typeof process !== 'undefined' && process.versions != null && pro
 
 const entry = isNode ? await import('./node.js') : await import('./browser.js');
 
-export const { init, initNative, initSync, initWorker, simdSupported, DEFAULTS, Msda, MsdaWorker, Prepared } = entry;
+export const { init, initNative, initSync, initWorker, simdSupported, DEFAULTS, Msda, MsdaWorker, Prepared, WorkerPrepared } = entry;

@@ -18,7 +18,7 @@ import { createInitWorker } from './core/remote.js';
 export { DEFAULTS } from './core/args.js';
 export { Msda, Prepared } from './core/api.js';
 export { simdSupported } from './wasm/loader.js';
-export { MsdaWorker } from './core/remote.js';
+export { MsdaWorker, WorkerPrepared } from './core/remote.js';
 
 function defaultUrl(file) {
   return new URL(`../dist/${file}`, import.meta.url);

@@ -11,7 +11,7 @@ const DATA_KINDS = ['Float32Array', 'Float64Array'];
 
 // The validated problem, its tensors' data as read once by the validation, and element offsets.
 function validate(fn, args, withGradOutput) {
-  const { problem, inputs } = problemFromTensors(fn, args, withGradOutput, DATA_KINDS);
+  const { problem, inputs } = problemFromTensors(fn, args, { backward: withGradOutput, dataKinds: DATA_KINDS });
   const { batch: B, numQueries: Q, numHeads: H, channels: C, numLevels: NL, numPoints: P, valueLength: L } = problem;
   const o = problem;
   const shapes = problem.spatialShapes, starts = problem.levelStartIndex;

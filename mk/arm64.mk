@@ -44,8 +44,9 @@ $(ARM64)/msda: src/cli/main.c $(CLI_HDR) $(LIB_HDR) $(ARM64)/libmsdacli.a $(ARM6
 $(ARM64)/tests/%: tests/c/%.c $(C_TEST_SUPPORT) $(wildcard tests/c/*.h) $(ARM64)/libmsda.a
 	@mkdir -p $(dir $@)
 	$(ARM64_CC) $(ARM64_FLAGS) $(ARM64_LINK) -Isrc -Isrc/cli -Itests/c $< $(C_TEST_SUPPORT) $(ARM64_TEST_LIBS) $(ARM64)/libmsda.a -lm -o $@
-$(ARM64)/tests/test_npy $(ARM64)/tests/test_cli: $(ARM64)/libmsdacli.a $(CLI_HDR)
-$(ARM64)/tests/test_npy $(ARM64)/tests/test_cli: ARM64_TEST_LIBS := $(ARM64)/libmsdacli.a
+$(patsubst %,$(ARM64)/tests/%,test_npy $(CLI_TESTS)): $(ARM64)/libmsdacli.a $(CLI_HDR) tests/c/cli_run.c
+$(ARM64)/tests/test_npy: ARM64_TEST_LIBS := $(ARM64)/libmsdacli.a
+$(patsubst %,$(ARM64)/tests/%,$(CLI_TESTS)): ARM64_TEST_LIBS := tests/c/cli_run.c $(ARM64)/libmsdacli.a
 
 $(ARM64)/isa_hashes: $(ISA_SRC) $(wildcard tests/c/*.h) $(ARM64)/libmsda.a
 	$(ARM64_CC) $(ARM64_FLAGS) -static -Isrc -Itests/c $(ISA_SRC) $(ARM64)/libmsda.a -lm -o $@

@@ -1,18 +1,16 @@
 # libFuzzer targets (clang; ASan, LeakSanitizer, UBSan plus float-cast-overflow, which neither
 # compiler's -fsanitize=undefined includes): the .npy reader, and the library's validation +
-# forward + backward on small problems built from the fuzz bytes, and the .npz reader. Seeds are in
+# forward + backward on small problems built from the fuzz bytes. Seeds are in
 # tests/fuzz/corpus/<target>/, fixed findings in tests/fuzz/regressions/<target>/.
 #   make fuzz                  runs every target, FUZZ_SECONDS in total (default one hour)
 #   make test-fuzz             (part of make test) replays seeds and regressions, then fuzzes each
-#                              target for FUZZ_TEST_SECONDS (default 25), and compares the two
-#                              .npz readers on mutated archives for FUZZ_DIFF_SECONDS (default 5)
+#                              target for FUZZ_TEST_SECONDS (default 25)
 
 FUZZ_CC           ?= clang
 FUZZ_DIR          := $(BUILD)/fuzz
-FUZZ_TARGETS      := kernel npy npz
+FUZZ_TARGETS      := kernel npy
 FUZZ_SECONDS      ?= 3600
 FUZZ_TEST_SECONDS ?= 25
-FUZZ_DIFF_SECONDS ?= 5
 FUZZ_SAN          := address,undefined,float-cast-overflow
 FUZZ_CFLAGS       := $(CSTD) $(CWARN) -O1 -g -fno-omit-frame-pointer -fno-sanitize-recover=all
 
@@ -38,26 +36,11 @@ $(FUZZ_DIR)/fuzz_npy: tests/fuzz/fuzz_npy.c src/cli/npy.c src/cli/npy.h src/cli/
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=$(FUZZ_SAN) -Isrc/cli -c tests/fuzz/fuzz_npy.c -o $(FUZZ_DIR)/obj-npy/harness.o
 	$(FUZZ_CC) -fsanitize=fuzzer,$(FUZZ_SAN) $(FUZZ_DIR)/obj-npy/npy.o $(FUZZ_DIR)/obj-npy/harness.o -o $@
 
-$(FUZZ_DIR)/fuzz_npz: tests/fuzz/fuzz_npz.c src/cli/npz.c src/cli/npz.h mk/fuzz.mk
-	@mkdir -p $(FUZZ_DIR)/obj-npz
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,$(FUZZ_SAN) -Isrc/cli -c src/cli/npz.c -o $(FUZZ_DIR)/obj-npz/npz.o
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=$(FUZZ_SAN) -Isrc/cli -c tests/fuzz/fuzz_npz.c -o $(FUZZ_DIR)/obj-npz/harness.o
-	$(FUZZ_CC) -fsanitize=fuzzer,$(FUZZ_SAN) $(FUZZ_DIR)/obj-npz/npz.o $(FUZZ_DIR)/obj-npz/harness.o -o $@
-
-# The native reader's verdicts in batches, for the differential run against the JS reader
-# (tests/fuzz/npz_diff.js), sanitized like the targets.
-$(FUZZ_DIR)/npz_verdicts: tests/fuzz/npz_verdicts.c src/cli/npz.c src/cli/npz.h mk/fuzz.mk
-	@mkdir -p $(FUZZ_DIR)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=$(FUZZ_SAN) -Isrc/cli tests/fuzz/npz_verdicts.c src/cli/npz.c -o $@
-fuzz-build: $(FUZZ_DIR)/npz_verdicts
-
 fuzz: fuzz-build
 	@tests/fuzz/run.sh $$(( $(FUZZ_SECONDS) / $(words $(FUZZ_TARGETS)) )) $(FUZZ_TARGETS)
-	@node tests/fuzz/npz_diff.js $$(( $(FUZZ_SECONDS) / 10 ))
 
 test-fuzz: fuzz-build
 	@tests/fuzz/run.sh $(FUZZ_TEST_SECONDS) $(FUZZ_TARGETS)
-	@node tests/fuzz/npz_diff.js $(FUZZ_DIFF_SECONDS)
 
 TEST_SUITES += test-fuzz
 TEST_BUILD  += fuzz-build

@@ -18,12 +18,13 @@ $(NATIVE)/libmsda.a: $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
-# Native: the kernels for each x86 ISA come from kernel_avx2.c etc. (target pragmas, so one
+# Native: the kernels for each x86 ISA come from kernel_avx2.c etc. (MSDA_TARGET in each, so one
 # command building every source works too), chosen at run time (MSDA_ISA forces one).
 
 # C tests: every tests/c/test_*.c is its own program linked against the library.
 C_TESTS := $(patsubst tests/c/%.c,$(NATIVE)/tests/%,$(wildcard tests/c/test_*.c))
-C_TEST_SUPPORT := $(filter-out tests/c/test_%.c tests/c/isa_hashes.c,$(wildcard tests/c/*.c))
+# (tests/c/cli_run.c, which runs the CLI, only for the test_cli* programs: mk/cli.mk)
+C_TEST_SUPPORT := $(filter-out tests/c/test_%.c tests/c/isa_hashes.c tests/c/cli_run.c,$(wildcard tests/c/*.c))
 
 $(NATIVE)/tests/%: tests/c/%.c $(C_TEST_SUPPORT) $(wildcard tests/c/*.h) $(NATIVE)/libmsda.a
 	@mkdir -p $(dir $@)

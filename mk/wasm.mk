@@ -5,7 +5,7 @@
 EMCC       ?= emcc
 WASM_SRC   := $(LIB_SRC) bindings/c/wasm-glue.c
 WASM_DEPS  := $(WASM_SRC) $(LIB_HDR) bindings/c/problem_desc.h mk/wasm.mk $(BUILD)/wasm/emmalloc.c
-WASM_EXPORTS := _malloc,_free,_msda_wasm_forward,_msda_wasm_backward,_msda_wasm_widen_half,_msda_wasm_error_message,_msda_wasm_status_name,_msda_wasm_heap_in_use,_msda_wasm_simd,_msda_wasm_heap_base
+WASM_EXPORTS := _malloc,_free,_msda_wasm_forward,_msda_wasm_backward,_msda_wasm_widen_half,_msda_wasm_error_message,_msda_wasm_status_name,_msda_wasm_heap_in_use,_msda_wasm_simd,_msda_wasm_heap_base,_msda_wasm_fast_dtype
 # -DNDEBUG keeps assert (and its stdio/WASI imports) out; the import list is checked by a test.
 WASM_FLAGS := -O3 $(CSTD) $(CWARN) -DNDEBUG -Isrc -Ibindings/c --no-entry \
               -sEXPORTED_FUNCTIONS=$(WASM_EXPORTS) -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB \

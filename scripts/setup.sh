@@ -23,8 +23,9 @@ if ! $demo; then
   ls /usr/lib/llvm-14/lib/clang/14*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 \
     || need_apt+=(libclang-rt-14-dev)
   # the Vulkan loader Dawn (the 'webgpu' package, make test-webgpu) opens; its driver here is the
-  # SwiftShader one Debian's chromium ships
-  ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1 ' || need_apt+=(libvulkan1)
+  # SwiftShader one Debian's chromium ships. The list is read whole first: `ldconfig -p | grep -q`
+  # under pipefail fails whenever grep exits before ldconfig has written everything (SIGPIPE).
+  case "$(ldconfig -p 2>/dev/null)" in *'libvulkan.so.1 '*) ;; *) need_apt+=(libvulkan1) ;; esac
 fi
 
 if [ ${#need_apt[@]} -gt 0 ]; then

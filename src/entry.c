@@ -1,5 +1,6 @@
 /* The entry points of src/msda.h: validation, layout strides, and dispatch to the kernels. */
 #include "internal.h"
+#include "options.h"
 #include "threads.h"
 
 #include <stdint.h>
@@ -10,10 +11,7 @@ void msda_problem_init(msda_problem *problem)
 {
     if (!problem) return;
     memset(problem, 0, sizeof *problem);
-    problem->value_layout = MSDA_VALUE_BLNC;
-    problem->locations_layout = MSDA_LOCATIONS_BQHLP2;
-    problem->align_corners = 0;
-    problem->padding = MSDA_PADDING_ZEROS;
+    for (int id = 0; id < MSDA_OPTION_COUNT; id++) msda_option_set(problem, id, 0);   /* value 0: the default */
     problem->threads = 1;
     problem->value_dtype = MSDA_FLOAT32;
 }
@@ -58,27 +56,22 @@ msda_status msda__plan(const msda_problem *pr, msda_plan *plan, msda_error *err)
             return MSDA_ERR_INVALID_SIZE;
         }
     }
-    if (pr->value_layout != MSDA_VALUE_BLNC && pr->value_layout != MSDA_VALUE_BNLC) {
-        msda__set_error(err, MSDA_ERR_INVALID_OPTION,
-                        "value_layout is %d, expected MSDA_VALUE_BLNC (0) or MSDA_VALUE_BNLC (1)",
-                        (int)pr->value_layout);
-        return MSDA_ERR_INVALID_OPTION;
-    }
-    if (pr->locations_layout != MSDA_LOCATIONS_BQHLP2 && pr->locations_layout != MSDA_LOCATIONS_B2QHLP) {
-        msda__set_error(err, MSDA_ERR_INVALID_OPTION,
-                        "locations_layout is %d, expected MSDA_LOCATIONS_BQHLP2 (0) or MSDA_LOCATIONS_B2QHLP (1)",
-                        (int)pr->locations_layout);
-        return MSDA_ERR_INVALID_OPTION;
-    }
-    if (pr->align_corners != 0 && pr->align_corners != 1) {
-        msda__set_error(err, MSDA_ERR_INVALID_OPTION, "align_corners is %d, expected 0 or 1",
-                        pr->align_corners);
-        return MSDA_ERR_INVALID_OPTION;
-    }
-    if (pr->padding != MSDA_PADDING_ZEROS && pr->padding != MSDA_PADDING_BORDER) {
-        msda__set_error(err, MSDA_ERR_INVALID_OPTION,
-                        "padding is %d, expected MSDA_PADDING_ZEROS (0) or MSDA_PADDING_BORDER (1)",
-                        (int)pr->padding);
+    for (int id = 0; id < MSDA_OPTION_COUNT; id++) {
+        const msda_option_info *o = &msda_options[id];
+        const int v = msda_option_get(pr, id);
+        if (v >= 0 && v < o->count) continue;
+        /* "padding is 7, expected MSDA_PADDING_ZEROS (0) or MSDA_PADDING_BORDER (1)"; a switch's
+         * constants are its numbers: "align_corners is 2, expected 0 or 1" */
+        char expected[192];
+        int n = 0;
+        for (int i = 0; i < o->count && n < (int)sizeof expected; i++) {
+            const char *sep = i == 0 ? "" : i == o->count - 1 ? " or " : ", ";
+            if (o->constants[i][0] >= '0' && o->constants[i][0] <= '9')
+                n += snprintf(expected + n, sizeof expected - (size_t)n, "%s%s", sep, o->constants[i]);
+            else
+                n += snprintf(expected + n, sizeof expected - (size_t)n, "%s%s (%d)", sep, o->constants[i], i);
+        }
+        msda__set_error(err, MSDA_ERR_INVALID_OPTION, "%s is %d, expected %s", o->field, v, expected);
         return MSDA_ERR_INVALID_OPTION;
     }
     if (pr->value_dtype != MSDA_FLOAT32 && pr->value_dtype != MSDA_FLOAT16 && pr->value_dtype != MSDA_BFLOAT16) {

@@ -14,7 +14,7 @@ typedef struct msda_plan {
     /* backward units split each head into this many parts (1: units are (batch, head)) */
     int64_t backward_split;
     msda_padding padding;
-    int value_dtype;   /* msda_dtype: MSDA_F32, MSDA_F16 or MSDA_BF16 of simd.h */
+    int value_dtype;   /* msda_dtype: MSDA_FLOAT32, MSDA_FLOAT16 or MSDA_BFLOAT16 */
     /* value[b, pixel, h, c] = value[b*value_stride_batch + pixel*value_stride_pixel
      *                               + h*value_stride_head + c] */
     int64_t value_stride_batch, value_stride_pixel, value_stride_head;

@@ -27,11 +27,13 @@ typedef void (*msda_range_fn)(const msda_plan *, const msda_tensors *, int64_t, 
 typedef struct msda_isa_entry {
     const char *name;
     msda_range_fn forward, backward;
+    int (*fast_dtypes)(void);   /* kernel/kernels.h: bit d, fast code for value rows of msda_dtype d */
 } msda_isa_entry;
 
 #define MSDA_DECLARE_ISA(isa)                                                                               \
     void msda__forward_range_##isa(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end);  \
-    void msda__backward_range_##isa(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end);
+    void msda__backward_range_##isa(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end); \
+    int msda__fast_dtypes_##isa(void);
 MSDA_DECLARE_ISA(base)
 #if (defined(__x86_64__) || defined(__i386__)) && !defined(__EMSCRIPTEN__) && !defined(MSDA_NO_SIMD)
 #define MSDA_X86 1
@@ -55,12 +57,12 @@ MSDA_DECLARE_ISA(scalar)
 
 static const msda_isa_entry msda_isas[] = {
 #ifdef MSDA_SCALAR_TOO
-    {"scalar", msda__forward_range_scalar, msda__backward_range_scalar},
+    {"scalar", msda__forward_range_scalar, msda__backward_range_scalar, msda__fast_dtypes_scalar},
 #endif
-    {MSDA_BASE_NAME, msda__forward_range_base, msda__backward_range_base},
+    {MSDA_BASE_NAME, msda__forward_range_base, msda__backward_range_base, msda__fast_dtypes_base},
 #ifdef MSDA_X86
-    {"avx2", msda__forward_range_avx2, msda__backward_range_avx2},
-    {"avx512", msda__forward_range_avx512, msda__backward_range_avx512},
+    {"avx2", msda__forward_range_avx2, msda__backward_range_avx2, msda__fast_dtypes_avx2},
+    {"avx512", msda__forward_range_avx512, msda__backward_range_avx512, msda__fast_dtypes_avx512},
 #endif
 };
 #define MSDA_ISA_COUNT ((int)(sizeof msda_isas / sizeof msda_isas[0]))
@@ -131,6 +133,13 @@ const char *msda_isa_list(void)
 #else
     return MSDA_BASE_NAME;
 #endif
+}
+
+int msda_fast_dtype(msda_dtype dtype)
+{
+    const int i = isa_choose();
+    if (i < 0 || (unsigned)dtype > MSDA_BFLOAT16) return 0;
+    return msda_isas[i].fast_dtypes() >> dtype & 1;
 }
 
 int msda__set_isa(const char *name)

@@ -152,6 +152,13 @@ void msda_widen_half(const uint16_t *src, float *dst, int64_t n, int bfloat16);
 const char *msda_isa(void);
 const char *msda_isa_list(void);
 
+/* 1 when the kernels msda_isa() runs have fast code for value rows of `dtype`, read as they are
+ * (half bits widened as each row is loaded): always MSDA_FLOAT32; MSDA_FLOAT16 and MSDA_BFLOAT16
+ * on "avx2"; MSDA_BFLOAT16 on "wasm-simd". Else 0, and 0 for a dtype outside msda_dtype or when
+ * msda_isa() is NULL: such a value still gives the same bits, by a slower path (the bindings
+ * widen it up front instead). */
+int msda_fast_dtype(msda_dtype dtype);
+
 #ifdef __cplusplus
 }
 #endif

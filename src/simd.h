@@ -9,6 +9,8 @@
 #ifndef MSDA_SIMD_H
 #define MSDA_SIMD_H
 
+#include "msda.h"
+
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -129,20 +131,17 @@ static inline v4i v4i_widen_half(v4i s, int bfloat16)
     return v4i_or(v4_as_v4i(scaled), v4i_and(special, v4i_splat(0x7f800000)));
 }
 
-/* Element kinds a kernel reads its value rows in (msda_dtype's numbers): float32, or
+/* Element kinds a kernel reads its value rows in (msda.h's msda_dtype): float32, or
  * half-precision bits widened as they are loaded, by the rule above. A constant after inlining. */
-#define MSDA_F32 0
-#define MSDA_F16 1
-#define MSDA_BF16 2
-#define MSDA_ELEM_BYTES(dtype) ((dtype) == MSDA_F32 ? 4 : 2)
+#define MSDA_ELEM_BYTES(dtype) ((dtype) == MSDA_FLOAT32 ? 4 : 2)
 
 /* element i of p, of kind dtype, as a float32 */
 static inline float f_load_as(const void *p, ptrdiff_t i, int dtype)
 {
-    if (dtype == MSDA_F32) return ((const float *)p)[i];
+    if (dtype == MSDA_FLOAT32) return ((const float *)p)[i];
     const uint32_t h = ((const uint16_t *)p)[i];
     uint32_t bits = h << 16;
-    if (dtype == MSDA_F16) {   /* v4i_widen_half's rule */
+    if (dtype == MSDA_FLOAT16) {   /* v4i_widen_half's rule */
         const uint32_t shifted = (h & 0x8000u) << 16 | (h & 0x7fffu) << 13;
         float scaled;
         memcpy(&scaled, &shifted, sizeof scaled);
@@ -169,31 +168,31 @@ static inline float f_load_as(const void *p, ptrdiff_t i, int dtype)
 /* elements i .. i + 3 of p, of kind dtype */
 static inline v4 v4_load_as(const void *p, ptrdiff_t i, int dtype)
 {
-    if (dtype == MSDA_F32) return v4_load((const float *)p + i);
+    if (dtype == MSDA_FLOAT32) return v4_load((const float *)p + i);
 #if MSDA_F16C
     const __m128i h = _mm_loadl_epi64((const __m128i *)(const void *)((const uint16_t *)p + i));
-    if (dtype == MSDA_F16) return (v4)_mm_cvtph_ps(h);
+    if (dtype == MSDA_FLOAT16) return (v4)_mm_cvtph_ps(h);
     return (v4)_mm_unpacklo_epi16(_mm_setzero_si128(), h);   /* each pattern above 16 zero bits */
 #endif
-    return v4i_as_v4(v4i_widen_half(v4i_load_s16((const uint16_t *)p + i), dtype == MSDA_BF16));
+    return v4i_as_v4(v4i_widen_half(v4i_load_s16((const uint16_t *)p + i), dtype == MSDA_BFLOAT16));
 }
 
 #if MSDA_F16C
 typedef float v8 __attribute__((vector_size(32)));
 static inline v8 v8_load_as(const void *p, ptrdiff_t i, int dtype)
 {
-    if (dtype == MSDA_F32) { v8 v; memcpy(&v, (const float *)p + i, sizeof v); return v; }
+    if (dtype == MSDA_FLOAT32) { v8 v; memcpy(&v, (const float *)p + i, sizeof v); return v; }
     const __m128i h = _mm_loadu_si128((const __m128i *)(const void *)((const uint16_t *)p + i));
-    if (dtype == MSDA_F16) return (v8)_mm256_cvtph_ps(h);
+    if (dtype == MSDA_FLOAT16) return (v8)_mm256_cvtph_ps(h);
     return (v8)_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16);
 }
 #if MSDA_VW == 16
 typedef float v16 __attribute__((vector_size(64)));
 static inline v16 v16_load_as(const void *p, ptrdiff_t i, int dtype)
 {
-    if (dtype == MSDA_F32) { v16 v; memcpy(&v, (const float *)p + i, sizeof v); return v; }
+    if (dtype == MSDA_FLOAT32) { v16 v; memcpy(&v, (const float *)p + i, sizeof v); return v; }
     const __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)((const uint16_t *)p + i));
-    if (dtype == MSDA_F16) return (v16)_mm512_cvtph_ps(h);
+    if (dtype == MSDA_FLOAT16) return (v16)_mm512_cvtph_ps(h);
     return (v16)_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16);
 }
 #endif

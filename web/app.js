@@ -42,7 +42,8 @@ function renderWhere(ctx) {
   const code = $('use-snippet').querySelector('code');
   if (wasmSnippet === null) wasmSnippet = code.textContent;
   const gpu = ctx.gpu !== null;
-  $('hood-where').textContent = gpu ? 'stay in GPU buffers on the WebGPU device' : 'stay in the WebAssembly heap';
+  $('hood-wasm').hidden = gpu;   // WebGPU has no prepare(): the page keeps a GPU tensor instead
+  $('hood-gpu').hidden = !gpu;
   code.textContent = !gpu ? wasmSnippet : wasmSnippet
     .replace(/const msda = await init\(\);[^\n]*/, "const msda = await init({ backend: 'webgpu' });   // WGSL on the GPU; calls return Promises")
     .replace('const output = msda.forward(args); ', 'const output = await msda.forward(args);')

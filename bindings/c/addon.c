@@ -7,9 +7,9 @@
  *
  * An input (value, samplingLocations, attentionWeights, gradOutput) may also be a Uint16Array of
  * half-precision bits, float16 unless bit i of an optional argument after the tensors, halfMask,
- * is set for argument i (then bfloat16): value is read as it is (msda_problem's value_dtype; the
- * kernels widen its rows as they read them) unless bit 16 (HALF_WIDEN_VALUE) is set, the others
- * are widened (msda_widen_half) one after another into scratch, a Float32Array after halfMask
+ * is set for argument i (then bfloat16). Where the description's value_dtype is float16 or
+ * bfloat16, value is those bits, read as they are (the kernels widen its rows as they read them);
+ * every other half input is widened (msda_widen_half) one after another into scratch, a Float32Array after halfMask
  * that the caller keeps from call to call (bindings/node/addon.js), so that no call pays for
  * fresh pages.
  *
@@ -30,7 +30,6 @@
 #endif
 
 #define MAX_ARGS 10
-#define HALF_WIDEN_VALUE (1u << 16)
 
 /* Throws a TypeError/RangeError and returns NULL so callers can `return fail(...)`. */
 static napi_value fail(napi_env env, int range, const char *message)
@@ -135,15 +134,13 @@ static napi_value run(napi_env env, napi_callback_info info, int backward)
         }
     }
 
-    /* A half value goes to the kernels as it is, which widen its rows as they read them; the other
-     * half inputs are widened into scratch, each its tensor's elements. */
+    /* A half value_dtype: value goes to the kernels as it is, which widen its rows as they read
+     * them; the other half inputs are widened into scratch, each its tensor's elements. */
     const size_t value_arg = backward ? 2 : 1;
-    const void *value = buf[value_arg];
-    const int value_as_is = bits[value_arg] && !(half_mask & HALF_WIDEN_VALUE);
-    if (value_as_is) {
-        p.value_dtype = half_mask >> value_arg & 1 ? MSDA_BFLOAT16 : MSDA_FLOAT16;
-        value = bits[value_arg];
-    }
+    const int value_as_is = p.value_dtype != MSDA_FLOAT32;
+    if (value_as_is && !bits[value_arg])
+        return fail(env, 0, "value must be a Uint16Array: the problem description's value_dtype is half-precision");
+    const void *value = value_as_is ? (const void *)bits[value_arg] : (const void *)buf[value_arg];
     int64_t scratch_need = 0;
     for (size_t i = 1; i < inputs_end; i++)
         if (bits[i] && !(i == value_arg && value_as_is)) scratch_need += need[i];
@@ -183,6 +180,31 @@ static napi_value isa(napi_env env, napi_callback_info info)
     return result;
 }
 
+/* isaList() -> this CPU's instruction sets, separated by spaces (msda_isa_list): what MSDA_ISA
+ * may name, for the message when it names another. */
+static napi_value isa_list(napi_env env, napi_callback_info info)
+{
+    (void)info;
+    napi_value result;
+    napi_create_string_utf8(env, msda_isa_list(), NAPI_AUTO_LENGTH, &result);
+    return result;
+}
+
+/* fastDtype(d) -> msda_fast_dtype(d) as a boolean: the kernels read value rows of msda_dtype d as
+ * they are (core/half.js). */
+static napi_value fast_dtype(napi_env env, napi_callback_info info)
+{
+    size_t argc = 1;
+    napi_value argv[1];
+    int32_t dtype = -1;
+    napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+    if (argc < 1 || napi_get_value_int32(env, argv[0], &dtype) != napi_ok)
+        return fail(env, 0, "fastDtype expects a number (msda_dtype)");
+    napi_value result;
+    napi_get_boolean(env, dtype >= 0 && msda_fast_dtype((msda_dtype)dtype), &result);
+    return result;
+}
+
 static napi_value forward(napi_env env, napi_callback_info info) { return run(env, info, 0); }
 static napi_value backward(napi_env env, napi_callback_info info) { return run(env, info, 1); }
 
@@ -195,6 +217,8 @@ static napi_value init(napi_env env, napi_value exports)
         {"forward", NULL, forward, NULL, NULL, NULL, napi_default, NULL},
         {"backward", NULL, backward, NULL, NULL, NULL, napi_default, NULL},
         {"isa", NULL, isa, NULL, NULL, NULL, napi_default, NULL},
+        {"isaList", NULL, isa_list, NULL, NULL, NULL, napi_default, NULL},
+        {"fastDtype", NULL, fast_dtype, NULL, NULL, NULL, napi_default, NULL},
     };
     napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
     return exports;

@@ -2,8 +2,8 @@
  * that JS fills (a BigInt64Array), so neither side depends on the C struct's layout.
  *
  *   [0..6]  batch, num_queries, num_heads, channels, num_levels, num_points, value_length
- *   [7..11] value_layout, locations_layout, align_corners, padding, threads
- *   [12 ..] spatial_shapes (2 * num_levels: H, W), then level_start_index (num_levels)
+ *   [7..12] value_layout, locations_layout, align_corners, padding, threads, value_dtype
+ *   [13 ..] spatial_shapes (2 * num_levels: H, W), then level_start_index (num_levels)
  *
  * `count` is the number of int64 entries JS wrote; a description whose length does not match
  * its num_levels is rejected here, so the library never reads past it. */
@@ -11,6 +11,7 @@
 #define MSDA_PROBLEM_DESC_H
 
 #include "msda.h"
+#include "options.h"
 
 #include <limits.h>
 #include <string.h>
@@ -29,7 +30,8 @@ enum {
     MSDA_DESC_ALIGN_CORNERS = 9,
     MSDA_DESC_PADDING = 10,
     MSDA_DESC_THREADS = 11,
-    MSDA_DESC_HEADER = 12
+    MSDA_DESC_VALUE_DTYPE = 12,
+    MSDA_DESC_HEADER = 13
 };
 
 static inline msda_status msda_desc_fail(msda_error *err, msda_status status, const char *message)
@@ -46,12 +48,12 @@ static inline msda_status msda_problem_from_desc(const int64_t *desc, int64_t co
     msda_problem_init(p);
     if (!desc || count < MSDA_DESC_HEADER)
         return msda_desc_fail(err, MSDA_ERR_INVALID_SIZE,
-                              "problem description is shorter than its 12-entry header");
+                              "problem description is shorter than its 13-entry header");
     const int64_t levels = desc[MSDA_DESC_NUM_LEVELS];
     if (levels < 1 || levels > (count - MSDA_DESC_HEADER) / 3 || count != MSDA_DESC_HEADER + 3 * levels)
         return msda_desc_fail(err, MSDA_ERR_SHAPE_MISMATCH,
                               "problem description length does not match num_levels "
-                              "(expected 12 + 3 * num_levels entries)");
+                              "(expected 13 + 3 * num_levels entries)");
     p->batch = desc[MSDA_DESC_BATCH];
     p->num_queries = desc[MSDA_DESC_NUM_QUERIES];
     p->num_heads = desc[MSDA_DESC_NUM_HEADS];
@@ -59,15 +61,20 @@ static inline msda_status msda_problem_from_desc(const int64_t *desc, int64_t co
     p->num_levels = desc[MSDA_DESC_NUM_LEVELS];
     p->num_points = desc[MSDA_DESC_NUM_POINTS];
     p->value_length = desc[MSDA_DESC_VALUE_LENGTH];
-    /* Out-of-range enums become a value the library rejects with its own named error. */
-    const int64_t value_layout = desc[MSDA_DESC_VALUE_LAYOUT], locations_layout = desc[MSDA_DESC_LOCATIONS_LAYOUT];
-    const int64_t align_corners = desc[MSDA_DESC_ALIGN_CORNERS], padding = desc[MSDA_DESC_PADDING];
-    const int64_t threads = desc[MSDA_DESC_THREADS];
-    p->value_layout = (msda_value_layout)(value_layout == 0 || value_layout == 1 ? value_layout : 99);
-    p->locations_layout = (msda_locations_layout)(locations_layout == 0 || locations_layout == 1 ? locations_layout : 99);
-    p->align_corners = align_corners == 0 || align_corners == 1 ? (int)align_corners : 99;
-    p->padding = (msda_padding)(padding == 0 || padding == 1 ? padding : 99);
+    /* Each option (src/options.h) from its slot, MSDA_DESC_<ID>. Out-of-range values become one
+     * the library rejects with its own named error. */
+    static const int option_slots[MSDA_OPTION_COUNT] = {
+#define MSDA_DESC_OPTION_SLOT(ID, field, type, flag, constants, words) MSDA_DESC_##ID,
+        MSDA_OPTIONS(MSDA_DESC_OPTION_SLOT)
+#undef MSDA_DESC_OPTION_SLOT
+    };
+    for (int id = 0; id < MSDA_OPTION_COUNT; id++) {
+        const int64_t v = desc[option_slots[id]];
+        msda_option_set(p, id, v >= 0 && v < msda_options[id].count ? (int)v : 99);
+    }
+    const int64_t threads = desc[MSDA_DESC_THREADS], value_dtype = desc[MSDA_DESC_VALUE_DTYPE];
     p->threads = threads >= 1 && threads <= INT_MAX ? (int)threads : 0;
+    p->value_dtype = (msda_dtype)(value_dtype >= 0 && value_dtype <= 2 ? value_dtype : 99);
     p->spatial_shapes = desc + MSDA_DESC_HEADER;
     p->level_start_index = desc + MSDA_DESC_HEADER + 2 * levels;
     return MSDA_OK;

@@ -1,7 +1,7 @@
 /* WebAssembly entry points, compiled only into dist/msda-*.wasm. JS passes a flat int64
- * problem description (problem_desc.h), heap pointers and value's msda_dtype (half-precision
- * bits the kernels widen as they read them, or float32); a failing call leaves its status name
- * and message for msda_wasm_error_message(). */
+ * problem description (problem_desc.h; its value_dtype says whether value holds float32 or
+ * half-precision bits the kernels widen as they read them) and heap pointers; a failing call
+ * leaves its status name and message for msda_wasm_error_message(). */
 #include "msda.h"
 #include "problem_desc.h"
 
@@ -13,10 +13,11 @@
 static msda_error last_error;
 
 int msda_wasm_forward(const int64_t *desc, int desc_count, const void *value, const float *sampling_locations,
-                      const float *attention_weights, float *output, int value_dtype);
+                      const float *attention_weights, float *output);
 int msda_wasm_backward(const int64_t *desc, int desc_count, const float *grad_output, const void *value,
                        const float *sampling_locations, const float *attention_weights, float *grad_value,
-                       float *grad_sampling_locations, float *grad_attention_weights, int value_dtype);
+                       float *grad_sampling_locations, float *grad_attention_weights);
+int msda_wasm_fast_dtype(int dtype);
 void msda_wasm_widen_half(const uint16_t *src, float *dst, size_t n, int bfloat16);
 const char *msda_wasm_error_message(void);
 const char *msda_wasm_status_name(int status);
@@ -25,22 +26,20 @@ int msda_wasm_simd(void);
 size_t msda_wasm_heap_base(void);
 
 int msda_wasm_forward(const int64_t *desc, int desc_count, const void *value, const float *sampling_locations,
-                      const float *attention_weights, float *output, int value_dtype)
+                      const float *attention_weights, float *output)
 {
     msda_problem p;
     msda_status st = msda_problem_from_desc(desc, desc_count, &p, &last_error);
-    p.value_dtype = (msda_dtype)value_dtype;
     if (st == MSDA_OK) st = msda_forward(&p, value, sampling_locations, attention_weights, output, &last_error);
     return (int)st;
 }
 
 int msda_wasm_backward(const int64_t *desc, int desc_count, const float *grad_output, const void *value,
                        const float *sampling_locations, const float *attention_weights, float *grad_value,
-                       float *grad_sampling_locations, float *grad_attention_weights, int value_dtype)
+                       float *grad_sampling_locations, float *grad_attention_weights)
 {
     msda_problem p;
     msda_status st = msda_problem_from_desc(desc, desc_count, &p, &last_error);
-    p.value_dtype = (msda_dtype)value_dtype;
     if (st == MSDA_OK)
         st = msda_backward(&p, grad_output, value, sampling_locations, attention_weights, grad_value,
                            grad_sampling_locations, grad_attention_weights, &last_error);
@@ -52,6 +51,9 @@ void msda_wasm_widen_half(const uint16_t *src, float *dst, size_t n, int bfloat1
 {
     msda_widen_half(src, dst, (int64_t)n, bfloat16);
 }
+
+/* msda_fast_dtype: which value dtypes this module's kernels read as they are (core/half.js). */
+int msda_wasm_fast_dtype(int dtype) { return msda_fast_dtype((msda_dtype)dtype); }
 
 const char *msda_wasm_error_message(void) { return last_error.message; }
 

@@ -1,15 +1,19 @@
 // The JS CLI's arguments (src/cli/args.c is the other half): the options of a command line,
 // with the native CLI's rules and messages.
+import { DEFAULTS } from '../core/args.js';
+import { isChoice, OPTIONS } from '../core/options.js';
 import { bad, say, T } from './messages.js';
 
-const VALUE_FLAGS = ['--in', '--out', '--value-layout', '--sampling-locations-layout', '--padding-mode', '--threads',
+// The problem's options (core/options.js): a word option takes a value, a switch none.
+const OPTION_FLAGS = Object.fromEntries(OPTIONS.map((o) => [o.cli, o]));
+const CHOICE_FLAGS = OPTIONS.filter(isChoice).map((o) => o.cli);
+const SWITCH_FLAGS = OPTIONS.filter((o) => !isChoice(o)).map((o) => o.cli);
+const VALUE_FLAGS = ['--in', '--out', ...CHOICE_FLAGS, '--threads',
   '--backend', '--expect', '--dtype', '--rtol', '--atol', '--top', '--out-dtype'];
 const CROSSCHECK_FLAGS = ['--expect', '--dtype', '--rtol', '--atol', '--top', '--json'];
 const EXPECT_FLAGS = ['--dtype', '--rtol', '--atol', '--top', '--json'];
 const CHOICES = {
-  '--value-layout': ['BLNC', 'BNLC'],
-  '--sampling-locations-layout': ['BQHLP2', 'B2QHLP'],
-  '--padding-mode': ['zeros', 'border'],
+  ...Object.fromEntries(OPTIONS.filter(isChoice).map((o) => [o.cli, o.values])),
   '--backend': ['wasm', 'wasm-scalar', 'native'],
   '--dtype': ['float32', 'float16', 'bfloat16'],
   '--out-dtype': ['float32', 'float16', 'bfloat16'],
@@ -26,8 +30,7 @@ export function parseArgs(argv) {
     throw bad(say(T.unknownCommand, command));
   }
   const o = {
-    command, in: null, out: null, expect: null, valueLayout: 'BLNC', samplingLocationsLayout: 'BQHLP2',
-    alignCorners: false, paddingMode: 'zeros', threads: 1, backend: 'wasm', backendNamed: false,
+    command, in: null, out: null, expect: null, ...DEFAULTS, threads: 1, backend: 'wasm', backendNamed: false,
     dtype: null, rtol: null, atol: null, top: 5, json: false, outDtype: 'float32',
   };
   const seen = new Set();
@@ -39,8 +42,10 @@ export function parseArgs(argv) {
     const eq = arg.indexOf('=');
     const name = eq >= 0 ? arg.slice(0, eq) : arg;
     const takesValue = VALUE_FLAGS.includes(name);
-    if (!takesValue && name !== '--align-corners' && name !== '--json') {
-      throw bad(say(name.length >= 64 ? T.unknownLongOption : T.unknownOption, name));
+    if (!takesValue && !SWITCH_FLAGS.includes(name) && name !== '--json') {
+      // counted and cut in characters (code points), as the native CLI counts UTF-8
+      const chars = [...name];
+      throw bad(chars.length >= 64 ? say(T.unknownLongOption, chars.slice(0, 40).join('')) : say(T.unknownOption, name));
     }
     let value = null;
     if (takesValue) {
@@ -58,11 +63,10 @@ export function parseArgs(argv) {
       o[name.slice(2)] = value;
     } else if (name in CHOICES) {
       if (!CHOICES[name].includes(value)) throw bad(say(T.badChoice, name, value, orList(CHOICES[name])));
-      const key = { '--value-layout': 'valueLayout', '--sampling-locations-layout': 'samplingLocationsLayout',
-        '--padding-mode': 'paddingMode', '--backend': 'backend' }[name];
       if (name === '--dtype') o.dtype = value;
       else if (name === '--out-dtype') o.outDtype = value;
-      else o[key] = value;
+      else if (name === '--backend') o.backend = value;
+      else o[OPTION_FLAGS[name].name] = value;
     } else if (name === '--rtol' || name === '--atol') {
       // a plain non-negative decimal number (Number() alone would take '', '0x10', 'Infinity')
       if (!/^(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(value) || !Number.isFinite(Number(value))) {
@@ -79,8 +83,8 @@ export function parseArgs(argv) {
         throw bad(say(T.badThreads, value));
       }
       o.threads = Number(value);
-    } else {
-      o.alignCorners = true;
+    } else {   // a switch (--align-corners): its true
+      o[OPTION_FLAGS[name].name] = true;
     }
     if (seen.has(name)) throw bad(say(T.givenTwice, name));
     seen.add(name);

@@ -277,14 +277,15 @@ export const formatCoordinates = (name, co) => `${name}[${Object.entries(co).map
  * Compares yours (Float32Array) with r (from referenceWithBounds) under tol; returns
  * { count, disagree, maxAbsDiff, maxRatio (the largest |diff| / bound over elements with a bound),
  * noBound (the elements that differ where noBound), perLevel (counts of disagreeing elements, or
- * null for output), perHead (likewise, by head), worst: the disagreeing elements with the largest
+ * null for output), perHead (likewise, by head), onlyThroughP (the elements within their bound
+ * only through its P term: without it they would disagree; the JS CLI's report says so), worst: the disagreeing elements with the largest
  * |diff| (at most top), each { index, coordinates, yours, ours, diff, bound } }.
  */
 export function compareWithBounds(name, yours, r, args, tol, top = 5) {
   const d = dims(args);
   const perLevel = name === 'output' ? null : new Array(d.NL).fill(0);
   const perHead = new Array(d.H).fill(0);
-  let disagree = 0, maxAbsDiff = 0, maxRatio = 0, unbounded = 0;
+  let disagree = 0, maxAbsDiff = 0, maxRatio = 0, unbounded = 0, onlyThroughP = 0;
   const worst = []; // [|diff|, index] of disagreeing elements, at most `top`, largest first
   for (let i = 0; i < r.ref.length; i++) {
     const y = yours[i], o = r.ref[i];
@@ -296,6 +297,7 @@ export function compareWithBounds(name, yours, r, args, tol, top = 5) {
     maxAbsDiff = Math.max(maxAbsDiff, absDiff);
     if (noBound(r, i, tol)) unbounded++;
     else maxRatio = Math.max(maxRatio, bound > 0 ? absDiff / bound : Infinity);
+    if (absDiff <= bound && absDiff > bound - r.P[i] && tol.rtol == null && tol.atol == null) onlyThroughP++;
     if (!(absDiff <= bound)) {
       disagree++;
       const co = coordinates(name, i, args);
@@ -309,7 +311,7 @@ export function compareWithBounds(name, yours, r, args, tol, top = 5) {
     }
   }
   return {
-    count: r.ref.length, disagree, maxAbsDiff, maxRatio, noBound: unbounded, perLevel, perHead,
+    count: r.ref.length, disagree, maxAbsDiff, maxRatio, noBound: unbounded, perLevel, perHead, onlyThroughP,
     worst: worst.map(([, i]) => ({
       index: i, coordinates: coordinates(name, i, args), yours: yours[i], ours: r.ref[i],
       diff: Math.abs(yours[i] - r.ref[i]), bound: boundOf(r, i, tol),

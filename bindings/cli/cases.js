@@ -234,96 +234,126 @@ export function openSource(flag, dir) {
   };
 }
 
-/** Reads the case's files (grad_output.npy when withGrad) from a directory or an .npz; checks --in first. */
+/**
+ * Reads the case's files (grad_output.npy when withGrad) from a directory or an .npz; checks --in
+ * first. A bad file does not stop the reading: its problem is kept (problems, with the exit status
+ * in code) for deriveProblem, which adds those of the shapes and reports them all.
+ */
 export function loadCase(dir, withGrad) {
   const source = openSource('--in', dir);
-  const files = {};
-  // Every file is read, and every bad one named: "first problem; also: second; also: third".
-  const problems = [];
-  let code = 0;
+  const files = { problems: [], code: 0, paths: {} };
   for (const [key, name, want] of INPUTS) {
+    files.paths[key] = source.path(name);
     if (key === 'gradOutput' && !withGrad) continue;
     if (key === 'levelStartIndex' && source.missing(name)) continue; // derived
     try {
       files[key] = source.read(name, want);
     } catch (e) {
       if (!(e instanceof CliError)) throw e;
-      problems.push(e.message);
-      code ||= e.exitCode;
+      files.problems.push(e.message);
+      files.code ||= e.exitCode;
     }
   }
-  if (problems.length) throw new CliError(code, problems.join(T.also));
   return files;
 }
 
 export const sameShape = (a, b) => a.length === b.length && a.every((d, i) => d === b[i]);
 
+// An expected shape with each dimension not known (its file is bad) by its name.
+const expectedText = (dims, names) => formatShape(dims.map((d, i) => d ?? names[i]));
+const fits = (shape, dims) => shape.length === dims.length && dims.every((d, i) => d === null || shape[i] === d);
+
 /**
  * Derives B, L, N_q, N_h, C_h, N_l, N_p from the files and checks each against the others, with
- * the native CLI's messages. Returns the arguments of forward()/backward().
+ * the native CLI's messages. Every bad file is named in one run ("first; also: second"): a file
+ * that cannot be read, or fails its own check, leaves its dimensions unknown, and the others are
+ * checked against the dimensions known. Returns the arguments of forward()/backward().
  */
 export function deriveProblem(o, f) {
   const blnc = o.valueLayout === 'BLNC';
   const bqhlp2 = o.samplingLocationsLayout === 'BQHLP2';
   const valueDims = blnc ? T.valueDimsBlnc : T.valueDimsBnlc;
   const { value, spatialShapes: shapes, levelStartIndex: starts, samplingLocations: loc, attentionWeights: weights } = f;
-  const vs = value.shape;
-  if (vs.length !== 4) throw bad(say(T.valueNot4d, value.path, formatShape(value.exactShape), valueDims));
-  if (vs.some((d) => d < 1)) throw bad(say(T.valueEmpty, value.path, formatShape(value.exactShape), valueDims));
-  const [B, L, H, C] = [vs[0], vs[blnc ? 1 : 2], vs[blnc ? 2 : 1], vs[3]];
-
-  if (shapes.shape.length !== 2 || shapes.shape[1] !== 2 || shapes.shape[0] < 1) {
-    throw bad(say(T.shapesShape, shapes.path, formatShape(shapes.exactShape)));
+  const problems = [...f.problems];
+  let B = null, L = null, H = null, C = null, NL = null, Q = null, P = null, total = null;
+  if (value) {
+    const vs = value.shape;
+    if (vs.length !== 4) problems.push(say(T.valueNot4d, value.path, formatShape(value.exactShape), valueDims));
+    else if (vs.some((d) => d < 1)) problems.push(say(T.valueEmpty, value.path, formatShape(value.exactShape), valueDims));
+    else [B, L, H, C] = [vs[0], vs[blnc ? 1 : 2], vs[blnc ? 2 : 1], vs[3]];
   }
-  const NL = shapes.shape[0];
-  const big = Array.from(shapes.data, BigInt);
-  const INT64_MAX = (1n << 63n) - 1n;
-  let total = 0n;
+
   const pairs = [];
   const expectedStarts = [];
-  for (let l = 0; l < NL; l++) {
-    const h = big[2 * l], w = big[2 * l + 1];
-    if (h < 1n || w < 1n) throw bad(say(T.shapesRow, shapes.path, l, h, w));
-    expectedStarts.push(total);
-    total += h * w;
-    if (h * w > INT64_MAX || total > INT64_MAX) throw bad(say(T.shapesOverflow, shapes.path, l));
-    pairs.push([Number(h), Number(w)]);
+  if (shapes) {
+    if (shapes.shape.length !== 2 || shapes.shape[1] !== 2 || shapes.shape[0] < 1) {
+      problems.push(say(T.shapesShape, shapes.path, formatShape(shapes.exactShape)));
+    } else {
+      const big = Array.from(shapes.data, BigInt);
+      const INT64_MAX = (1n << 63n) - 1n;
+      let sum = 0n, row = null;
+      for (let l = 0; l < shapes.shape[0] && row === null; l++) {
+        const h = big[2 * l], w = big[2 * l + 1];
+        if (h < 1n || w < 1n) row = say(T.shapesRow, shapes.path, l, h, w);
+        expectedStarts.push(sum);
+        sum += h * w;
+        if (row === null && (h * w > INT64_MAX || sum > INT64_MAX)) row = say(T.shapesOverflow, shapes.path, l);
+        pairs.push([Number(h), Number(w)]);
+      }
+      if (row !== null) problems.push(row);
+      else [NL, total] = [shapes.shape[0], sum];
+    }
   }
-  if (BigInt(L) !== total) {
+  if (L !== null && total !== null && BigInt(L) !== total) {
+    const vs = value.shape;
     const otherFits = BigInt(vs[blnc ? 2 : 1]) === total;
-    throw bad(say(T.valueLength, value.path, formatShape(value.exactShape), L, total, shapes.path, valueDims,
+    problems.push(say(T.valueLength, value.path, formatShape(value.exactShape), L, total, shapes.path, valueDims,
       !otherFits ? '' : blnc ? T.valueFitsBnlc : T.valueFitsBlnc));
+    H = null; // the value may be in the other layout
   }
-  if (starts && !sameShape(starts.shape, [NL])) {
-    throw bad(say(T.startsShape, starts.path, formatShape(starts.exactShape), formatShape([NL]), shapes.path));
+  let startsFit = false;
+  if (starts && NL !== null) {
+    startsFit = sameShape(starts.shape, [NL]);
+    if (!startsFit) problems.push(say(T.startsShape, starts.path, formatShape(starts.exactShape), formatShape([NL]), shapes.path));
   }
-  const ws = weights.shape;
-  if (ws.length !== 5 || ws[0] !== B || ws[2] !== H || ws[3] !== NL || ws[1] < 1 || ws[4] < 1) {
-    throw bad(say(T.weightsShape, weights.path, formatShape(weights.exactShape), B, H, NL, value.path, shapes.path));
+  if (weights) {
+    const ws = weights.shape;
+    const want = [B, null, H, NL, null];
+    if (!fits(ws, want) || ws[1] < 1 || ws[4] < 1) {
+      problems.push(say(T.weightsShape, weights.path, formatShape(weights.exactShape),
+        expectedText(want, ['B', 'N_q', 'N_h', 'N_l', 'N_p']), f.paths.value, f.paths.spatialShapes));
+      // Either file may be the wrong one: what they disagree on is not held against the others.
+      if (ws.length === 5) [B, H, NL] = [ws[0] === B ? B : null, ws[2] === H ? H : null, ws[3] === NL ? NL : null];
+    } else {
+      [Q, P] = [ws[1], ws[4]];
+    }
   }
-  const Q = ws[1], P = ws[4];
-  const locShape = bqhlp2 ? [B, Q, H, NL, P, 2] : [B, 2, Q, H, NL, P];
-  const otherShape = bqhlp2 ? [B, 2, Q, H, NL, P] : [B, Q, H, NL, P, 2];
-  if (!sameShape(loc.shape, locShape)) {
-    throw bad(say(T.locationsShape, loc.path, formatShape(loc.exactShape), formatShape(locShape),
-      bqhlp2 ? T.locationsDimsBqhlp2 : T.locationsDimsB2qhlp, weights.path,
-      !sameShape(loc.shape, otherShape) ? '' : bqhlp2 ? T.locationsFitB2qhlp : T.locationsFitBqhlp2));
+  if (loc) {
+    const locShape = bqhlp2 ? [B, Q, H, NL, P, 2] : [B, 2, Q, H, NL, P];
+    const otherShape = bqhlp2 ? [B, 2, Q, H, NL, P] : [B, Q, H, NL, P, 2];
+    if (!fits(loc.shape, locShape)) {
+      const ls = loc.shape, q = bqhlp2 ? 1 : 2;
+      if (ls.length === 6 && !fits(ls, otherShape)) [B, Q, H] = [ls[0] === B ? B : null, ls[q] === Q ? Q : null, ls[q + 1] === H ? H : null];
+      problems.push(say(T.locationsShape, loc.path, formatShape(loc.exactShape),
+        expectedText(locShape, bqhlp2 ? ['B', 'N_q', 'N_h', 'N_l', 'N_p'] : ['B', '2', 'N_q', 'N_h', 'N_l', 'N_p']),
+        bqhlp2 ? T.locationsDimsBqhlp2 : T.locationsDimsB2qhlp, f.paths.attentionWeights,
+        !fits(loc.shape, otherShape) ? '' : bqhlp2 ? T.locationsFitB2qhlp : T.locationsFitBqhlp2));
+    }
   }
   if (f.gradOutput) {
-    const goShape = [B, Q, H * C];
-    if (!sameShape(f.gradOutput.shape, goShape)) {
-      throw bad(say(T.gradOutputShape, f.gradOutput.path, formatShape(f.gradOutput.exactShape), formatShape(goShape)));
+    const goShape = [B, Q, H === null || C === null ? null : H * C];
+    if (!fits(f.gradOutput.shape, goShape)) {
+      problems.push(say(T.gradOutputShape, f.gradOutput.path, formatShape(f.gradOutput.exactShape),
+        expectedText(goShape, ['B', 'N_q', 'N_h*C_h'])));
     }
   }
   // The library's level-start rule and message, with the file name.
-  const startValues = starts ? Array.from(starts.data, BigInt) : expectedStarts;
-  for (let l = 0; l < NL; l++) {
-    if (startValues[l] !== expectedStarts[l]) {
-      throw bad(l === 0
-        ? `${starts.path}: level_start_index[0] is ${startValues[0]}, expected 0`
-        : `${starts.path}: level_start_index[${l}] is ${startValues[l]}, expected ${expectedStarts[l]} (sum of H*W over levels 0..${l - 1})`);
-    }
+  if (startsFit) {
+    const l = expectedStarts.findIndex((e, i) => BigInt(starts.data[i]) !== e);
+    if (l === 0) problems.push(say(T.startsFirst, starts.path, starts.data[0]));
+    else if (l > 0) problems.push(say(T.startsLater, starts.path, l, starts.data[l], expectedStarts[l], l - 1));
   }
+  if (problems.length) throw new CliError(f.code || 2, problems.join(T.also));
   const tensor = (a) => ({ data: a.data, shape: a.shape });
   const args = {
     value: tensor(value), spatialShapes: pairs, levelStartIndex: expectedStarts.map(Number),

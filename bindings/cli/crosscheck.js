@@ -4,13 +4,14 @@
 import {
   compareWithBounds, coordinates, formatCoordinates, OUTPUT_NAMES as CHECKED_OUTPUTS, referenceWithBounds, UNIT_ROUNDOFF,
 } from './bounds.js';
+import { BAD_ISA, NATIVE_UNAVAILABLE } from '../core/errors.js';
 import { narrowToHalf, widenHalf } from '../core/half.js';
-import { shown } from './npz.js';
 import { formatShape } from '../npy.js';
-import { backendApi, compute } from './backends.js';
+import { backendApi, badIsa, compute } from './backends.js';
 import { deriveProblem, exists, loadCase, openSource, sameShape } from './cases.js';
-import { bad, CliError, joinPath, say, T } from './messages.js';
+import { bad, CliError, joinPath, say, shown, T } from './messages.js';
 import { fmt, jsonNumber, pair } from './numbers.js';
+import { allDisagreeHint, sampleLine, sampleOf } from './samples.js';
 
 const TOLERANCE = Object.freeze({ abs: 1e-5, rel: 1e-4, scale: 0 });
 // Float32 kernels against the float64 reference: plus 1e-4 of the tensor's largest magnitude,
@@ -109,6 +110,7 @@ async function crosscheckExpected(o, print, expected) {
     }
   }
   if (o.backendNamed) notes.push(say(T.noteBackend, o.backend));
+  const hint = allDisagreeHint(results);
   if (o.json) {
     const doc = {
       in: o.in, expect: o.expect, yours: say(T.yours, o.expect), ours: T.ours,
@@ -117,12 +119,17 @@ async function crosscheckExpected(o, print, expected) {
       outputs: Object.fromEntries(results.map(([n, r]) => [n, {
         file: expected[n].path, dtype: expected[n].dtype, count: r.count, disagree: r.disagree,
         maxAbsDiff: jsonNumber(r.maxAbsDiff), maxRatioToBound: jsonNumber(r.maxRatio), noBound: r.noBound,
-        perLevel: r.perLevel, perHead: r.perHead,
-        worst: r.worst.map((w) => ({
-          coordinates: w.coordinates, index: w.index, yours: jsonNumber(w.yours), ours: jsonNumber(w.ours),
-          diff: jsonNumber(w.diff), bound: jsonNumber(w.bound),
-        })),
+        perLevel: r.perLevel, perHead: r.perHead, onlyThroughP: r.onlyThroughP,
+        worst: r.worst.map((w) => {
+          const sample = sampleOf(n, w.coordinates, args);
+          return {
+            coordinates: w.coordinates, index: w.index, yours: jsonNumber(w.yours), ours: jsonNumber(w.ours),
+            diff: jsonNumber(w.diff), bound: jsonNumber(w.bound),
+            ...(sample ? { sample: { ...sample, x: jsonNumber(sample.x), y: jsonNumber(sample.y) } } : {}),
+          };
+        }),
       }])),
+      hint,
     };
     print(JSON.stringify(doc, null, 2));
   } else {
@@ -137,11 +144,15 @@ async function crosscheckExpected(o, print, expected) {
       const counts = [...(r.perLevel ? [say(T.perLevel, r.perLevel.map((c, l) => say(T.levelCount, l, c)).join(', '))] : []),
         say(T.perHead, r.perHead.map((c, h) => say(T.headCount, h, c)).join(', '))];
       print(r.disagree ? say(T.verdictDisagree, n, r.disagree, r.count, counts.join('; '), maxText) : say(T.verdictOk, n, r.count, maxText));
+      if (r.onlyThroughP) print(say(T.onlyThroughP, r.onlyThroughP));
       for (const w of r.worst) {
         const [y, u] = pair(w.yours, w.ours);
         print(say(T.worst, formatCoordinates(n, w.coordinates), y, u, fmt(w.diff), fmt(w.bound)));
+        const sample = sampleOf(n, w.coordinates, args);
+        if (sample) print(sampleLine(sample));
       }
     }
+    if (hint) print(hint);
     if (!failures.length) print(allAgree(names));
   }
   if (failures.length) throw new CliError(1, say(T.failed, failures.join(', ')));
@@ -193,7 +204,8 @@ export async function crosscheck(o, print) {
       try {
         native = await init({ backend: 'native' });
       } catch (e) {
-        whyNot = e.code === 'MSDA_NATIVE_UNAVAILABLE' ? say(T.nativeNotHere, `${process.platform}-${process.arch}`)
+        if (e.code === BAD_ISA) throw badIsa(e);
+        whyNot = e.code === NATIVE_UNAVAILABLE ? say(T.nativeNotHere, `${process.platform}-${process.arch}`)
           : T.nativeDoesNotLoad;
       }
     }

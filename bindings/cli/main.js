@@ -1,5 +1,6 @@
 // The JS CLI's commands (bindings/cli.js is its face, the package's `bin`; src/cli/main.c is the
-// other half): --help, --version, forward and backward, crosscheck, and `msda demo`.
+// other half): --help, --version, forward and backward, crosscheck, and, the JS CLI's alone,
+// `msda make-case` (make-case.js) and `msda demo`.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from './args.js';
 import { backendApi, compute } from './backends.js';
@@ -28,6 +29,7 @@ const STDIO = { out: (s) => { if (!stdoutGone) process.stdout.write(s); }, err: 
 export async function main(argv, io = STDIO) {
   try {
     if (argv[0] === 'demo') return await (await import('../demo.js')).demo(argv.slice(1), io);
+    if (argv[0] === 'make-case') return await (await import('./make-case.js')).makeCaseCommand(argv.slice(1), io);
     const o = parseArgs(argv);
     if (o === null) {
       io.out(USAGE);

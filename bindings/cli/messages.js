@@ -39,3 +39,14 @@ export const why = (e) => ERRNO_TEXT[e.code] || e.message;
 
 // Like the C join: no normalisation, so messages name the path as the user wrote it.
 export const joinPath = (dir, name) => (dir.endsWith('/') ? dir + name : `${dir}/${name}`);
+
+// A file's (or an .npz member's) name as messages show it: bytes outside printable ASCII and
+// backslashes as \xNN, cut to 200 characters and '...' (src/cli/messages.c shown).
+export function shown(name) {
+  let out = '';
+  for (let i = 0; i < name.length && out.length <= 200; i++) {
+    const c = name.charCodeAt(i);
+    out += c < 0x20 || c >= 0x7f || c === 0x5c ? `\\x${c.toString(16).padStart(2, '0')}` : name[i];
+  }
+  return out.length > 200 ? `${out.slice(0, 200)}...` : out;
+}

@@ -1,9 +1,11 @@
 // NumPy .npz archives (zip files of .npy members, as np.savez writes them stored and
 // np.savez_compressed deflated), read strictly: the central directory (zip64 too), each member's
-// local header, its CRC-32. The twin of src/cli/npz.c: same refusals, same words. Deflated
+// local header, its CRC-32. The JS CLI's alone (the native CLI reads directories). Deflated
 // members need an inflateRaw(bytes, maxOutputLength) => bytes from the caller, which throws past
 // maxOutputLength bytes (node:zlib's inflateRawSync with that option, in the CLI).
 // Bytes in, bytes out: no files here (bindings/cli/cases.js reads them).
+
+import { shown } from './messages.js';
 
 export class NpzError extends Error {
   constructor(message) {
@@ -27,17 +29,6 @@ export function crc32(bytes) {
   let c = 0xffffffff;
   for (let i = 0; i < bytes.length; i++) c = CRC_TABLE[(c ^ bytes[i]) & 0xff] ^ (c >>> 8);
   return (c ^ 0xffffffff) >>> 0;
-}
-
-// A member's name as messages show it: bytes outside printable ASCII and backslashes as \xNN,
-// cut to 200 characters and '...' (the native CLI shows names the same way).
-export function shown(name) {
-  let out = '';
-  for (let i = 0; i < name.length && out.length <= 200; i++) {
-    const c = name.charCodeAt(i);
-    out += c < 0x20 || c >= 0x7f || c === 0x5c ? `\\x${c.toString(16).padStart(2, '0')}` : name[i];
-  }
-  return out.length > 200 ? `${out.slice(0, 200)}...` : out;
 }
 
 /** Is this the start of a zip archive? */
@@ -127,7 +118,7 @@ export function parseNpz(bytes, inflateRaw) {
   return members;
 }
 
-const MAX_MEMBER = 0xffffffffn; // src/cli/npz.h NPZ_MAX_MEMBER
+const MAX_MEMBER = 0xffffffffn; // the most a wasm32 heap could hold
 
 function member(bytes, start, csize, usize, method, crc, inflateRaw) {
   return {

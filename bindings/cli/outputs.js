@@ -103,7 +103,7 @@ export async function writeOutputs(dir, outputs, outDtype = 'float32') {
     }
     const staged = names.map((n) => `${staging}/${n}.npy`);
     for (let i = 0; i < names.length; i++) {
-      const { data, shape } = outputs[names[i]];
+      const { data, shape, bytes } = outputs[names[i]]; // bytes: a whole .npy file (make-case)
       let fh;
       try {
         fh = await open(staged[i], EXCLUSIVE, 0o666);
@@ -113,10 +113,10 @@ export async function writeOutputs(dir, outputs, outDtype = 'float32') {
       try {
         // float16: '<f2' bits; bfloat16: the float32 values of the nearest bfloat16 numbers
         // (NumPy has no bfloat16; float32 holds them exactly). As the native CLI writes them.
-        const half = outDtype === 'float32' ? null : narrowToHalf(data, outDtype);
-        await fh.write(npyHeader(outDtype === 'float16' ? '<f2' : '<f4', shape));
-        const body = outDtype === 'float16' ? npyDataBytes(half, '<f2')
-          : npyDataBytes(outDtype === 'bfloat16' ? widenHalf(half, 'bfloat16') : data);
+        const half = outDtype === 'float32' || bytes ? null : narrowToHalf(data, outDtype);
+        if (!bytes) await fh.write(npyHeader(outDtype === 'float16' ? '<f2' : '<f4', shape));
+        const body = bytes ?? (outDtype === 'float16' ? npyDataBytes(half, '<f2')
+          : npyDataBytes(outDtype === 'bfloat16' ? widenHalf(half, 'bfloat16') : data));
         for (let off = 0; off < body.length; off += WRITE_CHUNK) {
           const n = Math.min(WRITE_CHUNK, body.length - off);
           for (let done = 0; done < n;) done += (await fh.write(body, off + done, n - done)).bytesWritten;

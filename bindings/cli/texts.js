@@ -4,6 +4,11 @@
 // cli-texts), and tests/js/cli-texts.test.js fails when the header and this table differ, or when
 // a text is not used where the table says it is.
 //
+// The native CLI is frozen (docs/cli.md, "Two command lines"): forward, backward and crosscheck
+// --expect on .npy case directories. A text for a new feature goes into JS_TEXTS, and the lines
+// of --help that are the JS CLI's alone (.npz, make-case, crosscheck without --expect, demo) are
+// marked 'js'.
+//
 // A text is a printf format, so that the C compiler checks each call: %s, %d, %ld, %lld, %zu, a
 // width (%-24s) and a cut (%.40s) are all the CLIs use (bindings/cli/messages.js say()).
 
@@ -13,10 +18,13 @@ export const USAGE = [
   ['both',   '       msda backward   --in DIR --out DIR [options]'],
   ['native', '       msda crosscheck --in DIR --expect DIR [options]'],
   ['js',     '       msda crosscheck --in DIR [--expect DIR] [options]'],
+  ['js',     '       msda make-case  --out DIR [options]     writes a case that reaches the edges (msda make-case --help)'],
   ['js',     '       msda demo       [--port N] [--host H]   serves the interactive page (msda demo --help)'],
   ['both',   ''],
-  ['both',   'Multi-scale deformable attention on a case directory of NumPy .npy files (or an .npz of them,'],
-  ['both',   'from np.savez or np.savez_compressed, in place of DIR).'],
+  ['native', 'Multi-scale deformable attention on a case directory of NumPy .npy files (an .npz of them is'],
+  ['native', 'read by the JS CLI: npx msda, or node bindings/cli.js in a clone; docs/cli.md "Two command lines").'],
+  ['js',     'Multi-scale deformable attention on a case directory of NumPy .npy files (or an .npz of them,'],
+  ['js',     'from np.savez or np.savez_compressed, in place of DIR).'],
   ['both',   ''],
   ['both',   '  --in DIR        reads value.npy (<f4), spatial_shapes.npy (<i8|<i4, (N_l, 2)),'],
   ['both',   '                  level_start_index.npy (<i8|<i4, (N_l,); optional, derived), sampling_locations.npy (<f4),'],
@@ -57,7 +65,7 @@ export const USAGE = [
   ['js',     '                                     float32 rounding (docs/cli.md, For kernel authors)'],
   ['both',   '  --rtol R --atol A                  instead: |yours - ours| <= A + R*|ours|'],
   ['both',   '  --top K                            list the K elements of each output that disagree most'],
-  ['js',     '                                     (largest |yours - ours|; default 5)'],
+  ['js',     '                                     (largest |yours - ours|; default 5, at most 1000)'],
   ['both',   '  --json                             one JSON document on stdout instead of the text'],
   ['native', "crosscheck without --expect (the backends against each other) is the JS CLI's."],
   ['both',   ''],
@@ -73,7 +81,7 @@ export const TEXTS = {
   missingCommand: 'missing command, expected forward, backward or crosscheck (see msda --help)',
   unknownCommand: "unknown command '%s', expected forward, backward or crosscheck (see msda --help)",
   unexpectedArgument: "unexpected argument '%s' (see msda --help)",
-  unknownLongOption: "unknown option '%.40s...' (see msda --help)",
+  unknownLongOption: "unknown option '%s...' (see msda --help)", // its first 40 characters (UTF-8 code points)
   unknownOption: "unknown option '%s' (see msda --help)",
   needsValue: '%s needs a value (see msda --help)',
   takesNoValue: "%s takes no value, got '%s'",
@@ -90,6 +98,7 @@ export const TEXTS = {
   missingOut: 'missing --out DIR (see msda --help)',
   needsExpect: '%s needs --expect DIR (it sets how your outputs are compared with ours)',
   twoTolerances: '--dtype and %s both set the tolerance: give one of them',
+  badIsa: "MSDA_ISA is '%s', expected one of this CPU's: %s (or unset)",
 
   // ---- a case's files (cases; the file texts also npy.c's)
   fileSays: '%s: %s',
@@ -102,7 +111,6 @@ export const TEXTS = {
   readError: 'read error: %s',
   notDirectoryNorNpz: '%s %s: not a directory (nor an .npz archive)',
   cannotList: '%s %s: cannot list it: %s',
-  notInArchive: 'not in the archive',
   dtypeVoid: "%s: dtype '%s': a 2-byte void, which is how np.save writes ml_dtypes' bfloat16, but its bits cannot be told from any other 2-byte record: save bfloat16 as float32, which is exact: tensor.astype(np.float32)",
   dtypeInt16: "%s: dtype '%s': 2-byte integers, perhaps the bits of a float16 or bfloat16 tensor (a bit view), which astype would turn into integers: save float16 as tensor.view(np.float16), bfloat16 as float32 (tensor.view(ml_dtypes.bfloat16).astype(np.float32), which is exact)",
   dtypeWrong: "%s: dtype '%s'%s: %s must be %s%s: save tensor.astype(%s)",
@@ -125,7 +133,9 @@ export const TEXTS = {
   valueFitsBnlc: '; --value-layout BNLC makes the shapes fit',
   valueFitsBlnc: '; --value-layout BLNC makes the shapes fit',
   startsShape: '%s: shape %s, expected %s = (N_l,) with N_l from %s',
-  weightsShape: '%s: shape %s, expected (%lld, N_q, %lld, %lld, N_p) = (B, N_q, N_h, N_l, N_p) with N_q, N_p >= 1, B and N_h from %s, N_l from %s',
+  startsFirst: '%s: level_start_index[0] is %lld, expected 0',
+  startsLater: '%s: level_start_index[%lld] is %lld, expected %lld (sum of H*W over levels 0..%lld)',
+  weightsShape: '%s: shape %s, expected %s = (B, N_q, N_h, N_l, N_p) with N_q, N_p >= 1, B and N_h from %s, N_l from %s',
   locationsShape: '%s: shape %s, expected %s = %s with N_q and N_p from %s%s',
   locationsDimsBqhlp2: '(B, N_q, N_h, N_l, N_p, 2) per --sampling-locations-layout BQHLP2',
   locationsDimsB2qhlp: '(B, 2, N_q, N_h, N_l, N_p) per --sampling-locations-layout B2QHLP',
@@ -185,6 +195,7 @@ export const TEXTS = {
 
 /** The JS CLI's alone: its backends, and crosscheck without --expect. */
 export const JS_TEXTS = {
+  notInArchive: 'not in the archive',
   nativeUnavailable: '--backend native: the native addon is not available here; without --backend the CLI runs on WebAssembly with the same results (%s)',
   onBackend: '--backend %s: %s',
   computeFailedOn: '%s failed on %s: %s',
@@ -200,11 +211,23 @@ export const JS_TEXTS = {
   row: '  %-24s max abs diff %-9s max rel diff %-9s %s',
   rowOk: 'ok',
   rowDisagree: 'DISAGREE: %d of %d elements, worst %s: %s %s, %s %s',
+  // crosscheck --expect's report, the JS CLI's additions (bindings/cli/samples.js)
+  sampleAt: '      its sample: x %s, y %s pixels on level %s (H %s, W %s): %s',
+  onlyThroughP: '    %s differing elements are within their bound only through P (pixel positions moved by float32 rounding: samples on an edge, clamped or on a pixel, where a gradient jumps)',
+  makeCaseUnknownOption: "unknown option '%s' for msda make-case (see msda make-case --help)",
+  makeCaseBadSeed: "--seed: '%s', expected an integer from 0 to 4294967295",
+  makeCaseBadCount: "%s: '%s', expected an integer from 1 to 4096",
+  makeCaseBadLevels: "--levels: '%s', expected HxW,HxW,... (1 to 16 levels, H and W from 1 to 9999), such as 8x8,4x4",
+  makeCaseMissingOut: 'missing --out DIR (see msda make-case --help)',
+  makeCaseTooLarge: 'the case would pass 2^26 elements in value or sampling_locations: give smaller dimensions',
+  makeCaseWrote: 'msda make-case: wrote %s (seed %s, %s)\n',
+  hintAllDisagree: '  hint: every output disagrees, as when an option differs from your kernel\'s: check --align-corners, --padding-mode, --value-layout and --sampling-locations-layout',
 };
 
 /** The native CLI's alone. */
 export const NATIVE_TEXTS = {
   outOfMemory: 'out of memory',
+  npzIsJs: "%s %s: an .npz archive, which the native CLI does not read (it reads case directories of .npy files): give it to the JS CLI, npx msda (node bindings/cli.js in a clone), or unpack it into a directory",
   crosscheckIsJs: "crosscheck without --expect (this package's backends against each other) is the JS CLI's: node bindings/cli.js crosscheck, or npx msda crosscheck",
   gradOutputOverflow: '%s: N_h*C_h overflows 64 bits',
   outOfMemoryFor: 'out of memory for %s (%lld floats)',

@@ -5,8 +5,10 @@
 import { checkSizes } from './backend.js';
 import { describe } from './errors.js';
 import { callError } from './errors.js';
-import { DESC, elementsOf, OUTPUTS, problemFromOptions, problemFromTensors, TENSORS } from './problem.js';
-import { HalfBits, halfRows } from './half.js';
+import {
+  DESC, describeValueDtype, elementsOf, OUTPUTS, problemFromOptions, problemFromTensors, TENSORS,
+} from './problem.js';
+import { HalfBits, kernelValueDtype } from './half.js';
 import { streamForward } from './stream.js';
 import { typedArrayBuffer } from './typed.js';
 
@@ -214,7 +216,7 @@ export class Msda {
 
   forward(args) {
     this._live('forward');
-    const { problem, inputs } = problemFromTensors('forward', args, false, undefined, undefined, true);
+    const { problem, inputs } = problemFromTensors('forward', args, { keepHalf: true });
     this._live('forward');   // again: a getter among the arguments may have disposed this instance
     checkSizes('forward', this._backend, problem, 'forward');
     this._noteThreads('forward', problem);
@@ -226,10 +228,11 @@ export class Msda {
     if (b.memory && Math.min(problem.threads, b.threads ?? 1) === 1) {
       return { data: streamForward(b, problem, inputs), shape: problem.shapes.output.slice() };
     }
+    const valueDtype = kernelValueDtype(this._backend, inputs.value, problem, 'forward');
+    describeValueDtype(problem.desc, valueDtype);
     const p = new Prepared(this._backend, problem, 'forward');
     try {
-      const asIs = halfRows(this._backend, inputs.value.dtype, problem, 'forward');
-      for (const [name, data] of Object.entries(inputs)) p._store.load(name, data, 0, asIs);
+      for (const [name, data] of Object.entries(inputs)) p._store.load(name, data, 0, valueDtype !== 'float32');
       p._run('forward');
       return { data: p._store.take('output'), shape: p.shapes.output.slice() };
     } finally {
@@ -239,15 +242,16 @@ export class Msda {
 
   backward(args) {
     this._live('backward');
-    const { problem, inputs } = problemFromTensors('backward', args, true, undefined, undefined, true);
+    const { problem, inputs } = problemFromTensors('backward', args, { backward: true, keepHalf: true });
     this._live('backward');
     checkSizes('backward', this._backend, problem, 'backward');
     this._noteThreads('backward', problem);
     this._detachFromHeap(inputs);
+    const valueDtype = kernelValueDtype(this._backend, inputs.value, problem, 'backward');
+    describeValueDtype(problem.desc, valueDtype);
     const p = new Prepared(this._backend, problem, 'backward');
     try {
-      const asIs = halfRows(this._backend, inputs.value.dtype, problem, 'backward');
-      for (const [name, data] of Object.entries(inputs)) p._store.load(name, data, 0, asIs);
+      for (const [name, data] of Object.entries(inputs)) p._store.load(name, data, 0, valueDtype !== 'float32');
       p._run('backward');
       const out = (name) => ({ data: p._store.take(name), shape: p.shapes[name].slice() });
       return {

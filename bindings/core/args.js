@@ -6,19 +6,16 @@
 
 import { describe } from './errors.js';
 import { HalfBits, widenHalf } from './half.js';
+import { isChoice, option, OPTIONS } from './options.js';
 import { copyItems, listLength, typedArrayBuffer, typedArrayByteOffset, typedArrayKind, typedArrayLength } from './typed.js';
 
-export const VALUE_LAYOUTS = ['BLNC', 'BNLC'];
-export const LOCATION_LAYOUTS = ['BQHLP2', 'B2QHLP'];
-export const PADDING_MODES = ['zeros', 'border'];
+// The options' values and defaults: core/options.js's table.
+export const VALUE_LAYOUTS = option('valueLayout').values;
+export const LOCATION_LAYOUTS = option('samplingLocationsLayout').values;
+export const PADDING_MODES = option('paddingMode').values;
 
 /** Defaults of the reference API. */
-export const DEFAULTS = Object.freeze({
-  valueLayout: 'BLNC',
-  samplingLocationsLayout: 'BQHLP2',
-  alignCorners: false,
-  paddingMode: 'zeros',
-});
+export const DEFAULTS = Object.freeze(Object.fromEntries(OPTIONS.map((o) => [o.name, o.default])));
 
 // threads: how many threads the native library (or a threads-enabled wasm module) may use;
 // results are bit-for-bit the same for any count. The single-threaded modules run on one.
@@ -67,8 +64,8 @@ export function positiveInteger(fn, name, x) {
 
 export function readOptions(fn, args) {
   const o = { ...DEFAULTS };
-  for (const [key, allowed] of [['valueLayout', VALUE_LAYOUTS], ['samplingLocationsLayout', LOCATION_LAYOUTS],
-    ['paddingMode', PADDING_MODES]]) {
+  // The word options first, then the switches (the order their errors are reported in).
+  for (const { name: key, values: allowed } of OPTIONS.filter(isChoice)) {
     const v = args[key];
     if (v === undefined) continue;
     if (typeof v !== 'string') {
@@ -79,11 +76,11 @@ export function readOptions(fn, args) {
     }
     o[key] = v;
   }
-  if (args.alignCorners !== undefined) {
-    if (typeof args.alignCorners !== 'boolean') {
-      throw new TypeError(`${fn}: alignCorners is ${describe(args.alignCorners)}, expected true or false`);
-    }
-    o.alignCorners = args.alignCorners;
+  for (const { name: key } of OPTIONS.filter((x) => !isChoice(x))) {
+    const v = args[key];
+    if (v === undefined) continue;
+    if (typeof v !== 'boolean') throw new TypeError(`${fn}: ${key} is ${describe(v)}, expected true or false`);
+    o[key] = v;
   }
   // undefined: the backend's own count, init's `threads` (see Prepared).
   o.threads = args.threads === undefined ? undefined : positiveInteger(fn, 'threads', args.threads);
@@ -276,6 +273,13 @@ export function readTensor(fn, name, t, expected, labels, note, kinds = ['Float3
     const actual = shape !== null ? `[${shape.map((d) => (typeof d === 'string' ? JSON.stringify(d) : String(d))).join(', ')}]` : describe(given);
     throw new TypeError(`${fn}: ${name}.shape is ${actual}, expected an array of ${labels.length} integers ${fmtShape(labels)}`);
   }
+  checkShape(fn, name, shape, expected, labels, note);
+  return { name, shape, data, half };
+}
+
+/** A tensor's shape (integers, read already) against the expected one (null: any size >= 1;
+ *  labels name each axis): a RangeError in the one wording every tensor argument gets. */
+export function checkShape(fn, name, shape, expected, labels, note) {
   const expectText = fmtShape(expected.map((e, i) => (e === null ? labels[i] : e)));
   if (shape.length !== expected.length) {
     throw new RangeError(`${fn}: ${name}.shape is ${fmtShape(shape)}, expected ${expectText} (${labels.length} dimensions ${fmtShape(labels)}${note ? `; ${note}` : ''})`);
@@ -286,7 +290,6 @@ export function readTensor(fn, name, t, expected, labels, note, kinds = ['Float3
       throw new RangeError(`${fn}: ${name}.shape is ${fmtShape(shape)}, expected ${expectText} (${labels[i]} must be ${expected[i]}${note ? `; ${note}` : ''})`);
     }
   });
-  return { name, shape, data, half };
 }
 
 // A checked tensor's data as the kernels take it: half-precision bits widened exactly (by

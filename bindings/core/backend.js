@@ -27,7 +27,10 @@ import { exactElementsOf, TENSORS } from './problem.js';
  * A Backend.
  *   name: 'wasm' (the SIMD128 module), 'wasm-scalar' or 'native'.
  *   isa: the vector ISA the kernels run ('wasm-simd128', 'sse2', 'avx2', 'neon', ... 'scalar'),
- *     null when MSDA_ISA names one the CPU lacks.
+ *     (MSDA_ISA naming one the CPU lacks is refused at init: MSDA_BAD_ISA).
+ *   fastDtype(d): whether the kernels have fast code for value rows of msda_dtype d (core/half.js
+ *     VALUE_DTYPES' numbers), read as they are: the C library's msda_fast_dtype (false where the
+ *     module or addon predates it).
  *   simd: true when vector code runs.
  *   threads: the threads a call runs on unless it asks for fewer (absent: 1).
  *   memory: the WebAssembly.Memory of a heap backend, null natively.
@@ -40,7 +43,7 @@ import { exactElementsOf, TENSORS } from './problem.js';
  * keeps memory between calls (native: the scratch its half inputs are widened into) has free(),
  * called when the last instance over it is disposed (core/init.js).
  */
-export const BACKEND_MEMBERS = ['name', 'isa', 'simd', 'memory', 'limits', 'allocate'];
+export const BACKEND_MEMBERS = ['name', 'isa', 'fastDtype', 'simd', 'memory', 'limits', 'allocate'];
 export const HEAP_BACKEND_MEMBERS = ['heapInUse', 'resultArray'];
 
 /**

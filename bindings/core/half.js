@@ -3,6 +3,10 @@
 // and friends in src/cli/npy.c). Widening is exact: subnormals are normalised, infinities kept,
 // a NaN keeps its sign and payload (not quietened). Narrowing rounds to nearest, ties to even.
 
+/** The value's element types by msda_dtype number (src/msda.h): what the problem description's
+ *  valueDtype slot (core/problem.js) and a backend's fastDtype take. */
+export const VALUE_DTYPES = Object.freeze(['float32', 'float16', 'bfloat16']);
+
 /** float32 bits of the binary16 value with bits h. */
 export function f16ToF32Bits(h) {
   const sign = (h & 0x8000) << 16;
@@ -71,18 +75,23 @@ export class HalfBits {
 /**
  * Whether a half-precision value of `dtype` goes to the kernels of `op` ('forward' | 'backward') as
  * its bits, each row widened as it is read (the same bits: widening is exact), rather than widened
- * up front: where the kernels have fast code for it (src/kernel/kernels.h, MSDA_FAST_*), bfloat16
- * (a shift) on the addon's AVX2 and wasm SIMD, float16 on the addon's AVX2 (F16C). Measured
+ * up front: where the kernels have fast code for it, as the C library says (backend.fastDtype:
+ * msda_fast_dtype, from src/kernel/kernels.h's MSDA_FAST_*). Measured
  * (docs/benchmark.md, Half precision): float16's bit rule in wasm SIMD's loads is slower than one
  * pass up front. The native backward converts each value row on every read (4-lane loads, beside
  * grad_value's updates), which costs more than one pass over the value where the samples'
  * corners outnumber its rows (an encoder: 64 per row).
  */
 export function halfRows(backend, dtype, problem, op) {
-  const fast = backend.isa === 'avx2' || (dtype === 'bfloat16' && backend.isa === 'wasm-simd128');
-  if (!fast) return false;
+  if (!backend.fastDtype(VALUE_DTYPES.indexOf(dtype))) return false;
   if (backend.memory || op === 'forward') return true;
   return problem.numQueries * problem.numLevels * problem.numPoints * 4 <= problem.valueLength;
+}
+
+/** The dtype `value` (a Float32Array or HalfBits) goes to the kernels in: its half dtype where
+ *  halfRows says so, else 'float32' (widened up front). The problem description says it too. */
+export function kernelValueDtype(backend, value, problem, op) {
+  return value instanceof HalfBits && halfRows(backend, value.dtype, problem, op) ? value.dtype : 'float32';
 }
 
 const scratch = new Float32Array(1), scratchBits = new Uint32Array(scratch.buffer);

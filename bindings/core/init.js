@@ -7,7 +7,7 @@
 import { loadWasm, loadWasmSync, simdSupported } from '../wasm/loader.js';
 import { loadThreadedWasm, resolveThreads } from '../wasm/threads.js';
 import { Msda } from './api.js';
-import { describe } from './errors.js';
+import { BAD_ISA, describe, NATIVE_UNAVAILABLE } from './errors.js';
 
 const INIT_KEYS = ['simd', 'wasmBinary', 'module', 'backend', 'addonPath', 'threads', 'wasmPaths', 'gpu', 'device'];
 
@@ -19,8 +19,15 @@ const BACKEND_OPTIONS = {
   gpu: ['webgpu'], device: ['webgpu'],
 };
 
-/** The `.code` of the Error thrown when the native addon cannot be used here (node/addon.js). */
-export const NATIVE_UNAVAILABLE = 'MSDA_NATIVE_UNAVAILABLE';
+// The addon's error codes, exported where they were (core/errors.js holds every code).
+export { BAD_ISA, NATIVE_UNAVAILABLE };
+// MSDA_ISA is the addon's alone: 'native' rejects with BAD_ISA, 'auto' runs on wasm and says why.
+let badIsaNoted = false;
+function noteBadIsa(e) {
+  if (badIsaNoted) return;
+  badIsaNoted = true;
+  console.warn(`ms-deform-attn: init({ backend: 'auto' }) runs on WebAssembly (the same bits): ${e.message}`);
+}
 
 /** Checks init's `threads` option: undefined, 'auto' or a positive integer; throws otherwise. */
 export function checkThreadsOption(threads) {
@@ -168,7 +175,8 @@ export function createApi(platform) {
     if (backend === 'auto') {
       // Native where the addon loads (Node), else wasm: the same bits either way.
       return initNative({ addonPath, threads }).catch((e) => {
-        if (e?.code !== NATIVE_UNAVAILABLE) throw e;
+        if (e?.code !== NATIVE_UNAVAILABLE && e?.code !== BAD_ISA) throw e;
+        if (e.code === BAD_ISA) noteBadIsa(e);
         return init({ ...options, backend: 'wasm', addonPath: undefined });
       });
     }

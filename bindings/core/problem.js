@@ -3,17 +3,25 @@
 // Part of bindings/core/: environment-neutral code (no fetch, fs, workers or addon here).
 
 import {
-  BACKWARD_KEYS, checkLength, FORWARD_KEYS, LOCATION_LAYOUTS, PADDING_MODES, positiveInteger, PROBLEM_KEYS, readArgs,
-  readLevelStartIndex, readOptions, readSpatialShapes, readTensor, VALUE_LAYOUTS, widenTensor,
+  BACKWARD_KEYS, checkLength, FORWARD_KEYS, positiveInteger, PROBLEM_KEYS, readArgs, readLevelStartIndex, readOptions,
+  readSpatialShapes, readTensor, widenTensor,
 } from './args.js';
+import { OPTIONS, optionNumber } from './options.js';
+import { VALUE_DTYPES } from './half.js';
 
 // What the kernels write: prepare() touches these up front.
 /** The slots of the problem description's header, then 2 * N_l spatial shapes (H, W) and N_l
  *  level starts; bindings/c/problem_desc.h's MSDA_DESC_* are the same (tests/js/desc.test.js). */
 export const DESC = Object.freeze({
   batch: 0, numQueries: 1, numHeads: 2, channels: 3, numLevels: 4, numPoints: 5, valueLength: 6,
-  valueLayout: 7, locationsLayout: 8, alignCorners: 9, padding: 10, threads: 11, header: 12,
+  valueLayout: 7, locationsLayout: 8, alignCorners: 9, padding: 10, threads: 11, valueDtype: 12, header: 13,
 });
+
+/** Writes into desc (DESC.valueDtype: a VALUE_DTYPES number) the dtype value is handed to the kernels in: 'float32', or the half dtype of
+ *  bits the kernels widen as they read them (core/half.js, halfRows). */
+export function describeValueDtype(desc, dtype) {
+  desc[DESC.valueDtype] = BigInt(VALUE_DTYPES.indexOf(dtype));
+}
 
 export const OUTPUTS = ['output', 'gradValue', 'gradSamplingLocations', 'gradAttentionWeights'];
 
@@ -40,11 +48,10 @@ export function makeProblem(dims, options) {
   const desc = new BigInt64Array(DESC.header + 3 * NL);
   const slots = {
     batch: B, numQueries: Q, numHeads: H, channels: C, numLevels: NL, numPoints: P, valueLength: L,
-    valueLayout: VALUE_LAYOUTS.indexOf(options.valueLayout),
-    locationsLayout: LOCATION_LAYOUTS.indexOf(options.samplingLocationsLayout),
-    alignCorners: options.alignCorners ? 1 : 0, padding: PADDING_MODES.indexOf(options.paddingMode),
-    threads: options.threads ?? 1,
+    threads: options.threads ?? 1, valueDtype: 0,
   };
+  // Each option's value as its number (core/options.js), in its slot.
+  for (const o of OPTIONS) slots[o.desc] = optionNumber(o, options[o.name]);
   for (const [name, v] of Object.entries(slots)) desc[DESC[name]] = BigInt(v);
   [...shapes.flat(), ...starts].forEach((v, i) => { desc[DESC.header + i] = BigInt(v); });
   return {
@@ -69,41 +76,22 @@ export function problemFromOptions(fn, given) {
 }
 
 // Validates forward/backward arguments; returns the problem and the input tensors' data (read
-// once here, so what was checked is what gets copied). The reference (reference.js) validates
-// with this too, passing dataKinds to also take float64 tensors; the WebGPU backend passes `gpu`
-// (readTensor) to also take GPU tensors. keepHalf: half-precision inputs come back as HalfBits
-// (core/half.js) for the backend to widen in C (bindings/core/backend.js), not widened here.
-export function problemFromTensors(fn, given, withGradOutput, dataKinds = undefined, gpu = undefined, keepHalf = false) {
-  const args = readArgs(fn, given, withGradOutput ? BACKWARD_KEYS : FORWARD_KEYS);
+// once here, so what was checked is what gets copied). The options: backward (the arguments of a
+// backward call: gradOutput too); dataKinds (readTensor's kinds: the reference, reference.js,
+// also takes float64 tensors); gpu (readTensor's reader of GPU tensors: the WebGPU backend);
+// keepHalf (half-precision inputs come back as HalfBits, core/half.js, for the backend to widen
+// in C, bindings/core/backend.js, not widened here).
+export function problemFromTensors(fn, given, { backward = false, dataKinds = undefined, gpu = undefined, keepHalf = false } = {}) {
+  const args = readArgs(fn, given, backward ? BACKWARD_KEYS : FORWARD_KEYS);
   const options = readOptions(fn, args);
   const shapes = readSpatialShapes(fn, args.spatialShapes);
   const { starts, total: L } = readLevelStartIndex(fn, args.levelStartIndex, shapes);
-  const NL = shapes.length;
-  const blnc = options.valueLayout === 'BLNC';
-  const lNote = `L = ${L} is the sum of H*W over spatialShapes`;
   const tensors = [];
-  const value = readTensor(fn, 'value', args.value, blnc ? [null, L, null, null] : [null, null, L, null],
-    blnc ? ['B', 'L', 'N_h', 'C_h'] : ['B', 'N_h', 'L', 'C_h'], lNote, dataKinds, gpu);
-  tensors.push(value);
-  const v = value.shape;
-  const B = v[0], H = blnc ? v[2] : v[1], C = v[3];
-  const note = `B and N_h from value, N_l = ${NL} from spatialShapes`;
-  let Q, P;
-  if (options.samplingLocationsLayout === 'BQHLP2') {
-    const t = readTensor(fn, 'samplingLocations', args.samplingLocations, [B, null, H, NL, null, 2],
-      ['B', 'N_q', 'N_h', 'N_l', 'N_p', 2], note, dataKinds, gpu);
-    Q = t.shape[1]; P = t.shape[4]; tensors.push(t);
-  } else {
-    const t = readTensor(fn, 'samplingLocations', args.samplingLocations, [B, 2, null, H, NL, null],
-      ['B', 2, 'N_q', 'N_h', 'N_l', 'N_p'], note, dataKinds, gpu);
-    Q = t.shape[2]; P = t.shape[5]; tensors.push(t);
-  }
-  tensors.push(readTensor(fn, 'attentionWeights', args.attentionWeights, [B, Q, H, NL, P], ['B', 'N_q', 'N_h', 'N_l', 'N_p'],
-    'B, N_q, N_h, N_l and N_p from value and samplingLocations', dataKinds, gpu));
-  if (withGradOutput) {
-    tensors.push(readTensor(fn, 'gradOutput', args.gradOutput, [B, Q, H * C], ['B', 'N_q', 'N_h*C_h'],
-      'the shape of forward\'s output', dataKinds, gpu));
-  }
+  const { B, Q, H, C, P } = readShapes(options, L, shapes.length, backward, (name, expected, labels, note) => {
+    const t = readTensor(fn, name, args[name], expected, labels, note, dataKinds, gpu);
+    tensors.push(t);
+    return t.shape;
+  });
   const inputs = {};
   for (const t of tensors) {
     checkLength(fn, t, gpu);
@@ -112,6 +100,34 @@ export function problemFromTensors(fn, given, withGradOutput, dataKinds = undefi
   const problem = makeProblem({ batch: B, numQueries: Q, numHeads: H, channels: C, numPoints: P, shapes, starts,
     valueLength: L }, options);
   return { problem, inputs };
+}
+
+/**
+ * The input tensors' shapes against each other and the options (L = the sum of H*W, NL levels),
+ * in order: value, samplingLocations, attentionWeights and, withGradOutput, gradOutput. `read(name,
+ * expected, labels, note)` reads one tensor, checks its shape against `expected` (null: any size
+ * >= 1; checkShape in core/args.js words it) and returns the shape. Returns the problem's sizes.
+ * The JS API, the reference, the WebGPU backend and the tfjs op (bindings/tfjs/op.js) all derive
+ * the sizes here.
+ */
+export function readShapes(options, L, NL, withGradOutput, read) {
+  const blnc = options.valueLayout === 'BLNC';
+  const v = read('value', blnc ? [null, L, null, null] : [null, null, L, null],
+    blnc ? ['B', 'L', 'N_h', 'C_h'] : ['B', 'N_h', 'L', 'C_h'], `L = ${L} is the sum of H*W over spatialShapes`);
+  const B = v[0], H = blnc ? v[2] : v[1], C = v[3];
+  const note = `B and N_h from value, N_l = ${NL} from spatialShapes`;
+  let Q, P;
+  if (options.samplingLocationsLayout === 'BQHLP2') {
+    const s = read('samplingLocations', [B, null, H, NL, null, 2], ['B', 'N_q', 'N_h', 'N_l', 'N_p', 2], note);
+    Q = s[1]; P = s[4];
+  } else {
+    const s = read('samplingLocations', [B, 2, null, H, NL, null], ['B', 2, 'N_q', 'N_h', 'N_l', 'N_p'], note);
+    Q = s[2]; P = s[5];
+  }
+  read('attentionWeights', [B, Q, H, NL, P], ['B', 'N_q', 'N_h', 'N_l', 'N_p'],
+    'B, N_q, N_h, N_l and N_p from value and samplingLocations');
+  if (withGradOutput) read('gradOutput', [B, Q, H * C], ['B', 'N_q', 'N_h*C_h'], 'the shape of forward\'s output');
+  return { B, Q, H, C, P };
 }
 
 export const elementsOf = (shape) => shape.reduce((a, b) => a * b, 1);

@@ -10,8 +10,9 @@
 // is dropped, one already running finishes in the worker and its result is discarded.
 
 import { DISPOSE } from './api.js';
-import { problemFromTensors } from './problem.js';
-import { copyFloat32, typedArrayBuffer, typedArrayByteOffset, typedArrayLength } from './typed.js';
+import { fmtShape } from './args.js';
+import { elementsOf, problemFromOptions, problemFromTensors, TENSORS } from './problem.js';
+import { copyFloat32, copyItems, typedArrayBuffer, typedArrayByteOffset, typedArrayKind, typedArrayLength } from './typed.js';
 import { describe } from './errors.js';
 
 export const ASYNC_DISPOSE = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose');
@@ -20,6 +21,10 @@ const ABORTED = typeof AbortSignal === 'undefined' ? null : Object.getOwnPropert
 
 const INPUTS = { forward: ['value', 'samplingLocations', 'attentionWeights'],
   backward: ['gradOutput', 'value', 'samplingLocations', 'attentionWeights'] };
+
+// What of a problem prepare() sends to the worker (problemFromOptions' checked values).
+const PROBLEM_FIELDS = ['batch', 'numQueries', 'numHeads', 'channels', 'numPoints', 'spatialShapes', 'levelStartIndex',
+  'valueLayout', 'samplingLocationsLayout', 'alignCorners', 'paddingMode', 'threads'];
 
 // ---------------------------------------------------------------------------------------------
 // Errors cross the thread boundary as plain records and are rebuilt with their class and code.
@@ -50,6 +55,49 @@ const abortError = (op) => new DOMException(`${op} was aborted`, 'AbortError');
 export function serve(port, init) {
   let msda = null;
   let ran = 0;
+  const prepared = new Map();   // problems prepared in this worker, by handle
+  let nextHandle = 0;
+  // One call: its result and the tensors whose buffers go back transferred. A prepared problem's
+  // outputs are views of the heap: they are copied here, in the worker, into arrays that move.
+  const own = (t) => ({ data: new Float32Array(t.data), shape: t.shape });
+  const preparedOf = (m) => {
+    const p = prepared.get(m.args.handle);
+    if (p === undefined) throw new Error(`ms-deform-attn: ${m.op.slice('prepared.'.length)} on a disposed prepared problem`);
+    return p;
+  };
+  function run(m) {
+    if (m.op === 'forward') {
+      const out = msda.forward(m.args);
+      return [out, [out]];
+    }
+    if (m.op === 'backward') {
+      const grads = msda.backward(m.args);
+      return [grads, Object.values(grads)];
+    }
+    if (m.op === 'prepare') {
+      const p = msda.prepare(m.args.problem, { mode: m.args.mode });
+      const handle = nextHandle++;
+      prepared.set(handle, p);
+      return [{ handle, shapes: p.shapes, mode: p.mode }, []];
+    }
+    if (m.op === 'prepared.forward' || m.op === 'prepared.backward') {
+      const p = preparedOf(m);
+      // Only what changed was sent; the rest is what the heap holds from earlier calls.
+      for (const [name, data] of Object.entries(m.args.inputs)) p[name].set(data);
+      if (m.op === 'prepared.forward') {
+        const out = own(p.forward());
+        return [out, [out]];
+      }
+      const grads = Object.fromEntries(Object.entries(p.backward()).map(([k, t]) => [k, own(t)]));
+      return [grads, Object.values(grads)];
+    }
+    if (m.op === 'prepared.dispose') {
+      prepared.get(m.args.handle)?.dispose();
+      prepared.delete(m.args.handle);
+      return [null, []];
+    }
+    throw new Error(`ms-deform-attn: the worker got an unknown call '${m.op}'`);
+  }
   port.onMessage(async (m) => {
     if (m.type === 'init') {
       try {
@@ -60,15 +108,14 @@ export function serve(port, init) {
       }
       return;
     }
-    let result;
+    let result, tensors;
     try {
-      result = msda[m.op](m.args);
+      [result, tensors] = run(m);
       ran++;
     } catch (e) {
       port.post({ id: m.id, error: errorRecord(e), ran });
       return;
     }
-    const tensors = m.op === 'forward' ? [result] : Object.values(result);
     port.post({ id: m.id, result, ran }, tensors.map((t) => t.data.buffer));
   });
 }
@@ -153,13 +200,36 @@ export class MsdaWorker {
     return this._call('backward', args, options);
   }
 
+  /**
+   * prepare(problem, { mode }) in the worker: resolves to a WorkerPrepared, the problem's tensors
+   * living in the worker's memory across calls, so that a call sends only the inputs that changed
+   * and gets its results transferred back.
+   */
+  prepare(problemOptions, options = {}) {
+    try {
+      if (this._stopped !== null) throw new Error(`ms-deform-attn: prepare on a ${this._stopped}`);
+      const modes = "{ mode?: 'forward' | 'backward' | 'both' }";
+      if (options === null || typeof options !== 'object') throw new TypeError(`prepare: options is ${describe(options)}, expected ${modes}`);
+      const { mode = 'both', ...rest } = options;   // each read once
+      const unknown = Object.keys(rest);
+      if (unknown.length > 0) throw new TypeError(`prepare: unknown option '${unknown[0]}', expected mode`);
+      const problem = problemFromOptions('prepare', problemOptions);
+      if (!Object.hasOwn(TENSORS, mode)) throw new RangeError(`prepare: mode is ${describe(mode)}, expected 'forward', 'backward' or 'both'`);
+      const plain = {};
+      for (const key of PROBLEM_FIELDS) if (problem[key] !== undefined) plain[key] = problem[key];
+      return this._submit('prepare', { problem: plain, mode }, [], undefined)
+        .then((r) => new WorkerPrepared(this, r.handle, r.shapes, r.mode));
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
   _call(op, args, options) {
-    let job;
     try {
       if (this._stopped !== null) throw new Error(`ms-deform-attn: ${op} on a ${this._stopped}`);
       const { signal, transfer } = checkCallOptions(op, options);
       if (signal !== undefined && signal.aborted) return Promise.reject(abortError(op));
-      const { problem, inputs } = problemFromTensors(op, args, op === 'backward');
+      const { problem, inputs } = problemFromTensors(op, args, { backward: op === 'backward' });
       const message = {
         spatialShapes: problem.spatialShapes, levelStartIndex: problem.levelStartIndex,
         valueLayout: problem.valueLayout, samplingLocationsLayout: problem.samplingLocationsLayout,
@@ -172,15 +242,20 @@ export class MsdaWorker {
       if (signal !== undefined && signal.aborted) return Promise.reject(abortError(op));
       const taken = takeAll(INPUTS[op].map((name) => inputs[name]), transfer);
       INPUTS[op].forEach((name, i) => { message[name] = { data: taken[i], shape: problem.shapes[name] }; });
-      job = { op, args: message, signal, onAbort: null };
+      return this._submit(op, message, taken, signal);
     } catch (e) {
       return Promise.reject(e);
     }
+  }
+
+  // Queues one call; `arrays` are the inputs whose buffers go to the worker transferred.
+  _submit(op, args, arrays, signal, name = op) {
+    const job = { op, args, signal, onAbort: null, buffers: [...new Set(arrays.map((a) => a.buffer))] };
     return new Promise((resolve, reject) => {
       job.resolve = resolve;
       job.reject = reject;
       if (this._stopped !== null) {
-        reject(new Error(`ms-deform-attn: ${op} on a ${this._stopped}`));
+        reject(new Error(`ms-deform-attn: ${name} on a ${this._stopped}`));
         return;
       }
       if (job.signal !== undefined) {
@@ -188,7 +263,7 @@ export class MsdaWorker {
           const queued = this._queue.indexOf(job);
           if (queued >= 0) this._queue.splice(queued, 1);
           else job.discard = true;   // running: its result is dropped when it comes
-          this._settle(job, null, abortError(op));
+          this._settle(job, null, abortError(name));
         };
         job.signal.addEventListener('abort', job.onAbort, { once: true });
       }
@@ -214,9 +289,8 @@ export class MsdaWorker {
     }
     this._running = job;
     this._port.ref();
-    const buffers = new Set(INPUTS[job.op].map((name) => job.args[name].data.buffer));
     try {
-      this._port.request({ type: 'call', op: job.op, args: job.args }, [...buffers], (reply) => {
+      this._port.request({ type: 'call', op: job.op, args: job.args }, job.buffers, (reply) => {
         this._running = null;
         if (reply.ran !== undefined) this._ran = reply.ran;
         if (!job.discard) this._settle(job, reply.error ? null : reply.result, reply.error ? rebuildError(reply.error) : null);
@@ -263,6 +337,108 @@ export class MsdaWorker {
 }
 
 /**
+ * A problem prepared in the worker (MsdaWorker.prepare): its tensors stay in the worker's memory.
+ * forward/backward take the inputs that changed since the last call ({ value?, ... }, each a
+ * Float32Array or { data, shape } of the problem's shape), taken as the worker's calls take
+ * them (copied, or moved with { transfer: true }); the rest are what earlier calls set. Results
+ * come back as arrays of their own, transferred.
+ */
+export class WorkerPrepared {
+  constructor(worker, handle, shapes, mode) {
+    this._worker = worker;
+    this._handle = handle;
+    this._disposed = false;
+    /** 'forward', 'backward' or 'both', as prepared. */
+    this.mode = mode;
+    /** Each allocated tensor's shape, by name. */
+    this.shapes = shapes;
+  }
+
+  /** Sets the given inputs, runs forward in the worker; resolves to the output tensor. */
+  forward(inputs, options) {
+    return this._run('forward', inputs, options);
+  }
+
+  /** Sets the given inputs (gradOutput among them), runs backward; resolves to the gradients. */
+  backward(inputs, options) {
+    return this._run('backward', inputs, options);
+  }
+
+  _run(op, inputs, options) {
+    const w = this._worker;
+    try {
+      if (w._stopped !== null) throw new Error(`ms-deform-attn: ${op} on a ${w._stopped}`);
+      if (this._disposed) throw new Error(`ms-deform-attn: ${op} on a disposed prepared problem`);
+      if (this.mode !== 'both' && this.mode !== op) throw new Error(`ms-deform-attn: ${op} on a problem prepared for '${this.mode}'`);
+      const { signal, transfer } = checkCallOptions(op, options);
+      if (signal !== undefined && signal.aborted) return Promise.reject(abortError(op));
+      const given = readChanged(op, inputs, this.shapes);
+      // Again, now that the arguments' getters have run.
+      if (w._stopped !== null) throw new Error(`ms-deform-attn: ${op} on a ${w._stopped}`);
+      if (this._disposed) throw new Error(`ms-deform-attn: ${op} on a disposed prepared problem`);
+      if (signal !== undefined && signal.aborted) return Promise.reject(abortError(op));
+      const names = Object.keys(given);
+      const taken = takeAll(names.map((name) => given[name]), transfer);
+      const sent = Object.fromEntries(names.map((name, i) => [name, taken[i]]));
+      return w._submit(`prepared.${op}`, { handle: this._handle, inputs: sent }, taken, signal, op);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /** Frees the problem's memory in the worker (after the calls already made); later calls reject. */
+  dispose() {
+    if (this._disposed) return Promise.resolve();
+    this._disposed = true;
+    if (this._worker._stopped !== null) return Promise.resolve();   // its memory went with the worker
+    return this._worker._submit('prepared.dispose', { handle: this._handle }, [], undefined, 'dispose').then(() => undefined);
+  }
+
+  /** True after dispose(). */
+  get disposed() {
+    return this._disposed;
+  }
+
+  /** `await using p = await w.prepare(...)` disposes it at the end of the block. */
+  [ASYNC_DISPOSE]() {
+    return this.dispose();
+  }
+}
+
+// The inputs a prepared call sends: only names the call takes, each read once, as a Float32Array
+// (or { data, shape }) with the problem's element count (and shape, where one is given).
+function readChanged(op, inputs, shapes) {
+  if (inputs === undefined) return {};
+  const names = INPUTS[op];
+  if (inputs === null || typeof inputs !== 'object' || Array.isArray(inputs)) {
+    throw new TypeError(`${op}: inputs is ${describe(inputs)}, expected an object of the inputs that changed (${names.join(', ')})`);
+  }
+  const given = {};
+  for (const [name, x] of Object.entries(inputs)) {
+    if (!names.includes(name)) throw new TypeError(`${op}: unknown input '${name}', expected ${names.join(', ')}`);
+    if (x === undefined) continue;
+    const isTensor = x !== null && typeof x === 'object' && typedArrayKind(x) === undefined;
+    const data = isTensor ? x.data : x;
+    const shape = isTensor ? x.shape : undefined;
+    const want = elementsOf(shapes[name]);
+    if (typedArrayKind(data) !== 'Float32Array') {
+      throw new TypeError(`${op}: ${name} is ${describe(data)}, expected a Float32Array of ${want} elements (${fmtShape(shapes[name])}) or { data, shape }`);
+    }
+    if (shape !== undefined) {
+      const n = Array.isArray(shape) ? shape.length : -1;
+      const items = n >= 0 && n <= 16 ? copyItems(shape, n) : null;
+      if (items === null || fmtShape(items) !== fmtShape(shapes[name])) {
+        throw new RangeError(`${op}: ${name}.shape is ${items === null ? describe(shape) : fmtShape(items)}, expected ${fmtShape(shapes[name])} (the prepared problem's)`);
+      }
+    }
+    const length = typedArrayLength(data);
+    if (length !== want) throw new RangeError(`${op}: ${name} has ${length} elements, expected ${want} (${fmtShape(shapes[name])}, the prepared problem's)`);
+    given[name] = data;
+  }
+  return given;
+}
+
+/**
  * initWorker over `spawn(urls)`, the entry's way of starting the worker: it returns a port
  * { post(message, transfer), onMessage(fn), onFailure(fn), ref(), unref(), terminate() }.
  * `resolve(options)` turns init's options into what the worker's init takes (wasmPaths resolved
@@ -276,6 +452,19 @@ export function createInitWorker(spawn, resolveOptions) {
     // A plain copy (a Proxy cannot be sent to a worker); values no worker can receive are
     // refused here, naming the option, instead of a DataCloneError.
     const plain = { ...options };
+    // The WebGPU instance's calls already return Promises and its device cannot live in a worker
+    // here: init() is the way (a worker would post a Promise back, and Dawn aborts Node when a
+    // worker dies with its GPU call in flight).
+    if (plain.backend === 'webgpu') {
+      throw new TypeError("initWorker: backend is 'webgpu', which runs in no worker: the WebGPU instance's calls already " +
+        "return Promises, use init({ backend: 'webgpu' })");
+    }
+    for (const key of ['gpu', 'device']) {
+      if (plain[key] !== undefined) {
+        throw new TypeError(`initWorker: ${key} is ${describe(plain[key])}, a WebGPU option: the WebGPU instance runs in no worker, ` +
+          "use init({ backend: 'webgpu', " + key + ' })');
+      }
+    }
     for (const [key, v] of Object.entries(plain)) {
       if (typeof v === 'function' || typeof v === 'symbol') {
         throw new TypeError(`initWorker: ${key} is ${describe(v)}, which cannot be sent to a worker`);

@@ -2,8 +2,8 @@
 // Part of bindings/core/: environment-neutral code (no fetch, fs, workers or addon here).
 
 import { callError } from './errors.js';
-import { elementAt, HalfBits, halfRows } from './half.js';
-import { DESC } from './problem.js';
+import { elementAt, HalfBits, kernelValueDtype } from './half.js';
+import { DESC, describeValueDtype } from './problem.js';
 import { part } from './typed.js';
 
 // The copying forward on wasm streams the per-query tensors through the heap: each batch's value
@@ -167,7 +167,10 @@ export function streamForward(backend, problem, inputs, sizes = undefined) {
   for (const windows of byBatch) most = Math.max(most, largestWindow(windows));
   const perValue = L * H * C, perLocation = H * NL * P, perOutput = H * C;
   // Each window is a problem of its own: batch 1, its queries (as many as its ranges hold).
+  const valueDtype = kernelValueDtype(backend, inputs.value, problem, 'forward');
+  const asIs = valueDtype !== 'float32';
   const desc = problem.desc.slice();
+  describeValueDtype(desc, valueDtype);
   desc[DESC.batch] = 1n;
   desc[DESC.numQueries] = BigInt(most);
   const store = backend.allocate(desc, [
@@ -180,7 +183,6 @@ export function streamForward(backend, problem, inputs, sizes = undefined) {
     const output = backend.resultArray(B * Q * perOutput);
     const planar = problem.samplingLocationsLayout === 'B2QHLP';
     let queries = most;
-    const asIs = halfRows(backend, inputs.value.dtype, problem, 'forward');
     for (let b = 0; b < B; b++) {
       store.load('value', part(inputs.value, b * perValue, perValue), 0, asIs);
       for (const ranges of byBatch[b]) {

@@ -13,16 +13,14 @@ import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { HalfBits } from '../core/half.js';
-import { NATIVE_UNAVAILABLE } from '../core/init.js';
+import { BAD_ISA, codedError, NATIVE_UNAVAILABLE } from '../core/errors.js';
 
 // Paths are joined at run time (not `new URL('…', import.meta.url)`) so bundlers do not try to
 // pull a .node file into a bundle.
 const packageRoot = () => join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 function unavailable(message, cause) {
-  const err = new Error(`ms-deform-attn: ${message}`, cause === undefined ? undefined : { cause });
-  err.code = NATIVE_UNAVAILABLE;
-  return err;
+  return codedError(`ms-deform-attn: ${message}`, NATIVE_UNAVAILABLE, cause);
 }
 
 /** Where the addon for this platform would be: the prebuild, else a `make native` build. */
@@ -116,6 +114,14 @@ export function loadNative(addonPath) {
     throw cannot(`it is the addon of version ${typeof addon.version === 'string' ? addon.version : 'unknown (from before versions were recorded)'}, ` +
       `expected ${PACKAGE_VERSION}, this package's`);
   }
+  // MSDA_ISA naming no instruction set of this CPU fails every call: refused here, naming it.
+  if (typeof addon.isa === 'function' && addon.isa() === null) {
+    const list = typeof addon.isaList === 'function' ? addon.isaList() : null;
+    const err = codedError(`MSDA_ISA is '${process.env.MSDA_ISA}', expected one of this CPU's: ${list ?? 'see msda_isa_list'} (or unset)`, BAD_ISA);
+    err.isa = process.env.MSDA_ISA;
+    err.isaList = list;
+    throw err;
+  }
   return new NativeBackend(addon);
 }
 
@@ -124,7 +130,7 @@ class NativeBackend {
     this.addon = addon;
     this.name = 'native';
     // The vector ISA the kernels run, as the library's dispatch chose it (msda_isa: the widest
-    // this CPU has, or MSDA_ISA's; null when MSDA_ISA names one it lacks). An addon from before
+    // this CPU has, or MSDA_ISA's; one it lacks is refused by loadNative). An addon from before
     // the dispatch ran SSE2 on x86 (every x86-64 has it) and the scalar code elsewhere.
     this.isa = typeof addon.isa === 'function' ? addon.isa()
       : process.arch === 'x64' || process.arch === 'ia32' ? 'sse2' : 'scalar';
@@ -136,6 +142,11 @@ class NativeBackend {
     // Where the addon widens a call's half inputs, kept from call to call (as long as the longest
     // call's; free() lets it go): fresh memory each call would cost a page fault every 4 KiB.
     this.scratch = new Float32Array(0);
+  }
+
+  /** msda_fast_dtype(d) (core/backend.js); false for an addon from before it was exported. */
+  fastDtype(d) {
+    return typeof this.addon.fastDtype === 'function' && this.addon.fastDtype(d) === true;
   }
 
   allocate(desc, layout) {
@@ -178,7 +189,8 @@ class NativeStore {
 
   // Inputs are only read by C, so the caller's array is used in place; half-precision bits go to
   // C as they are, widened there into the backend's scratch (bindings/c/addon.c), but for a value
-  // loaded `asIs` (core/half.js, halfRows), whose rows the kernels widen as they read them.
+  // loaded `asIs` (core/half.js, halfRows; the description's valueDtype), whose rows the kernels
+  // widen as they read them.
   load(name, data, at = 0, asIs = false) {
     this.arrays.set(name, data);
     if (name === 'value') this.valueAsIs = asIs;
@@ -193,8 +205,8 @@ class NativeStore {
   }
 
   run(op) {
-    // halfMask: bit i, argument i is bfloat16 bits; bit 16, value is widened before the call
-    let halfMask = this.valueAsIs ? 0 : 1 << 16, i = 0, widened = 0;
+    // halfMask: bit i, argument i is bfloat16 bits
+    let halfMask = 0, i = 0, widened = 0;
     const a = (n) => {
       const data = this.view(n);
       i++;

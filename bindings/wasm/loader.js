@@ -141,6 +141,12 @@ export class WasmBackend {
     this.limits = { tensorBytes: 4 * this.maxTensorElements, callBytes: this.maxCallBytes };
   }
 
+  /** msda_fast_dtype(d) (core/backend.js); false for a module from before it was exported. */
+  fastDtype(d) {
+    const fast = this.exports.msda_wasm_fast_dtype;
+    return typeof fast === 'function' && fast(d) === 1;
+  }
+
   /** Bytes the WebAssembly memory currently spans. */
   memoryBytes() {
     return this.memory.buffer.byteLength;
@@ -197,8 +203,6 @@ class WasmStore {
       offset += alignUp(elements * 4);
     }
     this.views = new Map();
-    // msda_dtype of the value the heap holds: 0 float32, 1 float16 / 2 bfloat16 bits (load's asIs)
-    this.valueDtype = 0;
   }
 
   /** A Float32Array over the tensor's heap bytes, re-created whenever memory has grown. */
@@ -220,10 +224,9 @@ class WasmStore {
   /**
    * Copies `data` (a Float32Array, or HalfBits widened in C) into the tensor, from element `at` on.
    * `asIs` (value only, at 0): HalfBits stay half-precision bits, which the kernels widen as they
-   * read them (core/half.js, halfRows).
+   * read them (core/half.js, halfRows; the problem description's valueDtype says so).
    */
   load(name, data, at = 0, asIs = false) {
-    if (name === 'value') this.valueDtype = 0;
     if (ArrayBuffer.isView(data)) {   // else HalfBits (core/half.js): { bits, dtype }
       this.view(name).set(data, at);
       return;
@@ -231,7 +234,6 @@ class WasmStore {
     const n = data.length, dst = this.ptr.get(name) + 4 * at;
     if (asIs && name === 'value' && at === 0) {
       new Uint16Array(this.backend.memory.buffer, dst, n).set(data.bits);
-      this.valueDtype = data.dtype === 'bfloat16' ? 2 : 1;
       return;
     }
     // The bits go in the upper half of their elements' bytes, widened in place (msda_widen_half).
@@ -272,9 +274,9 @@ class WasmStore {
     try {
       status = op === 'forward'
         ? e.msda_wasm_forward(this.base, this.descCount, p('value'), p('samplingLocations'),
-          p('attentionWeights'), p('output'), this.valueDtype)
+          p('attentionWeights'), p('output'))
         : e.msda_wasm_backward(this.base, this.descCount, p('gradOutput'), p('value'), p('samplingLocations'),
-          p('attentionWeights'), p('gradValue'), p('gradSamplingLocations'), p('gradAttentionWeights'), this.valueDtype);
+          p('attentionWeights'), p('gradValue'), p('gradSamplingLocations'), p('gradAttentionWeights'));
     } finally {
       e.stackRestore(stack);
     }

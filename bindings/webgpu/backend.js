@@ -12,22 +12,17 @@
 
 import { DISPOSE } from '../core/api.js';
 import { problemFromTensors } from '../core/problem.js';
-import { describe } from '../core/errors.js';
+import { codedError, describe, WEBGPU_DEVICE_LOST, WEBGPU_UNAVAILABLE } from '../core/errors.js';
 import { CANONICAL_NAN } from './kernels/problem.js';
-import { Gpu, WEBGPU_DEVICE_LOST } from './gpu.js';
+import { Gpu } from './gpu.js';
 import { gpuReader } from './tensors.js';
 import { checkPlan, planBackward, planForward, planInputs } from './plan.js';
 import { dispatchNow, run } from './encode.js';
 
-export { CANONICAL_NAN, WEBGPU_DEVICE_LOST };
-
-/** The `.code` of the Error init rejects with when no WebGPU adapter or device can be had. */
-export const WEBGPU_UNAVAILABLE = 'MSDA_WEBGPU_UNAVAILABLE';
+export { CANONICAL_NAN, WEBGPU_DEVICE_LOST, WEBGPU_UNAVAILABLE };
 
 function unavailable(message, cause) {
-  const err = new Error(`ms-deform-attn: WebGPU is not available: ${message}`, cause ? { cause } : undefined);
-  err.code = WEBGPU_UNAVAILABLE;
-  return err;
+  return codedError(`ms-deform-attn: WebGPU is not available: ${message}`, WEBGPU_UNAVAILABLE, cause || undefined);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -188,18 +183,18 @@ export class MsdaWebGPU {
 
   _dispatch(fn, kind, args, options) {
     const { dtype } = readCallOptions(fn, options, true);
-    return this._prepare(fn, kind, args, (gpu, k, problem, inputs, plan) => dispatchNow(gpu, k, problem, inputs, plan, dtype));
+    return this._planned(fn, kind, args, (gpu, k, problem, inputs, plan) => dispatchNow(gpu, k, problem, inputs, plan, dtype));
   }
 
   async _call(fn, args, options) {
     const opts = readCallOptions(fn, options);
-    return this._prepare(fn, fn, args, (gpu, kind, problem, inputs, plan) => run(gpu, kind, problem, inputs, plan, opts));
+    return this._planned(fn, fn, args, (gpu, kind, problem, inputs, plan) => run(gpu, kind, problem, inputs, plan, opts));
   }
 
   // The call's problem and inputs read (once), its plan made and checked, then `go`.
-  _prepare(fn, kind, args, go) {
+  _planned(fn, kind, args, go) {
     const gpu = this._live(fn);
-    const { problem, inputs } = problemFromTensors(fn, args, kind === 'backward', undefined, gpuReader, true);
+    const { problem, inputs } = problemFromTensors(fn, args, { backward: kind === 'backward', gpu: gpuReader, keepHalf: true });
     this._live(fn);
     const plan = kind === 'forward' ? planForward(problem) : planBackward(gpu, problem);
     planInputs(plan, inputs);

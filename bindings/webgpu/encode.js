@@ -13,10 +13,9 @@ const OUTPUT_USAGE = STORAGE | COPY_SRC | COPY_DST;
 
 // Encodes and submits one call, synchronously, inside its own error scopes (pushed and popped
 // here, so that calls in flight together never pop each other's): the result buffers, a staging
-// copy of them when `readBack`, and a Promise of what the scopes caught. Scratch is the
-// instance's, kept between calls (gpu.js kept), as are the results when they are read back; a
-// buffer outgrown is destroyed at once (the submitted work keeps it). The passes run the pipelines of `variant`:
-// prepared before, or made now where `now` (dispatch*); the results are rounded to `dtype`.
+// copy of them when `readBack`, and a Promise of what the scopes caught. Scratch buffers are
+// destroyed at once (the submitted work keeps them). The passes run the pipelines of `variant`:
+// compiled before (Gpu.compile), or made now where `now` (dispatch*); the results are rounded to `dtype`.
 function submitCall(gpu, fn, problem, inputs, plan, readBack, dtype, variant, now) {
   const d = gpu.device;
   const made = [];
@@ -84,7 +83,7 @@ export async function run(gpu, fn, problem, inputs, plan, { outputs, dtype }) {
   const programs = dtype === 'float32' ? plan.programs : [...plan.programs, NARROW];
   if (programs.some((prog) => !gpu.pipelines.has(prog.key(variant)))) {
     snapshotInputs(inputs);
-    await gpu.prepare(programs, variant);
+    await gpu.compile(programs, variant);
     if (gpu.closed) throw gpu.closed;
     if (gpu.lost) throw gpu.lostError();
   }
@@ -140,22 +139,29 @@ function encodeForward(call, problem, plan, bind, out) {
 
 // The order of the CPU backward's walk (kernels/walks.js): per group of ranges each query's cell
 // and a histogram of them, its prefix sums and each query placed: `walk` (the queries in walk
-// order, per batch).
-function encodeQueryOrder(call, problem, plan, bind, md, scratch) {
+// order, per batch). A histogram of few blocks (plan.totals.orderFused) is kept in the totals
+// buffer, and orderWalk sums what comes before each query's count itself: no scan.
+function encodeQueryOrder(call, problem, plan, bind, md, scratch, totals) {
   const { ranges, rangesPerGroup, perRange } = plan;
   const BQ = problem.batch * problem.numQueries, chunks = Math.ceil(problem.numQueries / ORDER_CHUNK);
   const cells = scratch(4 * BQ, 'query cells'), walk = scratch(4 * BQ, 'query walk');
+  const fused = plan.totals.orderFused;
   const histBytes = plan.buffers['cell histogram of the query order (scratch)'];
-  const hist = scratch(histBytes, 'cell histogram'), starts = scratch(histBytes, 'cell starts');
+  const hist = fused ? totals.orderHist : { buffer: scratch(histBytes, 'cell histogram') };
+  const starts = fused ? totals.orderHist : { buffer: scratch(histBytes, 'cell starts') };
   const rangeFirst = (r) => Math.floor(r / chunks) * problem.numQueries + (r % chunks) * ORDER_CHUNK;
   for (let r0 = 0; r0 < ranges; r0 += rangesPerGroup) {
     const r1 = Math.min(ranges, r0 + rangesPerGroup), queries = (r1 === ranges ? BQ : rangeFirst(r1)) - rangeFirst(r0);
-    // hist is zero here: new, or left so by the last scan of it
+    // hist is zero here: new, or left so by the last scan of it or by sortTerms
     call.dispatch('orderCount', queries, {
-      problem: { buffer: md }, locs: bind.samplingLocations, weights: bind.attentionWeights, cell_of: { buffer: cells }, hist: { buffer: hist },
+      problem: { buffer: md }, locs: bind.samplingLocations, weights: bind.attentionWeights, cell_of: { buffer: cells }, hist,
+      totals: totals.order,
     }, { first_range: r0 });
-    call.scan(hist, starts, (r1 - r0) * perRange, true);
-    call.dispatch('orderPlace', queries, { problem: { buffer: md }, cell_of: { buffer: cells }, starts: { buffer: starts }, walk: { buffer: walk } }, { first_range: r0 });
+    // its block totals serve when one group holds every range (sortTerms zeroes them after)
+    if (!fused) call.scan(hist.buffer, starts.buffer, (r1 - r0) * perRange, true, rangesPerGroup === ranges ? totals.order : null);
+    call.dispatch('orderWalk', queries, {
+      problem: { buffer: md }, cell_of: { buffer: cells }, starts, hist, totals: totals.order, walk: { buffer: walk },
+    }, { first_range: r0, fused: fused ? 1 : 0 });
   }
   return { walk };
 }
@@ -179,8 +185,13 @@ function encodeBackward(call, problem, plan, bind, out) {
   const gradValue = out('gradValue', plan.buffers.gradValue);
   const gradSamplingLocations = out('gradSamplingLocations', plan.buffers.gradSamplingLocations);
   const gradAttentionWeights = out('gradAttentionWeights', plan.buffers.gradAttentionWeights);
+  // The prefix sums' block totals, counted by the passes that write what they sum: a section
+  // each (plan.totals), zero before a call, zeroed by each part's last sort pass (sortTerms).
+  const tot = plan.totals, totalsBuf = scratch(4 * tot.words, 'scan totals');
+  const section = ({ at, words }) => ({ buffer: totalsBuf, offset: 4 * at, size: 4 * words });
+  const totals = { order: section(tot.order), orderHist: section(tot.orderHist), counts: section(tot.counts), hist: tot.hist.map(section) };
   // Each query's rank in its batch's CPU walk, from the locations and weights where they are.
-  const { walk } = encodeQueryOrder(call, problem, plan, bind, md, scratch);
+  const { walk } = encodeQueryOrder(call, problem, plan, bind, md, scratch, totals);
   const b = (buffer) => ({ buffer });
   for (let first = 0; first < pairs; first += pairsPerPart) {
     const n = Math.min(pairsPerPart, pairs - first);
@@ -191,14 +202,17 @@ function encodeBackward(call, problem, plan, bind, out) {
     }, { first_pair: first });
     const digit = (k) => (k * digits.bits) | (digits.bits << 8) | (k === 0 ? 0x10000 : 0);
     const words = (k) => ({ digit: digit(k), end: k === 0 ? records : partPixels, first_pair: first });
-    call.dispatch('sortCount', partChunks, { problem: b(md), recs: b(recs), walk: b(walk), counts: b(counts), hist: b(hist) }, words(0));
-    call.scan(counts, offsets, partPixels + 1, true);   // counts left zero for the next part or call
+    call.dispatch('sortCount', partChunks, {
+      problem: b(md), recs: b(recs), walk: b(walk), counts: b(counts), hist: b(hist), count_totals: totals.counts, hist_totals: totals.hist[0],
+    }, words(0));
+    // the counts' prefix sums with the first digit's (counts left zero for the next part or call)
+    call.scanTwo(counts, offsets, partPixels + 1, totals.counts, hist, starts, partChunks * 2 ** digits.bits, totals.hist[0], true);
     for (let k = 0; k < digits.passes; k++) {
-      call.scan(hist, starts, partChunks * 2 ** digits.bits, true);
+      if (k > 0) call.scan(hist, starts, partChunks * 2 ** digits.bits, true, totals.hist[k]);
       const src = k === 0 ? recs : sorted[(k - 1) % 2], dst = sorted[k % 2];
       const common = { problem: b(md), src: b(src), walk: b(walk), offsets: b(offsets), starts: b(starts) };
-      if (k + 1 < digits.passes) call.dispatch('sortScatter', partChunks, { ...common, hist: b(hist), dst: b(dst) }, words(k));
-      else call.dispatch('sortTerms', partChunks, { ...common, recs: b(recs), terms: b(dst) }, words(k));
+      if (k + 1 < digits.passes) call.dispatch('sortScatter', partChunks, { ...common, hist: b(hist), dst: b(dst), hist_totals: totals.hist[k + 1] }, words(k));
+      else call.dispatch('sortTerms', partChunks, { ...common, recs: b(recs), terms: b(dst), totals: b(totalsBuf) }, { ...words(k), totals: tot.words });
     }
     call.dispatch('gather', partPixels * problem.channels, {
       problem: b(md), offsets: b(offsets), terms: b(sorted[(digits.passes - 1) % 2]), gout: bind.gradOutput, gvalue: b(gradValue),

@@ -6,15 +6,13 @@
 import { DISPATCH_WORDS, SCAN_BLOCK } from './kernels/problem.js';
 import { FORWARD } from './kernels/forward.js';
 import { SAMPLES } from './kernels/backward.js';
-import { SCAN, SCAN_FLAT, SCAN_REDUCE } from './kernels/scan.js';
+import { SCAN, SCAN_FLAT, SCAN_REDUCE, SCAN_TWO } from './kernels/scan.js';
 import { SORT_COUNT, SORT_SCATTER, SORT_TERMS } from './kernels/sort.js';
-import { ORDER_COUNT, ORDER_PLACE } from './kernels/walks.js';
+import { ORDER_COUNT, ORDER_WALK } from './kernels/walks.js';
 import { GATHER } from './kernels/segments.js';
 import { PROBE } from './kernels/probe.js';
 import { NARROW, WIDEN } from './kernels/half.js';
-
-/** The `.code` of the Error calls reject with once the device is lost (or destroyed). */
-export const WEBGPU_DEVICE_LOST = 'MSDA_WEBGPU_DEVICE_LOST';
+import { codedError, WEBGPU_DEVICE_LOST } from '../core/errors.js';
 
 // GPUBufferUsage / GPUMapMode values (the spec's; Node has no such globals unless a caller sets them).
 export const MAP_READ = 0x1, COPY_SRC = 0x4, COPY_DST = 0x8, UNIFORM = 0x40, STORAGE = 0x80;
@@ -22,7 +20,7 @@ export const MAP_MODE_READ = 0x1;
 export const COMPUTE = 0x4;   // GPUShaderStage.COMPUTE
 
 /** Every program by its label. */
-export const KERNELS = Object.fromEntries([FORWARD, SAMPLES, SCAN_REDUCE, SCAN, ORDER_COUNT, ORDER_PLACE, SORT_COUNT, SORT_SCATTER, SORT_TERMS, GATHER, WIDEN, NARROW, PROBE].map((k) => [k.label, k]));
+export const KERNELS = Object.fromEntries([FORWARD, SAMPLES, SCAN_REDUCE, SCAN, SCAN_TWO, ORDER_COUNT, ORDER_WALK, SORT_COUNT, SORT_SCATTER, SORT_TERMS, GATHER, WIDEN, NARROW, PROBE].map((k) => [k.label, k]));
 
 const MAX_GRID = 65535;
 
@@ -114,20 +112,18 @@ export class Gpu {
 
   lostError() {
     const { reason, message } = this.lost;
-    const err = new Error(`ms-deform-attn: the WebGPU device was lost (reason: ${reason}${message ? `, ${message}` : ''}); init() again for a new one`);
-    err.code = WEBGPU_DEVICE_LOST;
-    return err;
+    return codedError(`ms-deform-attn: the WebGPU device was lost (reason: ${reason}${message ? `, ${message}` : ''}); init() again for a new one`, WEBGPU_DEVICE_LOST);
   }
 
   async _start() {
-    await this.prepare([PROBE], {});
+    await this.compile([PROBE], {});
     this.numerics = await this.probe();
   }
 
   // The pipelines of `programs` for `variant`, each compiled once (createComputePipelineAsync; a
   // compile in flight is shared): resolves when all are ready, rejects naming a kernel that fails
   // to compile, or when the device is lost.
-  prepare(programs, variant) {
+  compile(programs, variant) {
     const d = this.device;
     const wait = [];
     d.pushErrorScope('validation');   // popped at once: it holds only these modules' creation
@@ -174,7 +170,7 @@ export class Gpu {
     }
   }
 
-  // The pipeline of `prog` for `variant`: one prepare() made or, where `now` (the synchronous
+  // The pipeline of `prog` for `variant`: one compile() made or, where `now` (the synchronous
   // calls), one made here with createComputePipeline, in an error scope of its own: one that
   // fails to compile is dropped (a later call compiles it again) and its error, naming the
   // kernel, goes into `checks` (the call's, as encode.js submitCall reports them).
@@ -409,21 +405,36 @@ export class CallEncoder {
 
   // Exclusive prefix sums of src[0 .. n) into dst (both u32 buffers; kernels/scan.js): two
   // dispatches up to SCAN_FLAT blocks, the blocks' totals scanned first beyond; src left zero
-  // where `clear`.
-  scan(src, dst, n, clear = false, level = 0) {
+  // where `clear`. `totals` (a binding: the blocks' totals, counted by the pass that wrote src)
+  // saves the first dispatch; the caller zeroes it after. src may be a binding too.
+  scan(src, dst, n, clear = false, totals = null, level = 0) {
     const blocks = Math.ceil(n / SCAN_BLOCK);
-    let sums = this.scratch(4 * blocks, STORAGE | COPY_DST, `msda scan sums ${level}`), base = 0;
+    if (src.buffer === undefined) src = { buffer: src };
+    let sums = totals ?? { buffer: this.scratch(4 * blocks, STORAGE | COPY_DST, `msda scan sums ${level}`) }, base = 0;
     if (blocks > 1) {
-      this.dispatch('scanReduce', blocks, { src: { buffer: src }, sums: { buffer: sums } }, { count: n });
+      if (totals === null) this.dispatch('scanReduce', blocks, { src, sums }, { count: n });
       base = 1;
       if (blocks > SCAN_FLAT) {
         const scanned = this.scratch(4 * blocks, STORAGE | COPY_DST, `msda scan offsets ${level}`);
-        this.scan(sums, scanned, blocks, false, level + 1);
-        sums = scanned;
+        this.scan(sums, scanned, blocks, false, null, level + 1);
+        sums = { buffer: scanned };
         base = 2;
       }
     }
-    this.dispatch('scan', blocks, { src: { buffer: src }, dst: { buffer: dst }, sums: { buffer: sums } }, { count: n, clear: clear ? 1 : 0, base });
+    this.dispatch('scan', blocks, { src, dst: { buffer: dst }, sums }, { count: n, clear: clear ? 1 : 0, base });
+  }
+
+  // Two prefix sums at once, as scan() makes each, src and src2 left zero where `clear`: one
+  // dispatch where each has at most SCAN_FLAT blocks and its totals (bindings), else two scans.
+  scanTwo(src, dst, n, totals, src2, dst2, n2, totals2, clear = false) {
+    if (Math.ceil(n / SCAN_BLOCK) > SCAN_FLAT || Math.ceil(n2 / SCAN_BLOCK) > SCAN_FLAT) {
+      this.scan(src, dst, n, clear, totals);
+      this.scan(src2, dst2, n2, clear, totals2);
+      return;
+    }
+    this.dispatch('scanTwo', Math.ceil(n / SCAN_BLOCK) + Math.ceil(n2 / SCAN_BLOCK), {
+      src: { buffer: src }, dst: { buffer: dst }, sums: totals, src2: { buffer: src2 }, dst2: { buffer: dst2 }, sums2: totals2,
+    }, { count: n, clear: clear ? 1 : 0, count2: n2 });
   }
 
   destroyScratch() {

@@ -2,14 +2,15 @@
 // words for the programs (kernels/problem.js, binding `problem`), and every buffer and pass a
 // call makes, checked against the device's limits before anything is made.
 
+import { OPTIONS, optionNumber } from '../core/options.js';
 import { typedArrayLength } from '../core/typed.js';
 import { HalfBits } from '../core/half.js';
-import { BACKWARD_STRIP, FLOAT_SIDE, ORDER_CELLS, ORDER_CHUNK, WORKGROUP, encodeProblem } from './kernels/problem.js';
+import { BACKWARD_STRIP, FLOAT_SIDE, ORDER_CELLS, ORDER_CHUNK, SCAN_BLOCK, WORKGROUP, encodeProblem } from './kernels/problem.js';
 import { FORWARD, forwardWorkgroups } from './kernels/forward.js';
 import { SAMPLES } from './kernels/backward.js';
-import { SCAN, SCAN_REDUCE } from './kernels/scan.js';
+import { SCAN, SCAN_REDUCE, SCAN_TWO } from './kernels/scan.js';
 import { SORT_BITS, SORT_COUNT, SORT_SCATTER, SORT_TERMS, sortChunk } from './kernels/sort.js';
-import { ORDER_COUNT, ORDER_PLACE, ORDER_TILE } from './kernels/walks.js';
+import { ORDER_COUNT, ORDER_FUSED, ORDER_WALK, ORDER_TILE } from './kernels/walks.js';
 import { GATHER } from './kernels/segments.js';
 import { WIDEN } from './kernels/half.js';
 import { gridSide } from './gpu.js';
@@ -17,9 +18,10 @@ import { GpuTensor, product } from './tensors.js';
 
 // The programs a backward may dispatch: compiled (once per variant) before its first call runs
 // (with WIDEN where an input is half precision, NARROW where the results are).
-const BACKWARD_PROGRAMS = [ORDER_COUNT, SCAN_REDUCE, SCAN, ORDER_PLACE, SAMPLES, SORT_COUNT, SORT_SCATTER, SORT_TERMS, GATHER];
+const BACKWARD_PROGRAMS = [ORDER_COUNT, SCAN_REDUCE, SCAN, SCAN_TWO, ORDER_WALK, SAMPLES, SORT_COUNT, SORT_SCATTER, SORT_TERMS, GATHER];
 
 const INT32_MAX = 2 ** 31 - 1;
+const TOTALS_ALIGN = 64;   // words: 256 bytes, the most minStorageBufferOffsetAlignment may be
 
 // The grid of cells the CPU backward walks queries by (src/kernel/walks.h sample_grid): the
 // order passes (kernels/walks.js) sort each batch's queries by it on the GPU.
@@ -51,14 +53,14 @@ export function variantOf(problem) {
 /** The words of the `problem` binding (kernels/problem.js encodeProblem): the backward's with its walk's grid. */
 export function problemWords(problem, { grid = { bands: 0, cols: 0 } } = {}) {
   const { numHeads: H, channels: C } = problem;
-  const blnc = problem.valueLayout === 'BLNC';
   const ac = problem.alignCorners;
   const px = pixelStride(problem);
   return encodeProblem({
     batch: problem.batch, queries: problem.numQueries, heads: H, channels: C, num_levels: problem.numLevels,
-    points: problem.numPoints, length: problem.valueLength, blnc: blnc ? 1 : 0,
-    bqhlp2: problem.samplingLocationsLayout === 'BQHLP2' ? 1 : 0, border: problem.paddingMode === 'border' ? 1 : 0,
-    half_shift: ac ? 0 : 1, bands: grid.bands, cols: grid.cols, zero: 0,
+    points: problem.numPoints, length: problem.valueLength,
+    // each option's word (core/options.js): blnc, bqhlp2, half_shift, padding
+    ...Object.fromEntries(OPTIONS.map((o) => [o.wgsl.word, o.wgsl.words[optionNumber(o, problem[o.name])]])),
+    bands: grid.bands, cols: grid.cols, zero: 0,
   }, problem.spatialShapes.map(([h, w], l) => {
     const sx = ac ? w - 1 : w, sy = ac ? h - 1 : h;
     return {
@@ -104,6 +106,22 @@ export function planBackward(gpu, problem) {
   // The order's histogram, (range, cell, tile), for as many ranges as fit one buffer at a time.
   const perRange = (grid.bands * grid.cols + 1) * Math.ceil(Math.min(problem.numQueries, ORDER_CHUNK) / ORDER_TILE);
   const rangesPerGroup = Math.max(1, Math.min(ranges, Math.floor(limit / (4 * (perRange + 1)))));
+  // The prefix sums' block totals (gpu.js scan `totals`), a section each at a bindable offset:
+  // the order's histogram, the pixel counts, the sort's histogram of each pass; and the order's
+  // histogram itself where orderWalk sums it (orderFused: one group, ORDER_FUSED blocks at most).
+  let words = 0;
+  const section = (n) => {
+    const s = { at: words, words: Math.max(1, n) };
+    words += Math.ceil(s.words / TOTALS_ALIGN) * TOTALS_ALIGN;
+    return s;
+  };
+  const blocks = (values) => Math.ceil(values / SCAN_BLOCK);
+  const orderFused = rangesPerGroup === ranges && blocks(ranges * perRange) <= ORDER_FUSED;
+  const totals = {
+    orderFused, order: section(blocks(rangesPerGroup * perRange)), orderHist: section(orderFused ? ranges * perRange : 0),
+    counts: section(blocks(pixels + 1)), hist: Array.from({ length: digits.passes }, () => section(blocks(chunks * 2 ** digits.bits))),
+  };
+  totals.words = words;
   return {
     fn: 'backward',
     programs: BACKWARD_PROGRAMS,
@@ -114,6 +132,7 @@ export function planBackward(gpu, problem) {
     pixels,
     digits,
     chunks,
+    totals,
     buffers: {
       gradValue: 4 * product(s.gradValue),
       gradSamplingLocations: 4 * product(s.gradSamplingLocations),
@@ -124,6 +143,7 @@ export function planBackward(gpu, problem) {
       'pixel counts of one part (scratch)': 4 * (pixels + 1),
       'query cells and walk (scratch)': 4 * BQ,
       'cell histogram of the query order (scratch)': 4 * (rangesPerGroup * perRange + 1),
+      'prefix sums\' block totals (scratch)': 4 * words,
     },
     ranges,
     rangesPerGroup,

@@ -1,4 +1,4 @@
-// The tfjs op (bindings/tfjs.js) on tfjs-backend-webgpu: the kernels run on tfjs's own GPUDevice,
+// The tfjs op (bindings/tfjs/op.js) on tfjs-backend-webgpu: the kernels run on tfjs's own GPUDevice,
 // between its ops, with no copy through the CPU: inputs come as GPU buffers (tensor.dataToGPU(), a
 // copy on the GPU that tfjs submits with everything queued before it), results go back as
 // tensors made from our buffers (tf.tensor({ buffer }), which tfjs copies on the GPU; ours are
@@ -23,7 +23,7 @@ export function instanceFor(backend, msda) {
   return m;
 }
 
-/** What run() in bindings/tfjs.js does for a webgpu instance or on tfjs-backend-webgpu. */
+/** What run() in bindings/tfjs/op.js does for a webgpu instance or on tfjs-backend-webgpu. */
 export function runOnTfjsWebGPU(tf, msda, mode, options, inputs, outputs) {
   const backend = tf.backend();
   if (!isTfjsWebGPU(backend)) {

@@ -1,9 +1,11 @@
 /* The native CLI's arguments (see args.h). */
 #include "args.h"
 #include "messages.h"
+#include "options.h"
 #include "texts.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,20 +55,56 @@ int is_one_of(const char *name, const char *const *list)
     return 0;
 }
 
-static const char *const VALUE_FLAGS[] = {"--in", "--out", "--value-layout", "--sampling-locations-layout", "--padding-mode",
-                                          "--threads", "--expect", "--dtype", "--rtol", "--atol", "--top", "--backend",
-                                          "--out-dtype", NULL};
+/* The flags besides the problem's options (src/options.h: each option's flag takes one of its
+ * words, or none for a switch, whose words are "0" and "1"). */
+static const char *const VALUE_FLAGS[] = {"--in", "--out", "--threads", "--expect", "--dtype", "--rtol", "--atol", "--top",
+                                          "--backend", "--out-dtype", NULL};
 static const char *const CROSSCHECK_FLAGS[] = {"--expect", "--dtype", "--rtol", "--atol", "--top", "--json", NULL};
 static const char *const EXPECT_FLAGS[] = {"--dtype", "--rtol", "--atol", "--top", "--json", NULL};
-static const char *const ALL_FLAGS[] = {"--in", "--out", "--value-layout", "--sampling-locations-layout", "--padding-mode",
-                                        "--threads", "--expect", "--dtype", "--rtol", "--atol", "--top", "--backend",
-                                        "--align-corners", "--json", "--out-dtype", NULL};
+static const char *const ALL_FLAGS[] = {"--in", "--out", "--threads", "--expect", "--dtype", "--rtol", "--atol", "--top",
+                                        "--backend", "--json", "--out-dtype", NULL};
+#define ALL_FLAGS_COUNT ((int)(sizeof ALL_FLAGS / sizeof ALL_FLAGS[0]) - 1)
 
+/* The bytes of s's first n characters (UTF-8 code points: bytes that do not continue one). */
+static size_t utf8_prefix(const char *s, size_t len, size_t n)
+{
+    size_t i = 0;
+    for (size_t chars = 0; i < len; i++)
+        if (((unsigned char)s[i] & 0xc0) != 0x80 && chars++ == n) break;
+    return i;
+}
+
+/* The option whose flag is name, or -1. */
+static int option_of(const char *name)
+{
+    for (int id = 0; id < MSDA_OPTION_COUNT; id++)
+        if (!strcmp(msda_options[id].flag, name)) return id;
+    return -1;
+}
+
+static int is_switch(int id) { return !strcmp(msda_options[id].words[0], "0"); }
+
+/* Where seen[] counts a flag: ALL_FLAGS', then the options' */
 static int flag_index(const char *name)
 {
     for (int k = 0; ALL_FLAGS[k]; k++)
         if (!strcmp(ALL_FLAGS[k], name)) return k;
-    return -1;
+    return ALL_FLAGS_COUNT + option_of(name);
+}
+
+/* Option id's value named by word: 0 and the value, or a BAD_CHOICE report ("zeros or border"). */
+static int parse_choice(int id, const char *name, const char *word, int *value)
+{
+    const msda_option_info *opt = &msda_options[id];
+    char choices[128];
+    int n = 0;
+    for (int i = 0; i < opt->count; i++) {
+        if (!strcmp(word, opt->words[i])) return *value = i, 0;
+        if (n < (int)sizeof choices)
+            n += snprintf(choices + n, sizeof choices - (size_t)n, "%s%s",
+                          i == 0 ? "" : i == opt->count - 1 ? " or " : ", ", opt->words[i]);
+    }
+    return report(EXIT_BAD_INPUT, TEXT_BAD_CHOICE, name, word, choices);
 }
 
 int parse_args(int argc, char **argv, options *o)
@@ -89,23 +127,35 @@ int parse_args(int argc, char **argv, options *o)
     else return report(EXIT_BAD_INPUT, TEXT_UNKNOWN_COMMAND, cmd);
 
     /* the flags seen, for "given more than once" and the checks after the loop */
-    int seen[16] = {0};
+    int seen[ALL_FLAGS_COUNT + MSDA_OPTION_COUNT] = {0};
     for (int i = 2; i < argc; i++) {
         const char *arg = argv[i];
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) return o->help = 1, -1;
         if (!strcmp(arg, "--version")) return o->version = 1, -1;
         if (strncmp(arg, "--", 2) != 0)
             return report(EXIT_BAD_INPUT, TEXT_UNEXPECTED_ARGUMENT, arg);
-        /* --flag VALUE or --flag=VALUE */
-        char name[64];
+        /* --flag VALUE or --flag=VALUE; a name of 64 characters or more is no flag, named by its
+         * first 40 (characters, as the JS CLI counts them, never bytes) */
+        char name[64 * 4];
         const char *eq = strchr(arg, '='), *value = NULL;
         size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
-        if (n >= sizeof name) return report(EXIT_BAD_INPUT, TEXT_UNKNOWN_LONG_OPTION, arg);
+        if (utf8_prefix(arg, n, 63) < n || n >= sizeof name) { /* the second: only bytes that are no UTF-8 */
+            const size_t cut = utf8_prefix(arg, n, 40);
+            char *shown40 = malloc(cut + 1);
+            if (!shown40) return report(EXIT_OTHER, TEXT_OUT_OF_MEMORY);
+            memcpy(shown40, arg, cut);
+            shown40[cut] = '\0';
+            report(EXIT_BAD_INPUT, TEXT_UNKNOWN_LONG_OPTION, shown40);
+            free(shown40);
+            return EXIT_BAD_INPUT;
+        }
         memcpy(name, arg, n);
         name[n] = '\0';
         /* --backend is the JS CLI's; the native one takes it only where it is a no-op (crosscheck --expect) */
-        int takes_value = is_one_of(name, VALUE_FLAGS) && (o->crosscheck || strcmp(name, "--backend") != 0);
-        if (!takes_value && strcmp(name, "--align-corners") != 0 && strcmp(name, "--json") != 0)
+        const int option = option_of(name);
+        int takes_value = (is_one_of(name, VALUE_FLAGS) && (o->crosscheck || strcmp(name, "--backend") != 0)) ||
+                          (option >= 0 && !is_switch(option));
+        if (!takes_value && !(option >= 0 && is_switch(option)) && strcmp(name, "--json") != 0)
             return report(EXIT_BAD_INPUT, TEXT_UNKNOWN_OPTION, name);
         if (takes_value) {
             if (eq) value = eq + 1;
@@ -125,18 +175,10 @@ int parse_args(int argc, char **argv, options *o)
             if (!strcmp(name, "--in")) o->in = value;
             else if (!strcmp(name, "--out")) o->out = value;
             else o->expect = value;
-        } else if (!strcmp(name, "--value-layout")) {
-            if (!strcmp(value, "BLNC")) o->problem.value_layout = MSDA_VALUE_BLNC;
-            else if (!strcmp(value, "BNLC")) o->problem.value_layout = MSDA_VALUE_BNLC;
-            else return report(EXIT_BAD_INPUT, TEXT_BAD_CHOICE, name, value, "BLNC or BNLC");
-        } else if (!strcmp(name, "--sampling-locations-layout")) {
-            if (!strcmp(value, "BQHLP2")) o->problem.locations_layout = MSDA_LOCATIONS_BQHLP2;
-            else if (!strcmp(value, "B2QHLP")) o->problem.locations_layout = MSDA_LOCATIONS_B2QHLP;
-            else return report(EXIT_BAD_INPUT, TEXT_BAD_CHOICE, name, value, "BQHLP2 or B2QHLP");
-        } else if (!strcmp(name, "--padding-mode")) {
-            if (!strcmp(value, "zeros")) o->problem.padding = MSDA_PADDING_ZEROS;
-            else if (!strcmp(value, "border")) o->problem.padding = MSDA_PADDING_BORDER;
-            else return report(EXIT_BAD_INPUT, TEXT_BAD_CHOICE, name, value, "zeros or border");
+        } else if (option >= 0) {
+            int v = 1;   /* a switch given: its "1" */
+            if (!is_switch(option) && parse_choice(option, name, value, &v)) return EXIT_BAD_INPUT;
+            msda_option_set(&o->problem, option, v);
         } else if (!strcmp(name, "--backend")) {
             if (strcmp(value, "wasm") && strcmp(value, "wasm-scalar") && strcmp(value, "native"))
                 return report(EXIT_BAD_INPUT, TEXT_BAD_CHOICE, name, value, "wasm, wasm-scalar or native");
@@ -170,8 +212,6 @@ int parse_args(int argc, char **argv, options *o)
         } else if (!strcmp(name, "--threads")) {
             if (parse_threads(value, &o->problem.threads))
                 return report(EXIT_BAD_INPUT, TEXT_BAD_THREADS, value);
-        } else {
-            o->problem.align_corners = 1;
         }
         if (seen[flag_index(name)]++) return report(EXIT_BAD_INPUT, TEXT_GIVEN_TWICE, name);
     }

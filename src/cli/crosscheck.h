@@ -1,17 +1,16 @@
-/* msda crosscheck --expect for the native CLI: your dumps against the float64 reference, each
- * element against its own bound, with the JS CLI's rule, report and JSON, character for
- * character (bindings/cli/bounds.js and bindings/cli/crosscheck.js are the other half; the
- * tests run both and compare their output). */
+/* msda crosscheck --expect for the native CLI: your dumps against the float64 reference
+ * (bounds.h), each element against its own bound, with the JS CLI's rule, report and JSON,
+ * character for character (bindings/cli/crosscheck.js is the other half; the tests run both
+ * and compare their output). */
 #ifndef MSDA_CLI_CROSSCHECK_H
 #define MSDA_CLI_CROSSCHECK_H
 
 #include "args.h"
+#include "bounds.h"
 #include "msda.h"
 
 #include <stdint.h>
 #include <stdio.h>
-
-enum { CC_OUTPUT, CC_GRAD_VALUE, CC_GRAD_LOCATIONS, CC_GRAD_WEIGHTS, CC_COUNT };
 
 typedef struct cc_file {
     const char *path;  /* NULL: not compared */
@@ -21,9 +20,8 @@ typedef struct cc_file {
 
 typedef struct cc_settings {
     const char *in, *expect;
-    int dtype;          /* DTYPE_FLOAT32.., or DTYPE_NO_DTYPE with rtol/atol */
+    tolerance tol;
     const char *dtype_from;
-    double rtol, atol;
     int top, json;
     const char *backend; /* named by --backend (a note), or NULL */
     /* inputs, for the note on values the dtype cannot hold; NULL where not read */
@@ -31,8 +29,6 @@ typedef struct cc_settings {
     const float *input_data[4];
     int64_t input_count[4];
 } cc_settings;
-
-extern const char *const CC_NAMES[CC_COUNT];
 
 /* Computes the reference and bounds, prints the report (or the JSON document) on out. Returns 0
  * when everything agrees, 1 when something disagrees (then *failure is the malloc'd text of the

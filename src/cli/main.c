@@ -33,6 +33,8 @@ static int run(const options *o, case_data *c)
     msda_problem p;
     int code = derive_problem(o, c, &p);
     if (code) return code;
+    /* an MSDA_ISA naming no instruction set of this CPU would fail the call: bad input, named */
+    if (!msda_isa()) return report(EXIT_BAD_INPUT, TEXT_BAD_ISA, getenv("MSDA_ISA"), msda_isa_list());
     code = prepare_out(o->out);
     if (!code)
         code = o->backward ? check_destinations(o->out, BACKWARD_OUTPUTS, 3, EXIT_BAD_INPUT)

@@ -51,6 +51,18 @@ void append(text *t, const char *fmt, ...)
     va_end(again);
 }
 
+const char *shown(const char *name, char buf[SHOWN_MAX])
+{
+    size_t n = 0;
+    for (const unsigned char *c = (const unsigned char *)name; *c && n <= 200; c++) {
+        if (*c < 0x20 || *c >= 0x7f || *c == '\\') n += (size_t)sprintf(buf + n, "\\x%02x", *c);
+        else buf[n++] = (char)*c;
+    }
+    if (n > 200) strcpy(buf + 200, "...");
+    else buf[n] = '\0';
+    return buf;
+}
+
 char *join(const char *dir, const char *name)
 {
     size_t d = strlen(dir), n = strlen(name);

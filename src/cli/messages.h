@@ -26,6 +26,11 @@ typedef struct text {
 
 void append(text *t, const char *fmt, ...) MSDA_PRINTF(2, 3);
 
+/* A file name as messages show it: bytes outside printable ASCII and backslashes as \\xNN, cut
+ * to 200 characters and "..." (bindings/cli/messages.js shown). Returns buf. */
+enum { SHOWN_MAX = 256 };
+const char *shown(const char *name, char buf[SHOWN_MAX]);
+
 /* dir/name, malloc'd, with no normalisation (messages name the path as the user wrote it). */
 char *join(const char *dir, const char *name);
 

@@ -459,32 +459,8 @@ int npy_read_whole(const char *path, unsigned char **bytes, size_t *len, int *io
     return read_file(path, bytes, len, io_error, err, errlen);
 }
 
-static int parse_owned(unsigned char *bytes, size_t len, npy_array *arr, int *io_error, char *err, size_t errlen)
-{
-    if (io_error) *io_error = 0;
-    if (npy_parse(bytes, len, arr, err, errlen)) {
-        free(bytes);
-        return -1;
-    }
-    return 0;
-}
-
 static int decode_f32(unsigned char *bytes, npy_array *arr, float **data, int *io_error, char *err, size_t errlen);
 static int decode_i64(unsigned char *bytes, npy_array *arr, int64_t **data, int *io_error, char *err, size_t errlen);
-
-int npy_decode_f32(unsigned char *bytes, size_t len, npy_array *arr, float **data, int *io_error, char *err, size_t errlen)
-{
-    *data = NULL;
-    if (parse_owned(bytes, len, arr, io_error, err, errlen)) return -1;
-    return decode_f32(bytes, arr, data, io_error, err, errlen);
-}
-
-int npy_decode_i64(unsigned char *bytes, size_t len, npy_array *arr, int64_t **data, int *io_error, char *err, size_t errlen)
-{
-    *data = NULL;
-    if (parse_owned(bytes, len, arr, io_error, err, errlen)) return -1;
-    return decode_i64(bytes, arr, data, io_error, err, errlen);
-}
 
 int npy_load_f32(const char *path, npy_array *arr, float **data, int *io_error, char *err, size_t errlen)
 {

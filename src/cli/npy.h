@@ -26,6 +26,10 @@ extern "C" {
 
 #define NPY_MAX_DIMS 32
 
+/* Room for any message this reader writes into err, whole: they never hold a path, and at most a
+ * 32-dimension shape, a descr and a key (the CLIs print messages whole, never cut). */
+enum { NPY_ERR_MAX = 2048 };
+
 typedef enum npy_dtype {
     NPY_F4 = 0,   /* '<f4' little-endian float32 */
     NPY_I4 = 1,   /* '<i4' little-endian int32 */
@@ -70,9 +74,6 @@ int npy_load_i64(const char *path, npy_array *arr, int64_t **data, int *io_error
 /* A whole regular file into a malloc'd buffer (as the loaders read: a FIFO is not waited on).
  * 0, or -1 with err ("cannot open: ...") and *io_error. */
 int npy_read_whole(const char *path, unsigned char **bytes, size_t *len, int *io_error, char *err, size_t errlen);
-/* The same on a .npy file's bytes (an .npz member), which they take over (and free). */
-int npy_decode_f32(unsigned char *bytes, size_t len, npy_array *arr, float **data, int *io_error, char *err, size_t errlen);
-int npy_decode_i64(unsigned char *bytes, size_t len, npy_array *arr, int64_t **data, int *io_error, char *err, size_t errlen);
 
 /* The header NumPy writes for version 1.0: magic, version, length, the dict, padded with
  * spaces and a final '\n' so the data starts at a multiple of 64 bytes. Returns the header

@@ -10,8 +10,8 @@
     "       msda backward   --in DIR --out DIR [options]\n" \
     "       msda crosscheck --in DIR --expect DIR [options]\n" \
     "\n" \
-    "Multi-scale deformable attention on a case directory of NumPy .npy files (or an .npz of them,\n" \
-    "from np.savez or np.savez_compressed, in place of DIR).\n" \
+    "Multi-scale deformable attention on a case directory of NumPy .npy files (an .npz of them is\n" \
+    "read by the JS CLI: npx msda, or node bindings/cli.js in a clone; docs/cli.md \"Two command lines\").\n" \
     "\n" \
     "  --in DIR        reads value.npy (<f4), spatial_shapes.npy (<i8|<i4, (N_l, 2)),\n" \
     "                  level_start_index.npy (<i8|<i4, (N_l,); optional, derived), sampling_locations.npy (<f4),\n" \
@@ -49,7 +49,7 @@
 #define TEXT_MISSING_COMMAND "missing command, expected forward, backward or crosscheck (see msda --help)"
 #define TEXT_UNKNOWN_COMMAND "unknown command '%s', expected forward, backward or crosscheck (see msda --help)"
 #define TEXT_UNEXPECTED_ARGUMENT "unexpected argument '%s' (see msda --help)"
-#define TEXT_UNKNOWN_LONG_OPTION "unknown option '%.40s...' (see msda --help)"
+#define TEXT_UNKNOWN_LONG_OPTION "unknown option '%s...' (see msda --help)"
 #define TEXT_UNKNOWN_OPTION "unknown option '%s' (see msda --help)"
 #define TEXT_NEEDS_VALUE "%s needs a value (see msda --help)"
 #define TEXT_TAKES_NO_VALUE "%s takes no value, got '%s'"
@@ -66,6 +66,7 @@
 #define TEXT_MISSING_OUT "missing --out DIR (see msda --help)"
 #define TEXT_NEEDS_EXPECT "%s needs --expect DIR (it sets how your outputs are compared with ours)"
 #define TEXT_TWO_TOLERANCES "--dtype and %s both set the tolerance: give one of them"
+#define TEXT_BAD_ISA "MSDA_ISA is '%s', expected one of this CPU's: %s (or unset)"
 #define TEXT_FILE_SAYS "%s: %s"
 #define TEXT_SOURCE_SAYS "%s %s: %s"
 #define TEXT_ALSO "; also: "
@@ -76,7 +77,6 @@
 #define TEXT_READ_ERROR "read error: %s"
 #define TEXT_NOT_DIRECTORY_NOR_NPZ "%s %s: not a directory (nor an .npz archive)"
 #define TEXT_CANNOT_LIST "%s %s: cannot list it: %s"
-#define TEXT_NOT_IN_ARCHIVE "not in the archive"
 #define TEXT_DTYPE_VOID "%s: dtype '%s': a 2-byte void, which is how np.save writes ml_dtypes' bfloat16, but its bits cannot be told from any other 2-byte record: save bfloat16 as float32, which is exact: tensor.astype(np.float32)"
 #define TEXT_DTYPE_INT16 "%s: dtype '%s': 2-byte integers, perhaps the bits of a float16 or bfloat16 tensor (a bit view), which astype would turn into integers: save float16 as tensor.view(np.float16), bfloat16 as float32 (tensor.view(ml_dtypes.bfloat16).astype(np.float32), which is exact)"
 #define TEXT_DTYPE_WRONG "%s: dtype '%s'%s: %s must be %s%s: save tensor.astype(%s)"
@@ -99,7 +99,9 @@
 #define TEXT_VALUE_FITS_BNLC "; --value-layout BNLC makes the shapes fit"
 #define TEXT_VALUE_FITS_BLNC "; --value-layout BLNC makes the shapes fit"
 #define TEXT_STARTS_SHAPE "%s: shape %s, expected %s = (N_l,) with N_l from %s"
-#define TEXT_WEIGHTS_SHAPE "%s: shape %s, expected (%lld, N_q, %lld, %lld, N_p) = (B, N_q, N_h, N_l, N_p) with N_q, N_p >= 1, B and N_h from %s, N_l from %s"
+#define TEXT_STARTS_FIRST "%s: level_start_index[0] is %lld, expected 0"
+#define TEXT_STARTS_LATER "%s: level_start_index[%lld] is %lld, expected %lld (sum of H*W over levels 0..%lld)"
+#define TEXT_WEIGHTS_SHAPE "%s: shape %s, expected %s = (B, N_q, N_h, N_l, N_p) with N_q, N_p >= 1, B and N_h from %s, N_l from %s"
 #define TEXT_LOCATIONS_SHAPE "%s: shape %s, expected %s = %s with N_q and N_p from %s%s"
 #define TEXT_LOCATIONS_DIMS_BQHLP2 "(B, N_q, N_h, N_l, N_p, 2) per --sampling-locations-layout BQHLP2"
 #define TEXT_LOCATIONS_DIMS_B2QHLP "(B, 2, N_q, N_h, N_l, N_p) per --sampling-locations-layout B2QHLP"
@@ -154,6 +156,7 @@
 
 /* The native CLI's alone. */
 #define TEXT_OUT_OF_MEMORY "out of memory"
+#define TEXT_NPZ_IS_JS "%s %s: an .npz archive, which the native CLI does not read (it reads case directories of .npy files): give it to the JS CLI, npx msda (node bindings/cli.js in a clone), or unpack it into a directory"
 #define TEXT_CROSSCHECK_IS_JS "crosscheck without --expect (this package's backends against each other) is the JS CLI's: node bindings/cli.js crosscheck, or npx msda crosscheck"
 #define TEXT_GRAD_OUTPUT_OVERFLOW "%s: N_h*C_h overflows 64 bits"
 #define TEXT_OUT_OF_MEMORY_FOR "out of memory for %s (%lld floats)"

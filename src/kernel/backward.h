@@ -81,7 +81,7 @@ MSDA_INLINE void backward_sample(const float *restrict g, const char *restrict v
                                  ptrdiff_t o, ptrdiff_t px, ptrdiff_t row, const float aw[4], ptrdiff_t C, float d[4],
                                  unsigned mask, const int VT)
 {
-    if (C == 32 && VT == MSDA_F32) MSDA_BACKWARD_CASES(32, 0, VT)   /* half rows: the general loop only (code size) */
+    if (C == 32 && VT == MSDA_FLOAT32) MSDA_BACKWARD_CASES(32, 0, VT)   /* half rows: the general loop only (code size) */
     else MSDA_BACKWARD_CASES(C, 0, VT)
 }
 
@@ -266,12 +266,12 @@ static void backward_query_part(const msda_plan *p, const msda_tensors *t, geom_
 static void backward_query(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t q, int64_t h)
 {
     switch (p->value_dtype) {
-    case MSDA_F32: backward_query_impl(p, t, gc, b, q, h, NULL, 0, MSDA_F32); break;
+    case MSDA_FLOAT32: backward_query_impl(p, t, gc, b, q, h, NULL, 0, MSDA_FLOAT32); break;
 #if MSDA_FAST_F16
-    case MSDA_F16: backward_query_impl(p, t, gc, b, q, h, NULL, 0, MSDA_F16); break;
+    case MSDA_FLOAT16: backward_query_impl(p, t, gc, b, q, h, NULL, 0, MSDA_FLOAT16); break;
 #endif
 #if MSDA_FAST_BF16
-    case MSDA_BF16: backward_query_impl(p, t, gc, b, q, h, NULL, 0, MSDA_BF16); break;
+    case MSDA_BFLOAT16: backward_query_impl(p, t, gc, b, q, h, NULL, 0, MSDA_BFLOAT16); break;
 #endif
     default: {
         const head_part whole = {0, p->value_length, 0, p->num_queries};

@@ -213,12 +213,12 @@ static void forward_query(const msda_plan *p, const msda_tensors *t, geom_cache 
                           int64_t h)
 {
     switch (p->value_dtype) {
-    case MSDA_F32: forward_query_impl(p, t, gc, tp, b, q, h, 0, MSDA_F32); break;
+    case MSDA_FLOAT32: forward_query_impl(p, t, gc, tp, b, q, h, 0, MSDA_FLOAT32); break;
 #if MSDA_FAST_F16
-    case MSDA_F16: forward_query_impl(p, t, gc, tp, b, q, h, 0, MSDA_F16); break;
+    case MSDA_FLOAT16: forward_query_impl(p, t, gc, tp, b, q, h, 0, MSDA_FLOAT16); break;
 #endif
 #if MSDA_FAST_BF16
-    case MSDA_BF16: forward_query_impl(p, t, gc, tp, b, q, h, 0, MSDA_BF16); break;
+    case MSDA_BFLOAT16: forward_query_impl(p, t, gc, tp, b, q, h, 0, MSDA_BFLOAT16); break;
 #endif
     default: forward_query_exact(p, t, gc, tp, b, q, h); break;
     }

@@ -17,7 +17,7 @@ typedef struct level_geom {
     axis_geom x, y;
     ptrdiff_t pixel_stride, row_stride;
     ptrdiff_t start;    /* element offset of the level's first pixel from the (batch, head) base */
-    int border;
+    msda_padding padding;
     int narrow;         /* every offset in this level fits int32: the lane-parallel corner path */
 } level_geom;
 
@@ -42,7 +42,7 @@ static void level_geom_init(level_geom *g, const msda_plan *p, int64_t l)
     g->pixel_stride = (ptrdiff_t)p->value_stride_pixel;
     g->row_stride = (ptrdiff_t)(sizes[0] * p->value_stride_pixel);
     g->start = (ptrdiff_t)(p->level_start_index[l] * p->value_stride_pixel);
-    g->border = p->padding == MSDA_PADDING_BORDER;
+    g->padding = p->padding;
     /* Float lanes round the position x * W - 0.5 by up to W * 2^-24 of a pixel (past 2^24 to
      * the wrong pixel): only sides up to MSDA_FLOAT_SIDE take them, larger ones the exact
      * double path. Offsets up to (H + 1) rows must fit int32. */
@@ -87,23 +87,28 @@ typedef struct point_group {
     v4 grad_scale_y;       /* sv * dv'/dv */
 } point_group;
 
-/* Maps normalised coordinates to pixel space along one axis, four lanes at a time.
+/* Maps normalised coordinates to pixel space along one axis, four lanes at a time, under the
+ * padding mode (a switch without default: -Wswitch names every place a new mode must be handled).
  * `ok` comes back -1 where a corner along this axis can be in bounds. Lanes are set to 0
  * before conversion unless known finite and in [-1, size), so no conversion is undefined. */
-MSDA_INLINE void axis4(v4 coord, const axis_geom *a, int border, v4i *index0, v4 *frac, v4 *grad_scale,
+MSDA_INLINE void axis4(v4 coord, const axis_geom *a, msda_padding padding, v4i *index0, v4 *frac, v4 *grad_scale,
                        v4i *ok)
 {
     const v4 zero = v4_zero();
     v4 pos = a->degenerate ? zero : v4_sub(v4_mul(coord, v4_splat(a->scale)), v4_splat(a->shift));
     v4i valid = v4_eq(coord, coord);   /* not NaN */
     v4 gs = v4_splat(a->scale);
-    if (border) {
+    switch (padding) {
+    case MSDA_PADDING_BORDER: {
         const v4 last = v4_splat(a->last);
         const v4i inside = v4i_and(v4_gt(pos, zero), v4_lt(pos, last));
         gs = v4_select(inside, gs, zero);
         pos = v4_select(inside, pos, v4_select(v4_le(pos, zero), zero, last));
-    } else {
+        break;
+    }
+    case MSDA_PADDING_ZEROS:
         valid = v4i_and(valid, v4i_and(v4_ge(pos, v4_splat(-1.0f)), v4_lt(pos, v4_splat(a->size))));
+        break;
     }
     pos = v4_select(valid, pos, zero);
     v4i i = v4_trunc(pos);
@@ -119,20 +124,23 @@ MSDA_INLINE void axis4(v4 coord, const axis_geom *a, int border, v4i *index0, v4
  * below 2^29 is exact there, so the pixel index and the fraction are the exact ones (float
  * would round W - 0.5 to W past 2^24 and read a pixel past the edge). Returns 0 when no corner
  * along this axis can be in bounds. */
-static inline int axis1(float coord, const axis_geom *a, int border, ptrdiff_t *index0, float *frac,
+static inline int axis1(float coord, const axis_geom *a, msda_padding padding, ptrdiff_t *index0, float *frac,
                         float *grad_scale)
 {
     if (isnan(coord)) return 0;
     const double size = (double)a->size_i, last = (double)(a->size_i - 1);
     double pos = a->degenerate ? 0.0 : (double)coord * (double)a->scale_i - (double)a->shift;   /* 0 * inf would be NaN */
     *grad_scale = a->scale;
-    if (border) {
+    switch (padding) {
+    case MSDA_PADDING_BORDER:
         if (!(pos > 0.0 && pos < last)) {
             *grad_scale = 0.0f;
             pos = pos <= 0.0 ? 0.0 : last;
         }
-    } else if (!(pos >= -1.0 && pos < size)) {
-        return 0;
+        break;
+    case MSDA_PADDING_ZEROS:
+        if (!(pos >= -1.0 && pos < size)) return 0;
+        break;
     }
     const double f = floor(pos);
     *index0 = (ptrdiff_t)f;
@@ -147,8 +155,8 @@ MSDA_INLINE void group_corners(v4 x, v4 y, const level_geom *g, point_group *pg)
 {
     if (g->narrow) {
         v4i ix, iy, okx, oky;
-        axis4(x, &g->x, g->border, &ix, &pg->fx, &pg->grad_scale_x, &okx);
-        axis4(y, &g->y, g->border, &iy, &pg->fy, &pg->grad_scale_y, &oky);
+        axis4(x, &g->x, g->padding, &ix, &pg->fx, &pg->grad_scale_x, &okx);
+        axis4(y, &g->y, g->padding, &iy, &pg->fy, &pg->grad_scale_y, &oky);
         /* ix <= W - 1 and iy <= H - 1 always hold here */
         const v4i minus1 = v4i_splat(-1), one = v4i_splat(1);
         const v4i vx0 = v4i_lt(minus1, ix), vx1 = v4i_lt(v4i_add(ix, one), v4i_splat((int32_t)g->x.size_i));
@@ -173,8 +181,8 @@ MSDA_INLINE void group_corners(v4 x, v4 y, const level_geom *g, point_group *pg)
         int32_t live[4];
         for (int i = 0; i < 4; i++) {
             ptrdiff_t x0 = 0, y0 = 0;
-            const int ok = axis1(v4_lane(x, i), &g->x, g->border, &x0, &fx[i], &gx[i]) &&
-                           axis1(v4_lane(y, i), &g->y, g->border, &y0, &fy[i], &gy[i]);
+            const int ok = axis1(v4_lane(x, i), &g->x, g->padding, &x0, &fx[i], &gx[i]) &&
+                           axis1(v4_lane(y, i), &g->y, g->padding, &y0, &fy[i], &gy[i]);
             if (!ok) {
                 fx[i] = fy[i] = 0.0f;
                 x0 = y0 = 0;

@@ -13,6 +13,8 @@ import { fileURLToPath } from 'node:url';
 import { writeFileSync } from 'node:fs';
 import { CONFIGS, makeCase } from './cases.js';
 import { sortDigits } from '../../bindings/webgpu/plan.js';
+import { ORDER_FUSED } from '../../bindings/webgpu/kernels/walks.js';
+import { SCAN_FLAT } from '../../bindings/webgpu/kernels/scan.js';
 
 // encoder/N, decoder/N: DETR's levels at 1/N of the side (bench-webgpu's SwiftShader sizes).
 export function defineCase(n) {
@@ -97,9 +99,22 @@ export function analyse(name) {
 // kernels), DRAM bytes (unique footprint), L1 request wavefronts (distinct 128-B lines per warp
 // instruction, summed) and the longest dependent chain (dependent global accesses of the longest
 // invocation). A pass the table lacks is reported as unmodelled; update the table with the passes.
-// Values the backward's prefix sums read: the order's histogram, the pixel counts, and the sort's
-// histogram (a count per digit value per chunk of records) once a pass.
-const scanValues = (a) => ((d) => a.hist + a.PIX + 1 + d.passes * (4 * a.S / d.chunk * 2 ** d.bits))(sortDigits(a.PIX));
+// The backward's prefix sums (gpu.js scan, kernels/scan.js): the order's histogram (none where
+// orderWalk sums it: ORDER_FUSED blocks at most), the pixel counts, and the sort's histogram (a
+// count per digit value per chunk of records) once a pass; each one `scan` dispatch from the
+// block totals its producer counted, their own totals scanned first (scanReduce + scan) where
+// they are more than SCAN_FLAT.
+const scans = (a) => ((d) => [...(orderFused(a) ? [] : [a.hist]), a.PIX + 1, ...Array(d.passes).fill(4 * a.S / d.chunk * 2 ** d.bits)])(sortDigits(a.PIX));
+const orderFused = (a) => Math.ceil(a.hist / 256) <= ORDER_FUSED;
+const blocksOf = (v) => Math.ceil(v / 256);
+// the pixel counts' and the first digit's in one scanTwo dispatch where both are flat
+const paired = (a) => ((v) => blocksOf(v.at(-sortDigits(a.PIX).passes)) <= SCAN_FLAT && blocksOf(a.PIX + 1) <= SCAN_FLAT)(scans(a));
+const scanSet = (a, two) => ((v, i) => (two ? (paired(a) ? v.slice(i, i + 2) : []) : (paired(a) ? [...v.slice(0, i), ...v.slice(i + 2)] : v)))(scans(a), scans(a).indexOf(a.PIX + 1));
+const wide = (a) => scans(a).map(blocksOf).filter((blocks) => blocks > SCAN_FLAT);
+const sum = (xs) => xs.reduce((x, y) => x + y, 0);
+// a scan invocation's chain: the earlier blocks' totals (or its one scanned total), its block
+const chainOf = (v) => (blocksOf(v) > SCAN_FLAT ? 1 : blocksOf(v) - 1) + 256;
+const scanChain = (vs) => Math.max(0, ...vs.map(chainOf));
 
 export const FORMULAS = {
   // 4 units in turn a workgroup (kernels/forward.js TURNS); a unit's chain: locations, its point
@@ -107,20 +122,25 @@ export const FORMULAS = {
   forward: (a) => ({ dir: 'fwd', inv: a.BQH * a.C / 16, wg: 64, work: '4 units of (b,q,h,4 ch): the workgroup forms each sample\'s taps once (workgroup memory), then <=64 corners x one vec4 load',
     instr: 4 * ((4 * a.S / (a.BQH * a.C)) * 110 + 16 * 2 * 4 + (a.R / a.S) * 16 * 10 + 40),
     readB: 12 * a.S + a.valueTouched, writeB: a.out, wave: a.S / 32 * 3 + (a.BQH / 4) * ((a.R / a.S) * 16 * 4), chain: 4 * (2 + a.NL * Math.ceil(a.P / 4)) }),
-  orderCount: (a) => ({ dir: 'bwd', inv: a.B * a.Q, wg: 256, work: 'query cell from the first valid level, cell histogram per tile (atomics)', instr: 140, readB: 48 * a.B * a.Q, writeB: 4 * a.B * a.Q + 4 * a.hist, wave: a.B * a.Q / 32 * 12 * 4, chain: 3, atomics: a.B * a.Q }),
-  orderPlace: (a) => ({ dir: 'bwd', inv: a.B * a.Q, wg: 256, work: 'stable place of each query by cell', instr: 40, readB: 4 * a.B * a.Q + 4 * a.hist, writeB: 8 * a.B * a.Q, wave: a.B * a.Q / 32 * 4, chain: 3 }),
+  orderCount: (a) => ({ dir: 'bwd', inv: a.B * a.Q, wg: 256, work: 'query cell from the first valid level, cell histogram per tile and its block totals (atomics)', instr: 150, readB: 48 * a.B * a.Q, writeB: 4 * a.B * a.Q + 4 * a.hist, wave: a.B * a.Q / 32 * 12 * 4, chain: 3, atomics: 2 * a.B * a.Q }),
+  // where fused, the earlier blocks' totals and the block's earlier counts summed (cached loads)
+  orderWalk: (a) => ((f) => ({ dir: 'bwd', inv: a.B * a.Q, wg: 256, work: `stable place of each query by cell${f ? ', its start summed from the histogram' : ''}`, instr: 40 + (f ? 4 * (a.hist / 256 + 256) : 0),
+    readB: 4 * a.B * a.Q + 4 * a.hist, writeB: 8 * a.B * a.Q, wave: a.B * a.Q / 32 * 4, chain: 3 + (f ? Math.ceil(a.hist / 256) + 255 : 0) }))(orderFused(a)),
   samples: (a) => ({ dir: 'bwd', inv: a.S, wg: 64, work: '1 sample: point(), 4 corners x C-ch dot(gout,value), 4 records', instr: 110 + 4 * a.C * 5 + 40,
     readB: 12 * a.S + 4 * a.BQH * a.C + a.valueTouched, writeB: 44 * a.S, wave: a.S / 32 * (a.C * 32 * (a.R / a.S) + 4 * a.C * 2), chain: 4 }),
   // every prefix sum of a backward (kernels/scan.js): the order's histogram, the pixel counts, the
   // sort's histogram once a pass; 256 consecutive values an invocation
-  scanReduce: (a) => ((v) => ({ dir: 'bwd', inv: v / 256, wg: 64, work: 'a block of 256 values summed', instr: 256 * 4, readB: 4 * v, writeB: v / 64, wave: v / 32, chain: 256 }))(scanValues(a)),
-  scan: (a) => ((v) => ({ dir: 'bwd', inv: v / 256, wg: 64, work: 'the earlier blocks\' totals (<= 1,024), a block of 256 values scanned', instr: 256 * 6 + 1024, readB: 4 * v, writeB: 8 * v, wave: 2 * v / 32, chain: 1024 + 256 }))(scanValues(a)),
+  scanReduce: (a) => ((v) => ({ dir: 'bwd', inv: v / 256, wg: 64, work: 'a block of 256 block totals summed', instr: 256 * 4, readB: 4 * v, writeB: v / 64, wave: v / 32, chain: v > 0 ? 256 : 0, dispatches: wide(a).length }))(sum(wide(a))),
+  scan: (a) => ((vs) => ((v) => ({ dir: 'bwd', inv: v / 256, wg: 64, work: 'the earlier blocks\' totals (<= 1,024), a block of 256 values scanned', instr: 256 * 6 + 1024, readB: 4 * v, writeB: 8 * v, wave: 2 * v / 32,
+    chain: scanChain([...vs, ...wide(a)]), chainTotal: sum([...vs, ...wide(a)].map(chainOf)), dispatches: vs.length + wide(a).length }))(sum(vs) + sum(wide(a))))(scanSet(a, false)),
+  scanTwo: (a) => ((vs) => ({ dir: 'bwd', inv: sum(vs) / 256, wg: 64, work: 'the pixel counts\' and the first digit\'s scans, one dispatch', instr: 256 * 6 + 1024, readB: 4 * sum(vs), writeB: 8 * sum(vs), wave: 2 * sum(vs) / 32,
+    chain: scanChain(vs), dispatches: vs.length ? 1 : 0 }))(scanSet(a, true)),
   // the sort (kernels/sort.js): a chunk of 256 records an invocation, in order; one count pass,
   // passes - 1 scatters, the last pass writing the gather's terms (sortDigits: passes by PIX)
-  sortCount: (a) => ((d) => ({ dir: 'bwd', inv: 4 * a.S / d.chunk, wg: 64, work: `${d.chunk} records in walk order: digit counts in its own column, pixel counts (a run at once)`, instr: d.chunk * 30,
-    readB: 32 * a.S + 4 * a.B * a.Q, writeB: 4 * (4 * a.S / d.chunk * 2 ** d.bits), wave: 4 * a.S / 32 * 3, chain: 2 * d.chunk + 2, atomics: a.R / 4 }))(sortDigits(a.PIX)),
-  sortScatter: (a) => ((d, k) => ({ dir: 'bwd', inv: k * 4 * a.S / d.chunk, wg: 64, work: `${d.chunk} records: each to its digit's next place, the next digit counted (${k} passes)`, instr: d.chunk * 25,
-    readB: k * (8 * a.R + 16 * a.S), writeB: k * (8 * a.R + 16 * a.S), wave: k * a.R / 32 * 36, chain: 3 * d.chunk, atomics: k * a.R / 4 }))(sortDigits(a.PIX), sortDigits(a.PIX).passes - 1),
+  sortCount: (a) => ((d) => ({ dir: 'bwd', inv: 4 * a.S / d.chunk, wg: 64, work: `${d.chunk} records in walk order: digit counts in its own column, pixel counts (a run at once), the column's and the counts' block totals`, instr: d.chunk * 34,
+    readB: 32 * a.S + 4 * a.B * a.Q, writeB: 4 * (4 * a.S / d.chunk * 2 ** d.bits), wave: 4 * a.S / 32 * 4, chain: 3 * d.chunk + 2, atomics: a.R / 2 + 4 * a.S }))(sortDigits(a.PIX)),
+  sortScatter: (a) => ((d, k) => ({ dir: 'bwd', inv: k * 4 * a.S / d.chunk, wg: 64, work: `${d.chunk} records: each to its digit's next place, the next digit and its block totals counted (${k} passes)`, instr: d.chunk * 27,
+    readB: k * (8 * a.R + 16 * a.S), writeB: k * (8 * a.R + 16 * a.S), wave: k * a.R / 32 * 36, chain: 3 * d.chunk, atomics: k * a.R / 2, dispatches: k }))(sortDigits(a.PIX), sortDigits(a.PIX).passes - 1),
   sortTerms: (a) => ((d) => ({ dir: 'bwd', inv: 4 * a.S / d.chunk, wg: 64, work: `${d.chunk} records: each to its place as (a*w_k, grad_output row)`, instr: d.chunk * 35,
     readB: 16 * a.R + 16 * a.S + 4 * a.B * a.Q, writeB: 8 * a.R, wave: a.R / 32 * 36, chain: 4 * d.chunk }))(sortDigits(a.PIX)),
   gather: (a) => ({ dir: 'bwd', inv: a.PIX * a.C, wg: 64, work: '(pixel, channel): n terms x gout + 1 FMA', instr: 12 * a.R / a.PIX + 30,
@@ -136,8 +156,8 @@ export function estimate(p, m) {
   const tBw = (p.readB + p.writeB) / m.bw;
   const tIssue = lanes / m.lanes;
   const tL1 = p.wave ? p.wave / m.l1 : 0;
-  const tChain = p.chain * m.lat;
-  const t = Math.max(tBw, tIssue, tL1, tChain) + (p.inv > 0 ? m.launch : 0);
+  const tChain = (p.chainTotal ?? p.chain * (p.dispatches ?? 1)) * m.lat;   // one chain per dispatch, one after the other
+  const t = Math.max(tBw, tIssue, tL1, tChain) + (p.inv > 0 ? (p.dispatches ?? 1) * m.launch : 0);
   const bound = [['bandwidth', tBw], ['issue', tIssue], ['L1 requests', tL1], ['serial chain', tChain]].sort((x, y) => y[1] - x[1])[0][0];
   return { t, tBw, tIssue, tL1, tChain, bound };
 }

@@ -21,7 +21,7 @@ export MSDA_WEBGPU_PKG=$pkg
 echo "== machine"
 uname -sr; node --version
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
-ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1 ' && echo "libvulkan.so.1: present" || echo "libvulkan.so.1: missing (Dawn needs the Vulkan loader)"
+case "$(ldconfig -p 2>/dev/null)" in *'libvulkan.so.1 '*) echo "libvulkan.so.1: present" ;; *) echo "libvulkan.so.1: missing (Dawn needs the Vulkan loader)" ;; esac
 [ -f "$pkg/index.js" ] || { echo "gpucheck: no webgpu package at $pkg (set MSDA_WEBGPU_PKG)"; exit 1; }
 [ -f dist/msda-simd.wasm ] || { echo "gpucheck: no wasm build (make wasm): the CPU side of the bit check needs it"; exit 1; }
 # The NVIDIA ICD when none is chosen and one is installed.

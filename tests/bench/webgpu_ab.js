@@ -1,6 +1,7 @@
 // Two checkouts' WebGPU backends side by side on one device (Node + Dawn), interleaved: GPU time
 // of each call from timestamp queries around every pass (the backend's profile() hook), per pass
-// and in all, the median of the rounds, and every output's bits against wasm SIMD's.
+// and in all, the median of the rounds, the compute passes a call makes, and every output's bits
+// against wasm SIMD's.
 //
 //   node tests/bench/webgpu_ab.js BEFORE AFTER [--cases encoder/8,decoder/8] [--calls forward,backward] [--reps 3]
 //
@@ -69,7 +70,7 @@ async function profiled(side, run) {
     sum += ms;
   }
   for (const v of Object.values(out.buffer ? { out } : out)) v.buffer.destroy();
-  return { per, sum, wall };
+  return { per, sum, wall, passes: n / 2 };
 }
 const upload = (data) => {
   const buffer = device.createBuffer({ size: data.byteLength, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
@@ -106,7 +107,7 @@ for (const name of caseNames) {
     const totals = sides.map((s) => median(s.samples.map((x) => x.sum)));
     for (const [i, side] of sides.entries()) {
       const passes = Object.keys(side.samples[0].per).map((p) => `${p} ${median(side.samples.map((x) => x.per[p])).toFixed(1)}`);
-      console.log(`  ${call} ${i === 0 ? 'BEFORE' : 'AFTER '} GPU ms ${totals[i].toFixed(1)} (wall ${median(side.samples.map((x) => x.wall)).toFixed(1)}): ${passes.join(', ')}`);
+      console.log(`  ${call} ${i === 0 ? 'BEFORE' : 'AFTER '} GPU ms ${totals[i].toFixed(1)} in ${side.samples[0].passes} compute passes (wall ${median(side.samples.map((x) => x.wall)).toFixed(1)}): ${passes.join(', ')}`);
     }
     console.log(`  ${call} AFTER / BEFORE: ${(totals[1] / totals[0]).toFixed(3)}`);
   }

@@ -207,7 +207,7 @@ static void battery(void)
         tu_case tc;
         tu_rng rng;
         tu_rng_seed(&rng, 7500 + (uint64_t)combo);
-        tu_case_init(&tc, 7500 + (uint64_t)combo, 1, 6, 1, 32, 2, 4, centres, combo & ~4);
+        tu_case_init(&tc, 7500 + (uint64_t)combo, 1, 6, 1, 32, 2, 4, centres, tu_combo_with(combo, MSDA_OPTION_ALIGN_CORNERS, 0));
         tu_case_fill(&tc, &rng, 0, 1);
         for (int64_t i = 0; i < tc.locations_elements; i++)
             tc.sampling_locations[i] = (float)(tu_int(&rng, 0, 7) + 0.5) / 8.0f;

@@ -29,12 +29,34 @@ int64_t tu_int(tu_rng *rng, int64_t lo, int64_t hi)
     return lo + (int64_t)(tu_rng_next(rng) % (uint64_t)(hi - lo + 1));
 }
 
+int tu_combos(void)
+{
+    int n = 1;
+    for (int id = 0; id < MSDA_OPTION_COUNT; id++) n *= msda_options[id].count;
+    return n;
+}
+
+/* The place value of option id's digit. */
+static int combo_radix(int id)
+{
+    int r = 1;
+    for (int k = 0; k < id; k++) r *= msda_options[k].count;
+    return r;
+}
+
+int tu_combo_value(int combo, int id)
+{
+    return combo / combo_radix(id) % msda_options[id].count;
+}
+
+int tu_combo_with(int combo, int id, int value)
+{
+    return combo + (value - tu_combo_value(combo, id)) * combo_radix(id);
+}
+
 void tu_set_combo(msda_problem *p, int combo)
 {
-    p->value_layout = (combo & 1) ? MSDA_VALUE_BNLC : MSDA_VALUE_BLNC;
-    p->locations_layout = (combo & 2) ? MSDA_LOCATIONS_B2QHLP : MSDA_LOCATIONS_BQHLP2;
-    p->align_corners = (combo & 4) ? 1 : 0;
-    p->padding = (combo & 8) ? MSDA_PADDING_BORDER : MSDA_PADDING_ZEROS;
+    for (int id = 0; id < MSDA_OPTION_COUNT; id++) msda_option_set(p, id, tu_combo_value(combo, id));
 }
 
 void *tu_xmalloc(size_t bytes)
@@ -161,10 +183,12 @@ void tu_case_free(tu_case *tc)
 const char *tu_combo_name(const msda_problem *p)
 {
     static char buf[128];
-    snprintf(buf, sizeof buf, "value=%s loc=%s align_corners=%d padding=%s",
-             p->value_layout == MSDA_VALUE_BLNC ? "BLNC" : "BNLC",
-             p->locations_layout == MSDA_LOCATIONS_BQHLP2 ? "BQHLP2" : "B2QHLP", p->align_corners,
-             p->padding == MSDA_PADDING_ZEROS ? "zeros" : "border");
+    int n = 0;
+    for (int id = 0; id < MSDA_OPTION_COUNT && n < (int)sizeof buf; id++) {
+        const int v = msda_option_get(p, id);
+        n += snprintf(buf + n, sizeof buf - (size_t)n, "%s%s=%s", id ? " " : "", msda_options[id].field,
+                      v >= 0 && v < msda_options[id].count ? msda_options[id].words[v] : "?");
+    }
     return buf;
 }
 

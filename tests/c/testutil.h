@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "msda.h"
+#include "options.h"
 
 /* splitmix64: tiny, seedable, the same sequence on every platform. */
 typedef struct tu_rng { uint64_t state; } tu_rng;
@@ -15,10 +16,15 @@ uint64_t tu_rng_next(tu_rng *rng);
 double tu_uniform(tu_rng *rng, double lo, double hi);   /* [lo, hi) */
 int64_t tu_int(tu_rng *rng, int64_t lo, int64_t hi);    /* [lo, hi] */
 
-/* The 16 option combinations: bit 0 value layout BNLC, bit 1 locations layout B2QHLP,
- * bit 2 align_corners, bit 3 border padding. */
-#define TU_COMBOS 16
+/* The option combinations: every value of every option of src/options.h, numbered in mixed radix
+ * (the first option's value changes fastest; with two values each, bit i of a combination is
+ * option i's value: bit 0 value layout BNLC, bit 1 B2QHLP, bit 2 align_corners, bit 3 border). */
+int tu_combos(void);
+#define TU_COMBOS tu_combos()
 void tu_set_combo(msda_problem *p, int combo);
+/* The value of option `id` (MSDA_OPTION_*) in combination `combo`, and `combo` with it set to `value`. */
+int tu_combo_value(int combo, int id);
+int tu_combo_with(int combo, int id, int value);
 
 #define TU_MAX_LEVELS 24
 
@@ -52,7 +58,8 @@ uint16_t tu_half_of(float x, int bfloat16);
  * call on the bits with value_dtype MSDA_BFLOAT16 (bfloat16) or MSDA_FLOAT16. */
 uint16_t *tu_case_half_value(tu_case *tc, int bfloat16);
 
-/* "seed=... B=2 Nq=3 Nh=1 C=5 Nl=2 Np=2 shapes=[(1x1),(4x3)] value=BLNC loc=BQHLP2 align_corners=0 padding=zeros" */
+/* "seed=... B=2 Nq=3 Nh=1 C=5 Nl=2 Np=2 shapes=[(1x1),(4x3)] value_layout=BLNC locations_layout=BQHLP2
+ * align_corners=0 padding=zeros" */
 const char *tu_case_describe(const tu_case *tc);
 const char *tu_combo_name(const msda_problem *p);
 

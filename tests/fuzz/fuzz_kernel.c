@@ -13,6 +13,7 @@
  * tensor contents. When the bytes run out a generator seeded from the input takes over, so a
  * short input still describes a whole problem. */
 #include "msda.h"
+#include "options.h"
 #include "reference.h"
 #include "threads.h"   /* jobs split into parts, as the thread pool does */
 
@@ -105,10 +106,8 @@ static int independent_valid(const msda_problem *p)
                             p->num_levels, p->num_points, p->value_length};
     for (int i = 0; i < 7; i++)
         if (dims[i] < 1) return 0;
-    if ((int)p->value_layout != 0 && (int)p->value_layout != 1) return 0;
-    if ((int)p->locations_layout != 0 && (int)p->locations_layout != 1) return 0;
-    if (p->align_corners != 0 && p->align_corners != 1) return 0;
-    if ((int)p->padding != 0 && (int)p->padding != 1) return 0;
+    for (int id = 0; id < MSDA_OPTION_COUNT; id++)   /* each option: 0 .. its count - 1 (src/options.h) */
+        if (msda_option_get(p, id) < 0 || msda_option_get(p, id) >= msda_options[id].count) return 0;
     if (p->threads < 1) return 0;
     if (!p->spatial_shapes || !p->level_start_index) return 0;
     __int128 total = 0;
@@ -458,10 +457,9 @@ static void corrupt(msda_problem *p, int64_t *shapes, int64_t *starts, int kind,
     case 7: p->value_length = special; break;
     case 8: shapes[arg % (2 * p->num_levels)] = special; break;
     case 9: starts[arg % p->num_levels] += (arg & 0x80) ? 1 : -1; break;
-    case 10: p->value_layout = (msda_value_layout)((arg & 1) ? 2 : -1); break;
-    case 11: p->locations_layout = (msda_locations_layout)((arg & 1) ? 2 : -1); break;
-    case 12: p->align_corners = (arg & 1) ? 2 : -1; break;
-    case 13: p->padding = (msda_padding)((arg & 1) ? 2 : -1); break;
+    case 10: case 11: case 12: case 13: /* option kind - 10 (src/options.h's order) one past its last value, or -1 */
+        if (kind - 10 < MSDA_OPTION_COUNT) msda_option_set(p, kind - 10, (arg & 1) ? msda_options[kind - 10].count : -1);
+        break;
     case 14: p->threads = (arg & 1) ? 0 : -3; break;
     case 15: p->spatial_shapes = NULL; break;
     case 16: p->level_start_index = NULL; break;
@@ -523,10 +521,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         else p.num_points = 1 + p.num_points / 2;
     }
     const uint8_t options = next_byte(&s);
-    p.value_layout = (options & 1) ? MSDA_VALUE_BNLC : MSDA_VALUE_BLNC;
-    p.locations_layout = (options & 2) ? MSDA_LOCATIONS_B2QHLP : MSDA_LOCATIONS_BQHLP2;
-    p.align_corners = (options >> 2) & 1;
-    p.padding = (options & 8) ? MSDA_PADDING_BORDER : MSDA_PADDING_ZEROS;
+    /* the low 4 bits: the options in mixed radix, the first changing fastest (with two values each,
+       bit i is option i's); 16 combinations at most, which the options' counts multiply to today */
+    for (int id = 0, digits = options & 15; id < MSDA_OPTION_COUNT; digits /= msda_options[id].count, id++)
+        msda_option_set(&p, id, digits % msda_options[id].count);
     p.threads = 1 + ((options >> 4) & 3) % 3;
     const int alt_threads = 1 + (options >> 6);   /* 1..4 */
     const int mode = next_byte(&s) % 3;

@@ -128,3 +128,37 @@ test('a relative addonPath is resolved against the working directory', async () 
   const r = child(`const m = await init({ backend: 'native', addonPath: 'msda.node' }); console.log(m.backend);`, repo('build/native'));
   assert.equal(r.out.trim(), 'native', r.err);
 });
+
+test("MSDA_ISA naming no instruction set of this CPU: 'auto' runs on wasm saying why, 'native' rejects naming it, both CLIs exit 2 naming it", () => {
+  const dir = `${root}/isa-case`;
+  writeTinyCase(dir);
+  const lacked = process.arch === 'arm64' ? 'avx2' : 'neon';
+  for (const isa of ['AVX2', lacked]) {
+    const env = { ...process.env, MSDA_ISA: isa };
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', `const { init } = await import(${JSON.stringify(NODE_ENTRY)});
+      const m = await init({ backend: 'auto' });
+      console.log(m.backend);
+      await init({ backend: 'auto' });
+      await init({ backend: 'native' }).then(() => console.log('native resolved'), (e) => console.log(e.code, e.message));`],
+    { env, encoding: 'utf8', timeout: PATIENCE_MS });
+    const [backend, rejection] = r.stdout.trim().split('\n');
+    assert.equal(backend, 'wasm', `${isa}: ${r.stderr}`);
+    assert.match(rejection, new RegExp(`^MSDA_BAD_ISA MSDA_ISA is '${isa}', expected one of this CPU's: scalar .* \\(or unset\\)$`));
+    // 'auto' says why, once
+    assert.match(r.stderr, new RegExp(`^ms-deform-attn: init\\(\\{ backend: 'auto' \\}\\) runs on WebAssembly \\(the same bits\\): MSDA_ISA is '${isa}'[^\\n]*\\n$`));
+    const line = rejection.slice('MSDA_BAD_ISA '.length);
+    const runs = [
+      [repo('build/native/msda'), 'forward', '--in', dir, '--out', `${root}/isa-out`],
+      [process.execPath, repo('bindings/cli.js'), 'forward', '--in', dir, '--out', `${root}/isa-out`, '--backend', 'native'],
+      [process.execPath, repo('bindings/cli.js'), 'crosscheck', '--in', dir, '--backend', 'wasm'],
+    ];
+    for (const [cmd, ...args] of runs) {
+      const c = spawnSync(cmd, args, { env, encoding: 'utf8', timeout: PATIENCE_MS });
+      assert.equal(c.status, 2, `${isa} ${args.slice(0, 3)}: ${c.stderr}`);
+      assert.equal(c.stderr, `msda: ${line}\n`, `${isa} ${args.slice(0, 3)}`);
+    }
+    // the wasm backends do not read it
+    const w = spawnSync(process.execPath, [repo('bindings/cli.js'), 'forward', '--in', dir, '--out', `${root}/isa-out`], { env, encoding: 'utf8' });
+    assert.equal(w.status, 0, w.stderr);
+  }
+});

@@ -288,17 +288,23 @@ test('a C status that still comes back becomes an Error with .code, and the heap
   // The addon checks its own arguments: the library never sees an array shorter than its tensor.
   const native = await initNative();
   const addon = native._backend.addon;
-  const desc = new BigInt64Array([1n, 1n, 1n, 1n, 1n, 1n, 1n, 0n, 0n, 0n, 0n, 1n, 1n, 1n, 0n]);
+  const desc = new BigInt64Array([1n, 1n, 1n, 1n, 1n, 1n, 1n, 0n, 0n, 0n, 0n, 1n, 0n, 1n, 1n, 0n]);
   const f = (n) => new Float32Array(n);
   assert.equal(addon.forward(desc, f(1), f(2), f(1), f(1)), null);
   assert.throws(() => addon.forward(desc, f(1), f(1), f(1), f(1)), { name: 'RangeError', message: /samplingLocations has 1 elements, expected 2/ });
   assert.throws(() => addon.forward(desc, new Float64Array(1), f(2), f(1), f(1)), { name: 'TypeError', message: /value must be a Float32Array/ });
   assert.throws(() => addon.forward([1], f(1), f(2), f(1), f(1)), { name: 'TypeError', message: /desc must be a BigInt64Array/ });
   assert.throws(() => addon.forward(desc, f(1)), { name: 'TypeError', message: /forward expects 5 arguments, got 2/ });
-  assert.deepEqual(addon.forward(desc.subarray(0, 14), f(1), f(2), f(1), f(1)),
-    { status: 3, code: 'MSDA_ERR_SHAPE_MISMATCH', message: 'problem description length does not match num_levels (expected 12 + 3 * num_levels entries)' });
-  const bad = desc.slice(); bad[13] = 2n;
+  assert.deepEqual(addon.forward(desc.subarray(0, 15), f(1), f(2), f(1), f(1)),
+    { status: 3, code: 'MSDA_ERR_SHAPE_MISMATCH', message: 'problem description length does not match num_levels (expected 13 + 3 * num_levels entries)' });
+  const bad = desc.slice(); bad[14] = 2n;
   assert.deepEqual(addon.forward(bad, f(1), f(2), f(1), f(1)).code, 'MSDA_ERR_SHAPE_MISMATCH');
+  // The description's valueDtype says what value is: half bits read as they are, or a refusal.
+  const half = desc.slice(); half[12] = 1n;
+  assert.equal(addon.forward(half, new Uint16Array(1), f(2), f(1), f(1)), null);
+  assert.throws(() => addon.forward(half, f(1), f(2), f(1), f(1)), { name: 'TypeError', message: /value must be a Uint16Array: the problem description's value_dtype is half-precision/ });
+  half[12] = 3n;
+  assert.equal(addon.forward(half, new Uint16Array(1), f(2), f(1), f(1)).code, 'MSDA_ERR_INVALID_OPTION');
   const overlapping = f(2);
   assert.equal(addon.forward(desc, overlapping.subarray(0, 1), f(2), f(1), overlapping.subarray(0, 1)).code, 'MSDA_ERR_OVERLAP');
 });
@@ -357,8 +363,11 @@ test('isa says which vector code runs: wasm-simd128, scalar, natively the librar
   // Natively the addon reports what the library runs: forced with MSDA_ISA, in a child process.
   const { spawnSync } = await import('node:child_process');
   const script = `import { initNative } from ${JSON.stringify(new URL('../../bindings/node.js', import.meta.url).href)};
-    const m = await initNative(); console.log(JSON.stringify([m.isa, m.simd]));`;
-  for (const [forced, want] of [['sse2', ['sse2', true]], ['scalar', ['scalar', false]], ['no-such-isa', [null, false]]]) {
+    const m = await initNative().catch((e) => ({ isa: e.code, simd: e.message }));
+    console.log(JSON.stringify([m.isa, m.simd]));`;
+  // one it lacks is refused at init, naming it (tests/js/addon-loader.test.js: 'auto' and the CLIs)
+  const refused = ['MSDA_BAD_ISA', `MSDA_ISA is 'no-such-isa', expected one of this CPU's: ${native._backend.addon.isaList()} (or unset)`];
+  for (const [forced, want] of [['sse2', ['sse2', true]], ['scalar', ['scalar', false]], ['no-such-isa', refused]]) {
     const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', env: { ...process.env, MSDA_ISA: forced } });
     assert.equal(r.status, 0, r.stderr);
     assert.deepEqual(JSON.parse(r.stdout), want, `MSDA_ISA=${forced}`);

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { init } from '../../bindings/index.js';
 import { BACKEND_MEMBERS, HEAP_BACKEND_MEMBERS, HEAP_STORE_MEMBERS, STORE_MEMBERS } from '../../bindings/core/backend.js';
 
-const METHODS = new Set(['allocate', 'heapInUse', 'resultArray', ...STORE_MEMBERS, ...HEAP_STORE_MEMBERS]);
+const METHODS = new Set(['allocate', 'fastDtype', 'heapInUse', 'resultArray', ...STORE_MEMBERS, ...HEAP_STORE_MEMBERS]);
 
 function hasMembers(what, object, names) {
   for (const name of names) {
@@ -33,6 +33,20 @@ test('every backend and its store have the members the contract names', async ()
     } finally {
       store.free();
     }
+    msda.dispose();
+  }
+});
+
+// Which value dtypes each backend's kernels read as they are comes from C (msda_fast_dtype over
+// kernel/kernels.h's MSDA_FAST_*), not from a rule of the bindings: float32 always, bfloat16 in
+// wasm SIMD, both half dtypes on the addon's AVX2, nothing outside msda_dtype.
+test('fastDtype: what the C library says each backend\'s kernels have fast code for', async () => {
+  for (const options of [{ backend: 'wasm' }, { backend: 'wasm-scalar' }, { threads: 2 }, { backend: 'native' }]) {
+    const msda = await init(options);
+    const b = msda._backend;
+    const isa = b.isa;
+    const want = [true, isa === 'avx2', isa === 'avx2' || isa === 'wasm-simd128', false];
+    assert.deepEqual([0, 1, 2, 3].map((d) => b.fastDtype(d)), want, `${JSON.stringify(options)} (${isa})`);
     msda.dispose();
   }
 });

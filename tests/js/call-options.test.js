@@ -61,6 +61,11 @@ test('initWorker options: a Proxy works as in init(); a value no worker can rece
   await assert.rejects(initWorker({ simd: () => 1 }), { name: 'TypeError', message: /^initWorker: simd is .*, which cannot be sent to a worker$/ });
   await assert.rejects(initWorker({ backend: Symbol('native') }), { name: 'TypeError', message: /^initWorker: backend is .*, which cannot be sent to a worker$/ });
   await assert.rejects(initWorker({ wasmBinary: new Proxy(new Uint8Array(8), {}) }), { name: 'TypeError', message: /^initWorker: options cannot be sent to a worker: / });
+  // WebGPU's options: the instance's calls already return Promises and it lives in no worker (a
+  // worker posting its Promise back died with its GPU call in flight, and Dawn aborted Node).
+  await assert.rejects(initWorker({ backend: 'webgpu' }), { name: 'TypeError', message: /^initWorker: backend is 'webgpu', which runs in no worker: .*use init\(\{ backend: 'webgpu' \}\)$/ });
+  await assert.rejects(initWorker({ device: { queue: {} } }), { name: 'TypeError', message: /^initWorker: device is Object, a WebGPU option: .*use init\(\{ backend: 'webgpu', device \}\)$/ });
+  await assert.rejects(initWorker({ backend: 'wasm', gpu: { requestAdapter: async () => null } }), { name: 'TypeError', message: /^initWorker: gpu is Object, a WebGPU option/ });
   // A module that does not compile: WebAssembly.CompileError, in the worker as here.
   const garbage = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1]);
   const here = await init({ wasmBinary: garbage }).catch((e) => e);

@@ -291,6 +291,10 @@ const REFUSALS = [
   ['--in twice', null, ['--in', '/tmp'], '--in given more than once'],
   ['--padding-mode without value', null, ['--padding-mode'], '--padding-mode needs a value'],
   ['bad --out-dtype', null, ['--out-dtype', 'float64'], "--out-dtype: 'float64', expected float32, float16 or bfloat16"],
+  // option names counted and cut in characters (UTF-8 code points), never bytes or UTF-16 units
+  ['a 64-character option name: its first 40 characters', null, [`--${'é'.repeat(62)}`], `unknown option '--${'é'.repeat(38)}...' (see msda --help)`],
+  ['an emoji option name of 22 characters: whole', null, [`--${'😀'.repeat(20)}`], `unknown option '--${'😀'.repeat(20)}' (see msda --help)`],
+  ['a long emoji option name: 40 whole characters', null, [`--${'😀'.repeat(70)}=1`], `unknown option '--${'😀'.repeat(38)}...' (see msda --help)`],
   // malformed files, one per class
   ['wrong magic', edit('value.npy', 'NUMPY', 'NUMPX'), [], 'value.npy: not a .npy file'],
   ['unsupported version', edit('attention_weights.npy', 'NUMPY\x01', 'NUMPY\x04'), [], 'unsupported .npy format version 4.0'],
@@ -339,6 +343,9 @@ const REFUSALS = [
     'attention_weights.npy: shape (1, 9223372036854775807, 0, 2, 3), expected'],
   ['sampling_locations with a dimension past 2^53', rawEmpty('sampling_locations.npy', '<f4', '(0, 9007199254740995)'), [],
     'sampling_locations.npy: shape (0, 9007199254740995), expected'],
+  // a message past 320 bytes is printed whole (the native CLI once cut it mid-word)
+  ['a 32-dimension shape: the message whole', rawEmpty('value.npy', '<f4', `(${Array(32).fill('1000000000').join(', ')})`), [],
+    `value.npy: shape (${Array(32).fill('1000000000').join(', ')}) of '<f4' has more elements than fit in 64-bit byte sizes\n`],
   // missing files, wrong dtypes and shapes
   ['missing file', (dir) => unlinkSync(`${dir}/attention_weights.npy`), [], 'attention_weights.npy: cannot open: No such file or directory'],
   ['value as <i8', replace('value.npy', { data: new BigInt64Array(S.value.data.length), shape: S.value.shape }), [],
@@ -388,6 +395,79 @@ test('every bad argument and input: exit 2, the same one line as the native CLI,
       assert.ok(j.err.includes(words), `${what}: "${j.err.trim()}" lacks "${words}"`);
       assert.equal(j.err, n.err, `${what} (${op}): the two CLIs say the same`);
       assert.ok(!existsSync(out) || readdirSync(out).length === 0, `${what}: outputs left in ${out}: ${existsSync(out) && readdirSync(out)}`);
+    }
+  }
+});
+
+// make-case's default case: value (1, 84, 2, 8), levels 8x8,4x4,2x2, locations (1, 16, 2, 3, 7, 2),
+// weights (1, 16, 2, 3, 7), grad_output (1, 16, 16). A file that cannot be read or fails its own
+// check leaves its dimensions unknown (named in the expected shape), and the shape checks go on.
+const zeros = (shape) => ({ data: new Float32Array(shape.reduce((a, b) => a * b, 1)), shape });
+const truncate = (file) => (dir) => writeFileSync(`${dir}/${file}`, readFileSync(`${dir}/${file}`).subarray(0, 200));
+const B2QHLP = replace('sampling_locations.npy', zeros([1, 2, 16, 2, 3, 7]));
+const LOC_3 = replace('sampling_locations.npy', zeros([1, 16, 2, 3, 7, 3]));
+const LOC_B2QHLP_TEXT = 'D/sampling_locations.npy: shape (1, 2, 16, 2, 3, 7), expected %s = (B, N_q, N_h, N_l, N_p, 2) per --sampling-locations-layout BQHLP2 with N_q and N_p from D/attention_weights.npy; --sampling-locations-layout B2QHLP makes the shapes fit';
+const LOC_3_TEXT = 'D/sampling_locations.npy: shape (1, 16, 2, 3, 7, 3), expected %s = (B, N_q, N_h, N_l, N_p, 2) per --sampling-locations-layout BQHLP2 with N_q and N_p from D/attention_weights.npy';
+const WEIGHTS_TEXT = 'D/attention_weights.npy: shape %s, expected %s = (B, N_q, N_h, N_l, N_p) with N_q, N_p >= 1, B and N_h from D/value.npy, N_l from D/spatial_shapes.npy';
+const fill = (text, ...args) => args.reduce((t, a) => t.replace('%s', a), text);
+const BAD_PAIRS = [
+  ['value truncated, locations in the other layout', [truncate('value.npy'), B2QHLP],
+    "D/value.npy: truncated: shape (1, 84, 2, 8) of '<f4' needs 5376 data bytes, the file has 72; also: " + fill(LOC_B2QHLP_TEXT, '(B, 16, N_h, 3, 7, 2)')],
+  ['value missing, locations in the other layout', [(dir) => unlinkSync(`${dir}/value.npy`), B2QHLP],
+    'D/value.npy: cannot open: No such file or directory; also: ' + fill(LOC_B2QHLP_TEXT, '(B, 16, N_h, 3, 7, 2)')],
+  ['value int32, locations 5-d', [replace('value.npy', { data: new Int32Array(1344), shape: [1, 84, 2, 8] }), replace('sampling_locations.npy', zeros([1, 16, 2, 3, 7]))],
+    "D/value.npy: dtype '<i4': value.npy must be float32, float16 or bfloat16: save tensor.astype(np.float32); also: D/sampling_locations.npy: shape (1, 16, 2, 3, 7), expected (B, 16, N_h, 3, 7, 2) = (B, N_q, N_h, N_l, N_p, 2) per --sampling-locations-layout BQHLP2 with N_q and N_p from D/attention_weights.npy"],
+  ['value missing, grad_output with the wrong N_q', [(dir) => unlinkSync(`${dir}/value.npy`), replace('grad_output.npy', zeros([1, 17, 7]))],
+    'D/value.npy: cannot open: No such file or directory; also: D/grad_output.npy: shape (1, 17, 7), expected (B, 16, N_h*C_h) = (B, N_q, N_h*C_h)'],
+  ['value L off by one, locations in the other layout (issue 40)', [replace('value.npy', zeros([1, 85, 2, 8])), B2QHLP],
+    'D/value.npy: shape (1, 85, 2, 8) has L = 85, expected 84 (the sum of H*W over D/spatial_shapes.npy) (B, L, N_h, C_h) per --value-layout BLNC; also: ' + fill(LOC_B2QHLP_TEXT, '(1, 16, N_h, 3, 7, 2)')],
+  ['value in the other layout too', [replace('value.npy', zeros([1, 2, 84, 8])), B2QHLP],
+    'D/value.npy: shape (1, 2, 84, 8) has L = 2, expected 84 (the sum of H*W over D/spatial_shapes.npy) (B, L, N_h, C_h) per --value-layout BLNC; --value-layout BNLC makes the shapes fit; also: ' + fill(LOC_B2QHLP_TEXT, '(1, 16, N_h, 3, 7, 2)')],
+  ['value 3-d, locations ending in 3', [replace('value.npy', zeros([84, 2, 8])), LOC_3],
+    'D/value.npy: shape (84, 2, 8), expected 4 dimensions (B, L, N_h, C_h) per --value-layout BLNC; also: ' + fill(LOC_3_TEXT, '(B, 16, N_h, 3, 7, 2)')],
+  ['value L off by one, locations truncated: the unreadable file first', [replace('value.npy', zeros([1, 85, 2, 8])), truncate('sampling_locations.npy')],
+    "D/sampling_locations.npy: truncated: shape (1, 16, 2, 3, 7, 2) of '<f4' needs 5376 data bytes, the file has 72; also: D/value.npy: shape (1, 85, 2, 8) has L = 85, expected 84 (the sum of H*W over D/spatial_shapes.npy) (B, L, N_h, C_h) per --value-layout BLNC"],
+  ['value and weights disagree on N_h: not held against grad_output', [replace('value.npy', zeros([1, 84, 3, 8])), LOC_3],
+    fill(WEIGHTS_TEXT, '(1, 16, 2, 3, 7)', '(1, N_q, 3, 3, N_p)') + '; also: ' + fill(LOC_3_TEXT, '(1, N_q, N_h, 3, N_p, 2)')],
+  ['weights 4-d, locations ending in 3', [replace('attention_weights.npy', zeros([1, 16, 2, 3])), LOC_3],
+    fill(WEIGHTS_TEXT, '(1, 16, 2, 3)', '(1, N_q, 2, 3, N_p)') + '; also: ' + fill(LOC_3_TEXT, '(1, N_q, 2, 3, N_p, 2)')],
+  ['a level of height 0, locations ending in 3', [replace('spatial_shapes.npy', { data: new BigInt64Array([8n, 8n, 0n, 4n, 2n, 2n]), shape: [3, 2] }), LOC_3],
+    'D/spatial_shapes.npy: row 1 is (0, 4), expected H >= 1 and W >= 1; also: ' + fill(LOC_3_TEXT, '(1, 16, 2, N_l, 7, 2)')],
+  ['level starts and locations', [replace('level_start_index.npy', { data: new BigInt64Array([0n, 5n, 80n]), shape: [3] }), LOC_3],
+    fill(LOC_3_TEXT, '(1, 16, 2, 3, 7, 2)') + '; also: D/level_start_index.npy: level_start_index[1] is 5, expected 64 (sum of H*W over levels 0..0)'],
+  ['locations and grad_output', [LOC_3, replace('grad_output.npy', zeros([1, 16, 15]))],
+    fill(LOC_3_TEXT, '(1, 16, 2, 3, 7, 2)') + '; also: D/grad_output.npy: shape (1, 16, 15), expected (1, 16, 16) = (B, N_q, N_h*C_h)'],
+];
+
+test('every bad file named in one run, shape problems too: the same line from both CLIs', async () => {
+  const good = `${root}/pairs-good`;
+  assert.equal((await js(['make-case', '--out', good])).status, 0);
+  for (const [what, edits, text] of BAD_PAIRS) {
+    const dir = `${root}/pairs`, out = `${root}/pairs-out`;
+    rmSync(dir, { recursive: true, force: true });
+    cpSync(good, dir, { recursive: true });
+    for (const e of edits) e(dir);
+    const args = ['backward', '--in', dir, '--out', out];
+    const n = native(args);
+    const j = await js(args);
+    assert.equal(j.err, `msda: ${text.replaceAll('D/', `${dir}/`)}\n`, what);
+    assert.equal(j.status, 2, what);
+    assert.deepEqual([n.status, n.err], [j.status, j.err], `${what}: the native CLI says the same`);
+    assert.ok(!existsSync(out), `${what}: no outputs`);
+  }
+});
+
+test('--threads past what a wasm instance runs (65..4096; >1 on wasm-scalar): the same bytes, nothing on stderr', () => {
+  const dir = `${root}/threads`;
+  writeCase(dir, GOOD);
+  const want = bin(['backward', '--in', dir, '--out', `${dir}/one`]);
+  assert.equal(want.status, 0, want.err);
+  for (const [threads, backend] of [['65', 'wasm'], ['4096', 'wasm'], ['3', 'wasm-scalar']]) {
+    const r = bin(['backward', '--in', dir, '--out', `${dir}/many`, '--threads', threads, '--backend', backend]);
+    assert.equal(r.status, 0, r.err);
+    assert.equal(r.err, '', `--threads ${threads} --backend ${backend}: no second stderr line`);
+    for (const name of OUTPUTS.slice(1)) {
+      assert.deepEqual(readFileSync(`${dir}/many/${name}.npy`), readFileSync(`${dir}/one/${name}.npy`), `${threads} ${name}`);
     }
   }
 });

@@ -158,7 +158,7 @@ const streamLayout = (dims, L, NL, window) => [{
 
 // The windows streamForward uses for msda.forward(args), batch by batch.
 function windowsOf(args) {
-  const { problem, inputs } = problemFromTensors('forward', args, false);
+  const { problem, inputs } = problemFromTensors('forward', args);
   return Array.from({ length: problem.batch },
     (_, b) => forwardWindows(problem, inputs.samplingLocations, inputs.attentionWeights, b));
 }
@@ -191,7 +191,7 @@ test('queries that sample all over the image: windows in index order, the bits o
       assert.equal(seen.runs, DIMS.B, `${context}: a kernel call per window`);
       assert.equal(msda.wasm.heapInUse(), heap, `${context}: the block is freed`);
       // Windows of 1024 (three a batch, the last partial; non-finite samples at their edges).
-      const { problem, inputs } = problemFromTensors('forward', c.args, false);
+      const { problem, inputs } = problemFromTensors('forward', c.args);
       const small = watch(msda);
       try {
         const data = streamForward(msda._backend, problem, inputs, { window: FORWARD_WINDOW, scattered: FORWARD_WINDOW });

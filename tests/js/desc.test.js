@@ -20,7 +20,8 @@ test('problem description: makeProblem writes each value to its named slot', () 
     paddingMode: 'border', threads: 3 });
   const at = (name) => Number(p.desc[DESC[name]]);
   assert.deepEqual([at('batch'), at('numQueries'), at('numHeads'), at('channels'), at('numLevels'), at('numPoints'),
-    at('valueLength'), at('valueLayout'), at('locationsLayout'), at('alignCorners'), at('padding'), at('threads')],
-  [2, 3, 4, 5, 2, 6, 146, 1, 1, 1, 1, 3]);
+    at('valueLength'), at('valueLayout'), at('locationsLayout'), at('alignCorners'), at('padding'), at('threads'),
+    at('valueDtype')],
+  [2, 3, 4, 5, 2, 6, 146, 1, 1, 1, 1, 3, 0]);
   assert.deepEqual([...p.desc.slice(DESC.header)].map(Number), [7, 8, 9, 10, 0, 56]);
 });

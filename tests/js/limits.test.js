@@ -10,6 +10,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { init } from '../../bindings/index.js';
+import { DESC } from '../../bindings/core/problem.js';
 
 const wasmFile = (simd) => new URL(`../../dist/${simd ? 'msda-simd' : 'msda-scalar'}.wasm`, import.meta.url);
 // A fresh instance whose allocator has made its first region (its in-use count then settles).
@@ -34,7 +35,7 @@ function blockBytes(dims, mode) {
     output: B * Q * H * C };
   Object.assign(elements, { gradOutput: elements.output, gradValue: elements.value,
     gradSamplingLocations: elements.samplingLocations, gradAttentionWeights: elements.attentionWeights });
-  return 64 + align(8 * (12 + 3 * NL)) + TENSORS[mode].reduce((s, t) => s + align(4 * elements[t]), 0);
+  return 64 + align(8 * (DESC.header + 3 * NL)) + TENSORS[mode].reduce((s, t) => s + align(4 * elements[t]), 0);
 }
 
 // The largest numQueries whose block is at most `bytes`.

@@ -131,3 +131,79 @@ test('loadStateDict: too few numbers, an int32 or bool tensor, a disposed tensor
   tf.dispose([cases[1][0], cases[2][0], edited]);
   layer.dispose();
 });
+
+// A .npy file written the way NumPy writes float64 (np.save of a torch tensor's .numpy()
+// without .float()).
+function f8Npy(values, shape) {
+  const header = `{'descr': '<f8', 'fortran_order': False, 'shape': (${shape.join(', ')},), }`;
+  const pad = 64 - ((10 + header.length + 1) % 64);
+  const text = `${header}${' '.repeat(pad % 64)}\n`;
+  const bytes = new Uint8Array(10 + text.length + values.length * 8);
+  bytes.set([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, 1, 0, text.length & 255, text.length >> 8]);
+  bytes.set(new TextEncoder().encode(text), 10);
+  new Float64Array(bytes.buffer, 10 + text.length).set(values);
+  return bytes;
+}
+
+test('loadStateDict says what went wrong as torch would: a <f8 file named with the astype hint, a prefix without its dot, every missing and unexpected key', async () => {
+  await tf.setBackend('cpu');
+  const layer = new MSDeformAttn({ d_model: 4, n_heads: 2, n_levels: 1, n_points: 1, seed: 3 });
+  const before = layer.stateDict();
+  const P = 'transformer.encoder.layers.0.self_attn';
+  const npy = (prefix) => Object.fromEntries(Object.entries(before).map(([k, v]) => [prefix + k, serializeNpy(v)]));
+  // A float64 file: the parameter's name, the dtype and how to convert (was a bare NpyError).
+  const f8 = { ...npy(''), 'output_proj.bias': f8Npy([1, 2, 3, 4], [4]) };
+  assert.throws(() => layer.loadStateDict(f8), (e) => e instanceof TypeError
+    && /^loadStateDict: output_proj\.bias: unsupported dtype '<f8', expected .* \(convert it first: x\.astype\(np\.float32\) in NumPy/.test(e.message), 'the <f8 file');
+  // Other damage in a file: named too, still an NpyError.
+  const cut = { ...npy(''), 'output_proj.bias': serializeNpy(before['output_proj.bias']).slice(0, 20) };
+  assert.throws(() => layer.loadStateDict(cut), (e) => e.name === 'NpyError' && /^loadStateDict: output_proj\.bias: /.test(e.message));
+  // The prefix without its trailing dot: the dotted guess, and the keys torch would list.
+  const dict = npy(`${P}.`);
+  assert.throws(() => layer.loadStateDict(dict, { prefix: P }), (e) => e instanceof RangeError
+    && e.message.startsWith(`loadStateDict: missing parameter '${P}sampling_offsets.weight' (shape [4, 4]); missing key(s) in state_dict: "${P}sampling_offsets.weight", "${P}sampling_offsets.bias",`)
+    && e.message.includes(`; did you mean '${P}.'? `)
+    && e.message.includes(`; unexpected key(s) in state_dict: "${P}.sampling_offsets.weight", "${P}.sampling_offsets.bias", `), 'no trailing dot');
+  // One missing and two unexpected: all named.
+  const { 'value_proj.bias': _, ...rest } = npy('');
+  assert.throws(() => layer.loadStateDict({ ...rest, 'value_proj.scale': rest['value_proj.weight'], extra: rest['value_proj.weight'] }),
+    /^RangeError: loadStateDict: missing parameter 'value_proj\.bias' \(shape \[4\]\); unexpected key\(s\) in state_dict: "value_proj\.scale", "extra"$/);
+  assert.deepEqual(layer.stateDict(), before, 'nothing assigned');
+  layer.loadStateDict(dict, { prefix: `${P}.` });
+  assert.deepEqual(layer.stateDict(), before);
+  layer.dispose();
+});
+
+// tfjs-core alone registers no gradient for tf.sum or tf.mul: the natural weight-gradient loss
+// fails in tfjs's backward, which leaves its tape (and the op's saved tensors) behind. The next
+// op or layer call frees them, and the docs' recipe (docs/tfjs.md "Training") gives the same
+// gradients as before the failure.
+test('after a tf.variableGrads that fails in tfjs-core, the next call frees what tfjs left and the tf.grads recipe gives the same gradients', async () => {
+  await tf.setBackend('cpu');
+  const layer = new MSDeformAttn({ d_model: 8, n_heads: 2, n_levels: 1, n_points: 1, seed: 5 });
+  const q = tf.randomUniform([1, 3, 8], 0, 1, 'float32', 1), ref = tf.randomUniform([1, 3, 1, 2], 0, 1, 'float32', 2);
+  const input = tf.randomUniform([1, 16, 8], 0, 1, 'float32', 3), dy = tf.randomUniform([1, 3, 8], 0, 1, 'float32', 4);
+  const weights = layer.trainableWeights;
+  const recipe = () => tf.grads((..._) => layer.apply(q, ref, input, [[4, 4]]))(weights, dy);
+  const first = recipe();
+  const bits = first.map((g) => Array.from(g.dataSync()));
+  tf.dispose(first);
+  const n = tf.memory().numTensors;
+  for (const next of ['recipe', 'forward']) {
+    // (in a tidy, which frees the loss tfjs made and never returned; the kept copies it leaves)
+    assert.throws(() => tf.tidy(() => tf.variableGrads(() => tf.sum(tf.mul(layer.apply(q, ref, input, [[4, 4]]), dy)))),
+      /gradient function not found/);
+    assert.ok(tf.memory().numTensors > n, 'tfjs left its tape behind');
+    if (next === 'recipe') {
+      const again = recipe();
+      assert.deepEqual(again.map((g) => Array.from(g.dataSync())), bits, 'the same gradients');
+      tf.dispose(again);
+    } else {
+      tf.dispose(layer.apply(q, ref, input, [[4, 4]]));
+    }
+    assert.equal(tf.memory().numTensors, n, `${next} after the failure: nothing of the failed call left`);
+    assert.equal(tf.engine().state.activeTape, null);
+  }
+  tf.dispose([q, ref, input, dy]);
+  layer.dispose();
+});

@@ -250,9 +250,9 @@ test('bad input: errors name the argument, the expected and the actual value, an
   const cases = [
     [() => msDeformAttn(vInt, l, w, { spatialShapes }), TypeError, /Argument 'value' passed to 'msDeformAttn' must be float32 tensor, but got int32 tensor/],
     [() => msDeformAttn(v, 'x', w, { spatialShapes }), TypeError, /Argument 'samplingLocations' passed to 'msDeformAttn' must be a Tensor or TensorLike, but got the string "x"/],
-    [() => msDeformAttn(vLong, l, w, { spatialShapes }), RangeError, /value has shape \[1, 21, 2, 4\], expected \[B, L, N_h, C_h\] = \[B, 20, N_h, C_h\]/],
-    [() => msDeformAttn(v, lBad, w, { spatialShapes }), RangeError, /samplingLocations has shape \[1, 3, 2, 2, 2, 3\], expected \[B, N_q, N_h, N_l, N_p, 2\] = \[1, N_q, 2, 2, N_p, 2\]/],
-    [() => msDeformAttn(v, l, wBad, { spatialShapes }), RangeError, /attentionWeights has shape \[1, 3, 2, 2, 1\], expected \[B, N_q, N_h, N_l, N_p\] = \[1, 3, 2, 2, 2\]/],
+    [() => msDeformAttn(vLong, l, w, { spatialShapes }), RangeError, /^msDeformAttn: value\.shape is \[1, 21, 2, 4\], expected \[B, 20, N_h, C_h\] \(L must be 20; L = 20 is the sum of H\*W over spatialShapes\)$/],
+    [() => msDeformAttn(v, lBad, w, { spatialShapes }), RangeError, /^msDeformAttn: samplingLocations\.shape is \[1, 3, 2, 2, 2, 3\], expected \[1, N_q, 2, 2, N_p, 2\]/],
+    [() => msDeformAttn(v, l, wBad, { spatialShapes }), RangeError, /^msDeformAttn: attentionWeights\.shape is \[1, 3, 2, 2, 1\], expected \[1, 3, 2, 2, 2\] \(N_p must be 2; /],
     [() => msDeformAttn(v, l, w), TypeError, /options is missing/],
     [() => msDeformAttn(v, l, w, {}), TypeError, /spatialShapes is missing/],
     [() => msDeformAttn(v, l, w, { spatialShapes, padding: 'zeros' }), TypeError, /unknown option 'padding'/],
@@ -260,11 +260,21 @@ test('bad input: errors name the argument, the expected and the actual value, an
     [() => msDeformAttn(v, l, w, { spatialShapes: [[4, 0], [2, 2]] }), RangeError, /spatialShapes\[0\] is \[4, 0\]/],
     [() => msDeformAttn(v, l, w, { spatialShapes: [['4', 4], [2, 2]] }), TypeError, /spatialShapes\[0\]\[0\] is the string "4", expected an integer/],
     [() => msDeformAttn(v, l, w, { spatialShapes, levelStartIndex: [0, 15] }), RangeError, /levelStartIndex is \[0, 15\], expected \[0, 16\]/],
-    [() => msDeformAttnBackward(dyBad, v, l, w, { spatialShapes }), RangeError, /dy has shape \[1, 3, 7\], expected \[B, N_q, N_h\*C_h\] = \[1, 3, 8\]/],
+    [() => msDeformAttnBackward(dyBad, v, l, w, { spatialShapes }), RangeError, /^msDeformAttnBackward: dy\.shape is \[1, 3, 7\], expected \[1, 3, 8\] \(N_h\*C_h must be 8; /],
     [() => setMsda({}), TypeError, /setMsda: instance is Object/],
   ];
   for (const [call, type, message] of cases) {
     assert.throws(call, (e) => e instanceof type && message.test(e.message), `${message}`);
+  }
+  // The shapes are derived and checked by the core (core/problem.js readShapes): the JS API's words.
+  const api = getMsda();
+  const plain = (t) => ({ data: t.dataSync(), shape: t.shape });
+  for (const [op, args] of [[() => msDeformAttn(vLong, l, w, { spatialShapes }), { value: vLong, samplingLocations: l, attentionWeights: w }],
+    [() => msDeformAttn(v, lBad, w, { spatialShapes }), { value: v, samplingLocations: lBad, attentionWeights: w }],
+    [() => msDeformAttn(v, l, wBad, { spatialShapes }), { value: v, samplingLocations: l, attentionWeights: wBad }]]) {
+    const caught = (f) => { try { f(); } catch (e) { return e; } assert.fail('did not throw'); };
+    const a = caught(() => api.forward({ spatialShapes, ...Object.fromEntries(Object.entries(args).map(([k, t]) => [k, plain(t)])) }));
+    assert.equal(caught(op).message.replace(/^msDeformAttn: /, ''), a.message.replace(/^forward: /, ''));
   }
   assert.equal(tf.memory().numTensors, n, 'no tensors of the failed calls are left behind');
   assert.equal(getMsda().wasm.heapInUse(), heap);
@@ -284,11 +294,11 @@ test('the layer\'s apply: shape errors name the tensor and what was expected, an
     tf.zeros([1, 19], 'bool')];
   const n = tf.memory().numTensors;
   for (const [call, message] of [
-    [() => layer.apply(tf.zeros([1, 3, 6]), ref, input, shapes), /query has shape \[1, 3, 6\], expected \[N, Len_q, d_model\] = \[N, Len_q, 8\]/],
-    [() => layer.apply(q, ref3, input, shapes), /referencePoints has shape \[1, 3, 2, 3\], expected \[N, Len_q, n_levels, 2 or 4\] = \[1, 3, 2, 2 or 4\]/],
-    [() => layer.apply(q, ref, tf.zeros([1, 21, 8]), shapes), /inputFlatten has shape \[1, 21, 8\], expected \[N, Len_in, d_model\] = \[1, 20, 8\]/],
+    [() => layer.apply(tf.zeros([1, 3, 6]), ref, input, shapes), /^MSDeformAttn: query\.shape is \[1, 3, 6\], expected \[N, Len_q, 8\] \(d_model must be 8\)$/],
+    [() => layer.apply(q, ref3, input, shapes), /^MSDeformAttn: referencePoints\.shape is \[1, 3, 2, 3\], expected \[1, 3, 2, 2 or 4\] \(\[N, Len_q, n_levels, 2 or 4\]/],
+    [() => layer.apply(q, ref, tf.zeros([1, 21, 8]), shapes), /^MSDeformAttn: inputFlatten\.shape is \[1, 21, 8\], expected \[1, 20, 8\] \(Len_in must be 20; /],
     [() => layer.apply(q, ref, input, [[4, 4]]), /inputSpatialShapes has 1 levels, expected n_levels = 2/],
-    [() => layer.apply(q, ref, input, shapes, null, mask), /inputPaddingMask has shape \[1, 19\], expected \[N, Len_in\] = \[1, 20\]/],
+    [() => layer.apply(q, ref, input, shapes, null, mask), /^MSDeformAttn: inputPaddingMask\.shape is \[1, 19\], expected \[1, 20\] \(Len_in must be 20; /],
   ]) {
     assert.throws(call, (e) => e instanceof RangeError && message.test(e.message), String(message));
   }
@@ -403,6 +413,28 @@ test('npm pack + install next to the user\'s tfjs-core: ms-deform-attn/tfjs impo
     `);
     const r = await run(process.execPath, ['use.mjs'], { cwd: dir });
     assert.deepEqual(JSON.parse(r.stdout), { out: [2], y: [1, 2, 4], same: true });
+    // docs/tfjs.md's Training recipe, as the package ships it, run as written on .npy inputs.
+    const doc = await readFile(path.join(dir, 'node_modules/ms-deform-attn/docs/tfjs.md'), 'utf8');
+    const recipe = doc.split('\n## Training\n')[1]?.match(/```js\n([\s\S]*?)```/)?.[1];
+    assert.ok(recipe, 'docs/tfjs.md has a Training section with a js block');
+    const { serializeNpy } = await import('../../bindings/npy.js');
+    await mkdir(path.join(dir, 'inputs'));
+    const r2 = rng(40);
+    const npy = (shape, lo, hi) => serializeNpy({ data: Float32Array.from({ length: shape.reduce((a, b) => a * b) }, () => r2.uniform(lo, hi)), shape });
+    for (const [name, shape, lo, hi] of [['query', [1, 10, 32], -1, 1], ['reference_points', [1, 10, 2, 2], 0.1, 0.9],
+      ['input_flatten', [1, 80, 32], -1, 1], ['target', [1, 10, 32], -0.5, 0.5]]) {
+      await writeFile(path.join(dir, 'inputs', `${name}.npy`), npy(shape, lo, hi));
+    }
+    await writeFile(path.join(dir, 'train.mjs'), `${recipe}
+console.log(JSON.stringify({ grads: grads.map((g) => g.shape), weights: attn.trainableWeights.map((v) => v.shape) }));`);
+    const t = await run(process.execPath, ['train.mjs'], { cwd: dir });
+    const lines = t.stdout.trim().split('\n');
+    const losses = lines.filter((l) => l.startsWith('step ')).map((l) => Number(l.split('loss ')[1]));
+    assert.equal(losses.length, 4, t.stdout);
+    assert.ok(losses.every(Number.isFinite) && losses[3] < losses[0], `the loss goes down: ${losses}`);
+    const { grads, weights } = JSON.parse(lines.at(-1));
+    assert.equal(grads.length, 8, 'a gradient for each of the eight parameters');
+    assert.deepEqual(grads, weights, 'each of its parameter\'s shape');
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

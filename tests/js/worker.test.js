@@ -208,3 +208,77 @@ test('initNative and init share nothing with a worker: a worker instance does no
   assert.ok(here.forward(args).data.length > 0, 'this thread\'s native instance still works');
   here.dispose();
 });
+
+// A problem prepared in the worker: its tensors stay there, each call sends only the inputs that
+// changed (the rest are what the worker's heap holds from the calls before) and gets its results
+// transferred back as arrays of its own; the synchronous API's bits, on every option combination.
+test('w.prepare(problem): calls send only what changed, results come back as arrays of their own, the bits of the synchronous API', async () => {
+  for (const options of [{}, { threads: 2 }, { backend: 'native' }]) {
+    const sync = await init(options);
+    const w = await initWorker(options);
+    try {
+      for (const [i, combo] of OPTION_COMBOS.entries()) {
+        const { args, gradOutput, dims } = randomCase(300 + i, combo);
+        const next = randomCase(300 + i, combo);   // the same sizes
+        const problem = { batch: dims.B, numQueries: dims.Q, numHeads: dims.H, channels: dims.C, numPoints: dims.P,
+          spatialShapes: args.spatialShapes, ...combo };
+        const p = await w.prepare(problem);
+        assert.equal(p.mode, 'both');
+        assert.deepEqual(p.shapes.value, args.value.shape);
+        const first = await p.forward({ value: args.value, samplingLocations: args.samplingLocations.data, attentionWeights: args.attentionWeights });
+        assert.deepEqual(first, sync.forward(args), `${w.backend} prepared forward, seed ${300 + i}`);
+        assert.ok(first.data.buffer instanceof ArrayBuffer && first.data.byteOffset === 0 && first.data.buffer.byteLength === first.data.byteLength,
+          'an array of its own');
+        // Only the weights change: value and locations are the worker's from the call before.
+        const weights = { data: new Float32Array(next.args.attentionWeights.data), shape: args.attentionWeights.shape };
+        const changed = { ...args, attentionWeights: weights };
+        assert.deepEqual(await p.forward({ attentionWeights: weights }), sync.forward(changed), `only attentionWeights sent, seed ${300 + i}`);
+        assert.equal(weights.data.length, args.attentionWeights.data.length, 'copied by default: the caller keeps its array');
+        assert.deepEqual(await p.backward({ gradOutput }), sync.backward({ ...changed, gradOutput }), `backward, gradOutput sent, seed ${300 + i}`);
+        // Moved with { transfer: true }: detached here.
+        const moved = new Float32Array(next.args.samplingLocations.data);
+        const after = { ...changed, samplingLocations: { data: new Float32Array(moved), shape: args.samplingLocations.shape } };
+        const grads = await p.backward({ samplingLocations: moved }, { transfer: true });
+        assert.equal(moved.length, 0, 'transferred');
+        assert.deepEqual(grads, sync.backward({ ...after, gradOutput }), `transferred locations, seed ${300 + i}`);
+        await p.dispose();
+        assert.equal(p.disposed, true);
+        await assert.rejects(p.forward({}), { message: 'ms-deform-attn: forward on a disposed prepared problem' });
+      }
+    } finally {
+      await w.terminate();
+      sync.dispose();
+    }
+  }
+});
+
+test('w.prepare(problem): the synchronous prepare\'s errors, a wrong input named, a mode it was not prepared for, terminate()', async () => {
+  const sync = await init();
+  const w = await initWorker();
+  const problem = { batch: 1, numQueries: 2, numHeads: 1, channels: 4, numPoints: 1, spatialShapes: [[2, 2]] };
+  try {
+    const messageOf = (f) => { try { f(); } catch (e) { return `${e.constructor.name}: ${e.message}`; } return 'no error'; };
+    for (const [bad, options] of [[{ ...problem, batch: 0 }, undefined], [problem, { mode: 'sideways' }], [problem, { mod: 'forward' }], [problem, 'forward']]) {
+      const here = messageOf(() => sync.prepare(bad, options));
+      const there = await w.prepare(bad, options).then(() => 'no error', (e) => `${e.constructor.name}: ${e.message}`);
+      assert.equal(there, here);
+    }
+    const p = await w.prepare(problem, { mode: 'forward' });
+    await assert.rejects(p.backward({}), { message: "ms-deform-attn: backward on a problem prepared for 'forward'" });
+    await assert.rejects(p.forward({ gradOutput: new Float32Array(8) }), { name: 'TypeError', message: "forward: unknown input 'gradOutput', expected value, samplingLocations, attentionWeights" });
+    await assert.rejects(p.forward({ value: new Float32Array(3) }), { name: 'RangeError', message: "forward: value has 3 elements, expected 16 ([1, 4, 1, 4], the prepared problem's)" });
+    await assert.rejects(p.forward({ value: { data: new Float32Array(16), shape: [1, 1, 4, 4] } }), { name: 'RangeError', message: "forward: value.shape is [1, 1, 4, 4], expected [1, 4, 1, 4] (the prepared problem's)" });
+    await assert.rejects(p.forward({ value: new Float64Array(16) }), { name: 'TypeError', message: /^forward: value is Float64Array, expected a Float32Array of 16 elements/ });
+    await assert.rejects(p.forward([]), { name: 'TypeError', message: /^forward: inputs is an Array, expected an object/ });
+    const done = await p.forward({ value: new Float32Array(16).fill(1), samplingLocations: new Float32Array(4).fill(0.5), attentionWeights: new Float32Array(2).fill(1) });
+    assert.deepEqual(Array.from(done.data), [1, 1, 1, 1, 1, 1, 1, 1]);
+    const pending = assert.rejects(p.forward({}), /pending on a terminated worker/);
+    await w.terminate();
+    await pending;
+    await assert.rejects(p.forward({}), /forward on a terminated worker/);
+    await p.dispose();   // its memory went with the worker
+  } finally {
+    await w.terminate();
+    sync.dispose();
+  }
+});

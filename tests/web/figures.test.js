@@ -45,6 +45,31 @@ function reading(s, l, p) {
     samplingLocations: { data: new Float32Array(s.loc), shape: [1, 1, NH, NL, NP, 2] }, attentionWeights: { data: w, shape: [1, 1, NH, NL, NP] } }).data;
 }
 
+// Step 2's caption says what the squares show: the reading's own colour, sized by the weight
+// (a square is not the reading times its weight: changing a weight resizes it, its colour stays).
+test('step 2: the caption matches the squares: a weight changes its square\'s size, never its colour', async () => {
+  await page.click('#reset');
+  // The lightest point's square (a square's side follows its weight over the heaviest's, so
+  // raising the heaviest would change nothing), raised to be the heaviest.
+  const terms = () => page.$$eval('#sum-grid .term', (ts) => ts.map((t) => {
+    const c = t.querySelector('.chip'), s = t.querySelector('input');
+    return { id: s.id, w: Number(s.value), colour: getComputedStyle(c).backgroundColor, size: c.getBoundingClientRect().width };
+  }));
+  const light = (await terms()).reduce((a, b) => (b.w < a.w ? b : a));
+  await page.$eval(`#${light.id}`, (el) => { el.value = '0.95'; el.dispatchEvent(new Event('change')); });
+  await page.waitForFunction(([id, size]) => document.getElementById(id).closest('.term').querySelector('.chip').getBoundingClientRect().width !== size,
+    [light.id, light.size]);
+  const after = (await terms()).find((t) => t.id === light.id);
+  assert.ok(after.w > light.w, `the weight rose: ${light.w} -> ${after.w}`);
+  assert.ok(after.size > light.size, `a heavier weight, a larger square: ${light.size} -> ${after.size}`);
+  assert.equal(after.colour, light.colour, 'the square keeps the reading\'s colour');
+  const caption = await page.textContent('.sum-key');
+  assert.doesNotMatch(caption, /square is that point's reading[^;]*times its weight/);
+  assert.match(caption.replace(/\s+/g, ' '), /Each square shows that point's reading in its colour .*its size the point's weight/);
+  assert.equal(await page.getAttribute('#sum-grid', 'aria-label'), "Each point's reading, sized by its weight");
+  await page.click('#reset');
+});
+
 test('step 2: the pyramid shows the points where they sample, sized by weight; dragging one moves it and its reading', async () => {
   await page.click('#reset');
   const s = await state();
@@ -283,4 +308,43 @@ test('1280×800 and 390×844: maps aligned, nothing under the pinned bar, no ove
     }
   }
   await page.evaluate(() => document.querySelectorAll('details').forEach((d) => { d.open = false; }));
+});
+
+// The playground at 1280×800: the sticky Step/Play bar covers no row of the weights table and no
+// part of "Under the hood" at any scroll position, open or closed; opened, "Under the hood" takes
+// the playground's whole width below the bar, with no blank area beside it.
+test('1280×800: the Step/Play bar never covers the weights table or Under the hood; the opened panel leaves no blank area', async () => {
+  await page.setViewportSize({ width: 1280, height: 800 });
+  for (const open of [false, true]) {
+    await page.evaluate((o) => { document.getElementById('hood').open = o; }, open);
+    const covered = await page.evaluate(async () => {
+      const pg = document.getElementById('playground');
+      const top = pg.getBoundingClientRect().top + scrollY;
+      const hits = [];
+      for (let y = top - innerHeight; y < top + pg.offsetHeight; y += 10) {
+        window.scrollTo(0, y);
+        await new Promise((r) => requestAnimationFrame(r));
+        const bar = document.getElementById('controls').getBoundingClientRect();
+        for (const el of document.querySelectorAll('#points > *, #points-legend, .bars-key, #hood > *')) {
+          const r = el.getBoundingClientRect();
+          const overlap = Math.min(r.right, bar.right) > Math.max(r.left, bar.left) && Math.min(r.bottom, bar.bottom) > Math.max(r.top, bar.top);
+          if (overlap && r.height > 0) hits.push(`${el.id || el.className || el.tagName} at scroll ${Math.round(y - top)}`);
+        }
+      }
+      return hits;
+    });
+    assert.deepEqual(covered.slice(0, 5), [], `hood ${open ? 'open' : 'closed'}: the bar covers these`);
+  }
+  const boxes = await page.evaluate(() => Object.fromEntries(['playground', 'hood', 'controls'].map((id) => {
+    const r = document.getElementById(id).getBoundingClientRect();
+    return [id, { left: r.left, right: r.right, top: r.top, bottom: r.bottom }];
+  })));
+  const main = await page.$eval('.pg-main', (e) => e.getBoundingClientRect().bottom);
+  const side = await page.$eval('.pg-side', (e) => e.getBoundingClientRect().bottom);
+  assert.ok(boxes.hood.top >= boxes.controls.bottom, 'the panel is below the bar');
+  assert.ok(boxes.hood.top - Math.max(side, boxes.controls.bottom) < 40, `no blank area above the panel: ${JSON.stringify({ boxes, main, side })}`);
+  assert.ok(boxes.hood.right - boxes.hood.left > 0.9 * (boxes.playground.right - boxes.playground.left), 'the panel spans the playground');
+  await page.locator('#hood').scrollIntoViewIfNeeded();
+  await page.screenshot({ path: screenshotPath('hood-1280x800.png') });
+  await page.evaluate(() => { document.getElementById('hood').open = false; });
 });

@@ -6,6 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { SWIFTSHADER_ICD, backends, compare, firstDiff, nonFiniteCase, problem, sameBits, totals } from './helpers.js';
 import { OPTION_COMBOS, randomCase, rng } from '../js/helpers.js';
+import { PADDING_MODES } from '../../bindings/core/args.js';
 
 let gpu, wasm;
 before(async () => ({ gpu, wasm } = await backends()));
@@ -68,7 +69,7 @@ test('forward and backward against wasm SIMD: awkward sizes, levels wider than 1
     ['one wide level of three, C 8', { shapes: [[3, 3], [2, 1500], [2, 2]], C: 8, Q: 20, P: 3, lo: -0.01, hi: 1.01 }],
   ];
   for (const alignCorners of [false, true]) {
-    for (const paddingMode of ['zeros', 'border']) {
+    for (const paddingMode of PADDING_MODES) {
       // sides past 1024: the CPU's double positions, integers here
       cases.push([`wide ${alignCorners} ${paddingMode}`, { shapes: [[2, 1500], [1030, 2]], C: alignCorners ? 4 : 2, Q: 40, P: 4, H: 1, lo: -0.01, hi: 1.01, alignCorners, paddingMode }]);
     }
@@ -84,7 +85,7 @@ test('forward and backward against wasm SIMD: awkward sizes, levels wider than 1
 test('levels wider than 1024: coordinates down to 2^-80, where the CPU\'s doubles round, give its bits', async () => {
   const r = rng(320);
   for (const alignCorners of [false, true]) {
-    for (const paddingMode of ['zeros', 'border']) {
+    for (const paddingMode of PADDING_MODES) {
       const Q = 96, shapes = [[2, 3000], [1100, 1]];
       const locs = new Float32Array(Q * 2 * 2);
       for (let i = 0; i < locs.length; i++) {

@@ -1,5 +1,6 @@
 // grad_value's order on WebGPU: the CPU backward's walk by place (src/kernel/walks.h), its grid
-// of cells, queries crowding a few pixels (every element wasm SIMD's bits), and the query order's
+// of cells, queries crowding a few pixels (every element wasm SIMD's bits; the query order's
+// histogram summed by orderWalk or scanned before it), the query order's
 // histogram counted a range at a time where it does not fit one buffer, and every sample on one
 // place (the sort's passes).
 import { test, before, after } from 'node:test';
@@ -7,6 +8,7 @@ import assert from 'node:assert/strict';
 import { backends, compare, crowdCase, firstDiff, problem, sameBits } from './helpers.js';
 import { sampleGrid, sortDigits } from '../../bindings/webgpu/plan.js';
 import { SCAN_FLAT } from '../../bindings/webgpu/kernels/scan.js';
+import { ORDER_FUSED } from '../../bindings/webgpu/kernels/walks.js';
 import { SCAN_BLOCK } from '../../bindings/webgpu/kernels/problem.js';
 
 let gpu, wasm;
@@ -35,7 +37,12 @@ test("grad_value's order: the CPU walk by place (src/kernel/walks.h), queries cr
     ['places on a cell edge (integer mean, truncation)', { kind: 'edges', shapes: [[4, 4]], Q: 120, P: 3, H: 1, B: 1, zeros: 0 }],
     // more than MSDA_ORDER_CHUNK (32768) queries: two index ranges, each sorted on its own
     ['two ranges of queries', { kind: 'spread', shapes: [[16, 16]], B: 1, Q: 33000, P: 1, H: 1, C: 1 }],
+    // a histogram of 8,001 cells x 3 tiles: more than ORDER_FUSED blocks, so scanned before
+    // orderWalk (from orderCount's block totals) rather than summed by it; the 2 x 2 level crowded
+    ['an order histogram of more than ORDER_FUSED blocks', { kind: 'decoder', shapes: [[64, 1000], [2, 2]], B: 1, Q: 600, P: 2, H: 1, C: 1 }],
   ];
+  const { bands, cols } = sampleGrid({ spatialShapes: [[64, 1000], [2, 2]] });
+  assert.ok((bands * cols + 1) * 3 > ORDER_FUSED * SCAN_BLOCK);
   let crowded = 0;
   for (const [i, [label, spec]] of cases.entries()) {
     const c = crowdCase(900 + i, spec);

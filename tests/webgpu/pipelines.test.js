@@ -48,7 +48,7 @@ test('pipelines are compiled when a call first needs them, once per variant: ini
     // the backward's, narrow: none of the wide ones
     const grads = await msda.backward({ ...narrow.args, gradOutput: narrow.gradOutput });
     compare('narrow backward', grads, wasm.backward({ ...narrow.args, gradOutput: narrow.gradOutput }), msda.numerics.productsRounded);
-    assert.deepEqual(msda.compiled.slice(4).sort(), ['gather', 'orderCount', 'orderPlace', 'samples narrow', 'scan', 'scanReduce', 'sortCount', 'sortScatter', 'sortTerms']);
+    assert.deepEqual(msda.compiled.slice(4).sort(), ['gather', 'orderCount', 'orderWalk', 'samples narrow', 'scan', 'scanReduce', 'scanTwo', 'sortCount', 'sortScatter', 'sortTerms']);
     assert.deepEqual(asked.slice(3), msda.compiled.slice(4).map((k) => `msda ${k}`));
   } finally {
     msda.dispose();

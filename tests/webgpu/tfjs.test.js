@@ -130,3 +130,29 @@ test('on tfjs-backend-webgpu, getMsda() and ready() give the instance the op run
   msdaTfjs.setMsda(webgpu);
   assert.equal(msdaTfjs.getMsda(), webgpu.device === tf.backend().device ? webgpu : used);
 });
+
+// As on tfjs-backend-cpu and -wasm (tests/js/tfjs-args.test.js), with their messages: the op reads
+// tfjs's own record of each tensor, not its editable .dtype and .shape (an int32 tensor claiming
+// float32 had its bits read as floats, silently; an edited shape named dispatchForward).
+test('tfjs-backend-webgpu: a tensor whose .shape or .dtype was edited is refused with the cpu and wasm messages', async () => {
+  await tf.setBackend('webgpu');
+  msdaTfjs.setMsda(wasm);
+  const v = tf.ones([1, 4, 1, 2]), l = tf.fill([1, 1, 1, 1, 1, 2], 0.5), w = tf.ones([1, 1, 1, 1, 1]);
+  const lied = tf.ones([1, 4, 1, 2]);
+  lied.shape[3] = 4;   // claims 16 floats, holds 8
+  assert.throws(() => msdaTfjs.msDeformAttn(lied, l, w, { spatialShapes: [[2, 2]] }),
+    /^RangeError: msDeformAttn: value has shape \[1, 4, 1, 4\] \(16 elements\) but holds 8 values \(was its shape edited\?\)/);
+  for (const dtype of ['int32', 'bool']) {
+    const edited = tf.ones([1, 4, 1, 2], dtype);
+    edited.dtype = 'float32';
+    assert.throws(() => msdaTfjs.msDeformAttn(edited, l, w, { spatialShapes: [[2, 2]] }),
+      new RegExp(`^TypeError: msDeformAttn: value holds ${dtype} data, expected float32`));
+    const dy = tf.ones([1, 1, 2], dtype);
+    dy.dtype = 'float32';
+    assert.throws(() => msdaTfjs.msDeformAttnBackward(dy, v, l, w, { spatialShapes: [[2, 2]] }),
+      new RegExp(`^TypeError: msDeformAttnBackward: gradOutput holds ${dtype} data, expected float32`));
+    tf.dispose([edited, dy]);
+  }
+  assert.deepEqual(Array.from(await msdaTfjs.msDeformAttn(v, l, w, { spatialShapes: [[2, 2]] }).data()), [1, 1]);
+  tf.dispose([v, l, w, lied]);
+});

@@ -85,7 +85,7 @@ fn scaled_f32(A: vec2<u32>, E: i32) -> f32 {
 // src/kernel/geometry.h axis1: the CPU forms x * S - shift in double, exactly (a float times an integer
 // below 2^29); here the same value as floor + F / 2^K in integers. Coordinates so small that the
 // CPU's doubles round (exponent under -53) follow its roundings on their grids.
-fn axis_wide(coord: f32, S: u32, size: u32, scale: f32, hs: bool, border: bool, degen: bool) -> Ax {
+fn axis_wide(coord: f32, S: u32, size: u32, scale: f32, hs: bool, padding: u32, degen: bool) -> Ax {
   var r = Ax(true, 0, 0.0, scale);
   let bits = bitcast<u32>(coord);
   if ((bits & 0x7fffffffu) > 0x7f800000u) { r.ok = false; return r; }
@@ -146,7 +146,7 @@ fn axis_wide(coord: f32, S: u32, size: u32, scale: f32, hs: bool, border: bool, 
     }
   }
   let positive = large > 0 || (large == 0 && (fl > 0 || (fl == 0 && !zero64(F))));
-  if (border) {
+  if (padding == PADDING_BORDER) {
     if (!(large == 0 && positive && fl < last)) {
       r.gs = 0.0; fl = select(0, last, positive); F = vec2<u32>(0u, 0u); tiny = false;
     }
@@ -162,13 +162,14 @@ fn axis_wide(coord: f32, S: u32, size: u32, scale: f32, hs: bool, border: bool, 
 const NARROW = /* wgsl */ `
 struct Ax { ok: bool, i0: i32, frac: f32, gs: f32 }
 
-// src/kernel/geometry.h axis4: float positions (sides up to 1024).
-fn axis_narrow(coord: f32, scale: f32, shift: f32, last: f32, size: f32, degen: bool, border: bool) -> Ax {
+// src/kernel/geometry.h axis4: float positions (sides up to 1024); padding: the problem's mode
+// (PADDING_*, kernels/problem.js).
+fn axis_narrow(coord: f32, scale: f32, shift: f32, last: f32, size: f32, degen: bool, padding: u32) -> Ax {
   var pos: f32 = 0.0;
   if (!degen) { pos = rounded(coord * scale) - shift; }
   var valid = !is_nan(coord);
   var gs = scale;
-  if (border) {
+  if (padding == PADDING_BORDER) {
     if (!(pos > 0.0 && pos < last)) { gs = 0.0; pos = select(last, 0.0, pos <= 0.0); }
   } else {
     valid = valid && pos >= -1.0 && pos < size;
@@ -182,8 +183,8 @@ fn axis_narrow(coord: f32, scale: f32, shift: f32, last: f32, size: f32, degen: 
 
 const NARROW_AXES = /* wgsl */ `
     let shift = select(0.0, 0.5, hs);
-    ax = axis_narrow(x, (*lv).scale_x, shift, (*lv).last_x, (*lv).size_x, (*lv).degen_x != 0u, border);
-    ay = axis_narrow(y, (*lv).scale_y, shift, (*lv).last_y, (*lv).size_y, (*lv).degen_y != 0u, border);`;
+    ax = axis_narrow(x, (*lv).scale_x, shift, (*lv).last_x, (*lv).size_x, (*lv).degen_x != 0u, padding);
+    ay = axis_narrow(y, (*lv).scale_y, shift, (*lv).last_y, (*lv).size_y, (*lv).degen_y != 0u, padding);`;
 
 // The corners of one sample (src/kernel/geometry.h group_corners, one lane).
 const point = (narrow) => /* wgsl */ `
@@ -191,15 +192,15 @@ struct Pt { mask: u32, live: bool, x0: i32, y0: i32, off: i32, w: vec4<f32>, fx:
 
 fn point(l: u32, x: f32, y: f32) -> Pt {
   let lv = &pr.level[l];   // a pointer: a copy would load every field
-  let border = pr.border != 0u; let hs = pr.half_shift != 0u;
+  let padding = pr.padding; let hs = pr.half_shift != 0u;
   var ax: Ax; var ay: Ax;
   var pt: Pt;
 ${narrow ? `${NARROW_AXES}
 ` : `  if ((*lv).narrow != 0u) {
 ${NARROW_AXES}
   } else {
-    ax = axis_wide(x, (*lv).iscale_x, (*lv).w, (*lv).scale_x, hs, border, (*lv).degen_x != 0u);
-    ay = axis_wide(y, (*lv).iscale_y, (*lv).h, (*lv).scale_y, hs, border, (*lv).degen_y != 0u);
+    ax = axis_wide(x, (*lv).iscale_x, (*lv).w, (*lv).scale_x, hs, padding, (*lv).degen_x != 0u);
+    ay = axis_wide(y, (*lv).iscale_y, (*lv).h, (*lv).scale_y, hs, padding, (*lv).degen_y != 0u);
     if (!(ax.ok && ay.ok)) { ax.frac = 0.0; ay.frac = 0.0; ax.i0 = 0; ay.i0 = 0; }
   }
 `}  let ok = ax.ok && ay.ok;

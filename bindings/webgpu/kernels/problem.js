@@ -2,6 +2,8 @@
 // as one table (the WGSL struct `pr` and the words plan.js writes both come from it), the
 // tensor layouts, and program(), which numbers a pass's bindings from their names.
 
+import { OPTIONS } from '../../core/options.js';
+
 export const WORKGROUP = 64;
 export const SCAN_BLOCK = 256;   // values an invocation of the prefix sums (scan.js)
 
@@ -18,7 +20,7 @@ const PROBLEM = [
   ['points', 'u32'], ['length', 'u32'],
   ['blnc', 'u32'],              // value is (B, L, H, C), not (B, H, L, C)
   ['bqhlp2', 'u32'],            // sampling_locations is (B, Q, H, NL, P, 2), not (B, 2, Q, H, NL, P)
-  ['border', 'u32'],            // padding_mode 'border'
+  ['padding', 'u32'],           // paddingMode's number (PADDING_* below; core/options.js)
   ['half_shift', 'u32'],        // align_corners false: positions shift by 1/2
   ['bands', 'u32'], ['cols', 'u32'],   // the backward walk's grid of cells (walks.h sample_grid)
   ['zero', 'u32'],              // 0, read at run time: rounded()'s operand
@@ -67,8 +69,14 @@ fn canon(x: f32) -> f32 { return select(x, bitcast<f32>(nan_bits), is_nan(x)); }
 fn invocation(gid: vec3<u32>) -> u32 { return gid.x + gid.y * disp.per_row; }
 `;
 
+// A mode option's values as WGSL constants, its word's name and the value's (core/options.js: an
+// option whose word holds its value's number), e.g. PADDING_BORDER.
+const MODES = OPTIONS.filter((o) => o.wgsl.words.every((w, i) => w === i))
+  .flatMap((o) => o.values.map((v, i) => `const ${o.wgsl.word.toUpperCase()}_${String(v).toUpperCase()} = ${i}u;`)).join('\n');
+
 // The tensor layouts (src/msda.h's strides, as the problem's flags choose).
 const LAYOUTS = /* wgsl */ `
+${MODES}
 ${struct('Level', LEVEL)}
 ${struct('Problem', PROBLEM, '\n  level: array<Level>,')}
 fn loc_index(b: u32, q: u32, h: u32, l: u32, p: u32, xy: u32) -> u32 {

@@ -19,7 +19,7 @@
 // The dispatch word `digit`: the digit's shift (bits 0-7) and width (bits 8-15), and bit 16 when
 // the pass reads the records themselves (the first) rather than the previous pass's pairs.
 
-import { program } from './problem.js';
+import { SCAN_BLOCK, program } from './problem.js';
 
 export const SORT_BITS = 8;
 export const MIN_CHUNK_BITS = 4;
@@ -62,6 +62,8 @@ export const SORT_COUNT = program('sortCount', {
     walk: 'read array<u32>',
     counts: 'read_write array<atomic<u32>>',   // zero before (the scan of them leaves them so)
     hist: 'read_write array<u32>',
+    count_totals: 'read_write array<atomic<u32>>',   // counts' and hist's block totals for their
+    hist_totals: 'read_write array<atomic<u32>>',    // scans (SCAN_BLOCK values a block), zero before
   }
 }, /* wgsl */ `${SORTING}
 @compute @workgroup_size(64)
@@ -77,12 +79,17 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let at = ((dest >> dg.shift) & dg.mask) * chunks + c;
     hist[at] = hist[at] + 1u;   // this invocation's own column
     if (dest != pixel) {
-      if (run != 0u) { atomicAdd(&counts[pixel], run); }
+      if (run != 0u) { atomicAdd(&counts[pixel], run); atomicAdd(&count_totals[pixel / ${SCAN_BLOCK}u], run); }
       pixel = dest; run = 0u;
     }
     run = run + 1u;
   }
-  if (run != 0u) { atomicAdd(&counts[pixel], run); }
+  if (run != 0u) { atomicAdd(&counts[pixel], run); atomicAdd(&count_totals[pixel / ${SCAN_BLOCK}u], run); }
+  for (var k = 0u; k <= dg.mask; k = k + 1u) {
+    let at = k * chunks + c;
+    let v = hist[at];
+    if (v != 0u) { atomicAdd(&hist_totals[at / ${SCAN_BLOCK}u], v); }
+  }
 }
 `);
 
@@ -105,6 +112,7 @@ export const SORT_SCATTER = program('sortScatter', {
     starts: 'read_write array<u32>',
     hist: 'read_write array<atomic<u32>>',   // the next digit's counts, zero before
     dst: 'read_write array<vec2<u32>>',   // (pixel, walk slot)
+    hist_totals: 'read_write array<atomic<u32>>',   // their block totals, zero before
   }
 }, /* wgsl */ `${SORTING}${PAIRS}
 @compute @workgroup_size(64)
@@ -123,17 +131,17 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     dst[to] = p;
     let h = ((p.x >> next) & dg.mask) * chunks + to / dg.chunk;
     if (h != counted) {
-      if (run != 0u) { atomicAdd(&hist[counted], run); }
+      if (run != 0u) { atomicAdd(&hist[counted], run); atomicAdd(&hist_totals[counted / ${SCAN_BLOCK}u], run); }
       counted = h; run = 0u;
     }
     run = run + 1u;
   }
-  if (run != 0u) { atomicAdd(&hist[counted], run); }
+  if (run != 0u) { atomicAdd(&hist[counted], run); atomicAdd(&hist_totals[counted / ${SCAN_BLOCK}u], run); }
 }
 `);
 
 export const SORT_TERMS = program('sortTerms', {
-  words: ['digit', 'end', 'first_pair'],
+  words: ['digit', 'end', 'first_pair', 'totals'],
   bindings: {
     src: 'read array<vec2<u32>>',
     walk: 'read array<u32>',
@@ -141,11 +149,13 @@ export const SORT_TERMS = program('sortTerms', {
     starts: 'read_write array<u32>',
     recs: 'read array<vec2<u32>>',
     terms: 'read_write array<vec2<u32>>',   // a * w_k bits, grad_output row
+    totals: 'read_write array<u32>',   // every scan's block totals, all read by now: zeroed for the next part or call
   }
 }, /* wgsl */ `${SORTING}${PAIRS}
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let c = invocation(gid);
+  if (c < disp.totals) { for (var j = c; j < disp.totals; j = j + disp.n) { totals[j] = 0u; } }
   if (c >= disp.n) { return; }
   let chunks = disp.n; let dg = digit_word();
   for (var i = c * dg.chunk; i < min(c * dg.chunk + dg.chunk, pairs_end(dg)); i = i + 1u) {

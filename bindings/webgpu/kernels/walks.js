@@ -4,15 +4,20 @@
 //   orderCount  each query's cell (query_cell), and per tile of ORDER_TILE queries of a range a
 //               histogram of cells (integer atomics: a count does not depend on their order),
 //               laid out (range, cell, tile);
-//   scan        (gpu.js) exclusive prefix sums in that order: where each (cell, tile) starts;
-//   orderPlace  each query to its start plus its rank in its tile among the queries of its cell
+//   scan        (gpu.js) exclusive prefix sums in that order: where each (cell, tile) starts
+//               (from the block totals orderCount counts too); none where the histogram has at
+//               most ORDER_FUSED blocks: orderWalk then sums the totals and counts before its own;
+//   orderWalk   each query to its start plus its rank in its tile among the queries of its cell
 //               (those before it in index order): the walk, walk[b * Q + rank] = q.
 // The ranges are counted a group at a time (disp.first_range its first range) when one histogram of
 // all of them would not fit one buffer.
 
-import { ORDER_CHUNK, WORKGROUP, program } from './problem.js';
+import { ORDER_CHUNK, SCAN_BLOCK, WORKGROUP, program } from './problem.js';
 
 export const ORDER_TILE = 256;
+// The most blocks of the order's histogram that orderWalk sums itself (plan.js totals.orderFused)
+// rather than a scan before it: a dispatch saved for a few hundred cached loads a query.
+export const ORDER_FUSED = 64;
 
 // Query idx's cell (walks.h query_cell): the mean place of its first level with a counted point
 // (head 0's points with a non-zero weight inside [0, 1]), or the last cell when none is.
@@ -78,6 +83,7 @@ export const ORDER_COUNT = program('orderCount', {
     weights: 'read array<f32>',
     cell_of: 'read_write array<u32>',
     hist: 'read_write array<atomic<u32>>',   // zero before (the scan leaves it so)
+    totals: 'read_write array<atomic<u32>>',   // its block totals (SCAN_BLOCK values), zero before
   }
 }, /* wgsl */ `${QUERY_CELL}
 fn cell_at(gq: u32) -> u32 { return query_cell(gq); }
@@ -89,19 +95,32 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let w = walked(u);
   cell_of[w.gq] = w.cell;
   atomicAdd(&hist[w.hist], 1u);
+  atomicAdd(&totals[w.hist / ${SCAN_BLOCK}u], 1u);
 }
 `);
 
-export const ORDER_PLACE = program('orderPlace', {
-  words: ['first_range'],
+export const ORDER_WALK = program('orderWalk', {
+  words: ['first_range', 'fused'],
   perGroup: ORDER_TILE,
   bindings: {
     cell_of: 'read array<u32>',
-    starts: 'read array<u32>',
+    starts: 'read array<u32>',   // the histogram's prefix sums (not fused)
+    hist: 'read array<u32>',     // the histogram and its block totals (fused)
+    totals: 'read array<u32>',
     walk: 'read_write array<u32>',
   }
 }, /* wgsl */ `fn cell_at(gq: u32) -> u32 { return cell_of[gq]; }
 ${WALKED}
+// Where fused, hist[at]'s prefix sum: the earlier blocks' totals (at most ORDER_FUSED), then the
+// block's earlier counts (at most SCAN_BLOCK - 1); independent loads, the same for every query.
+fn start_of(at: u32) -> u32 {
+  if (disp.fused == 0u) { return starts[at]; }
+  let block = at / ${SCAN_BLOCK}u;
+  var s = 0u;
+  for (var j = 0u; j < block; j = j + 1u) { s = s + totals[j]; }
+  for (var i = block * ${SCAN_BLOCK}u; i < at; i = i + 1u) { s = s + hist[i]; }
+  return s;
+}
 @compute @workgroup_size(${ORDER_TILE})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let u = invocation(gid);
@@ -109,7 +128,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let w = walked(u);
   var rank = 0u;   // independent loads of the tile's earlier cells (at most ORDER_TILE - 1)
   for (var j = w.tile_first; j < w.gq; j = j + 1u) { rank = rank + select(0u, 1u, cell_of[j] == w.cell); }
-  let at = w.group_first + starts[w.hist] + rank;   // b * Q + the query's rank in batch b
+  let at = w.group_first + start_of(w.hist) + rank;   // b * Q + the query's rank in batch b
   walk[at] = w.q;
 }
 `);

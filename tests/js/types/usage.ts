@@ -1,9 +1,10 @@
 // Compiled by `tsc --strict --noEmit` in tests/js/package.test.js: the whole public API as a user
 // writes it, through the package's own name (its `exports` and `types`). Lines under an expect-error
 // directive must stay errors, so the typings cannot silently loosen.
-import { init, initNative, initWorker, MsdaWorker, simdSupported, DEFAULTS, Msda, Prepared, Tensor, Gradients, MsdaError } from 'ms-deform-attn';
+import { init, initNative, initWorker, MsdaWorker, WorkerPrepared, simdSupported, DEFAULTS, Msda, Prepared, Tensor, Gradients, MsdaError } from 'ms-deform-attn';
 import { initNative as initNative2, nativeAddonPath, NATIVE_UNAVAILABLE } from 'ms-deform-attn/native';
 import { referenceForward, referenceBackward } from 'ms-deform-attn/reference';
+import { createSession, ONNX_UNAVAILABLE, type ChainedSession, type BlockReport } from 'ms-deform-attn/onnx';
 
 export async function usage(): Promise<number> {
   const msda: Msda = await init({ simd: 'auto' });
@@ -83,8 +84,18 @@ export async function usage(): Promise<number> {
     { signal: controller.signal, transfer: true })).data;
   const wgrad: Float32Array<ArrayBuffer> = (await w.backward({ value, spatialShapes: [[4, 4]], samplingLocations, attentionWeights,
     gradOutput: out })).gradValue.data;
+  const wp: WorkerPrepared = await w.prepare({ batch: 1, numQueries: 1, numHeads: 1, channels: 1, numPoints: 1, spatialShapes: [[4, 4]] });
+  const wpOut: Float32Array<ArrayBuffer> = (await wp.forward({ attentionWeights: new Float32Array(1) }, { transfer: true })).data;
+  const wpGrad: Float32Array<ArrayBuffer> = (await wp.backward({ gradOutput: { data: new Float32Array(1), shape: [1, 1, 1] } })).gradValue.data;
+  // @ts-expect-error: not an input of forward
+  await wp.forward({ gradOutput: new Float32Array(1) });
+  await wp.dispose();
   // @ts-expect-error: transfer is a boolean
   await w.forward({ value, spatialShapes: [[4, 4]], samplingLocations, attentionWeights }, { transfer: 'yes' });
+  // @ts-expect-error: the WebGPU instance runs in no worker (its calls already return Promises): init()
+  await initWorker({ backend: 'webgpu' });
+  // @ts-expect-error: a GPUDevice is init()'s option, not initWorker()'s
+  await initWorker({ device: {} });
   // @ts-expect-error: worker calls return Promises
   const notNow: Tensor = w.forward({ value, spatialShapes: [[4, 4]], samplingLocations, attentionWeights });
   await w.terminate();
@@ -93,4 +104,16 @@ export async function usage(): Promise<number> {
 
   return out.data.length + gv.length + o.length + g.length + (shape?.length ?? 0) + heap + (limit ?? 0) + ref.length + refGrad.length
     + (supported ? 1 : 0) + (gone ? 1 : 0) + (ended ? 1 : 0) + wout.length + wgrad.length + notNow.data.length + layout.length + (native2.simd ? 1 : 0) + (fromBytes.simd ? 1 : 0);
+}
+
+// ms-deform-attn/onnx: the caller's ORT module (shaped like onnxruntime-web's) and the report.
+export async function onnxUsage(ort: { InferenceSession: { create(m: Uint8Array, o?: object): Promise<unknown> }; Tensor: new (t: string, d: Float32Array, dims: readonly number[]) => unknown }): Promise<number> {
+  const session: ChainedSession = await createSession(ort, new Uint8Array(8), { executionProviders: ['wasm'], msda: await init() });
+  const out = await session.run({ src: new ort.Tensor('float32', new Float32Array(4), [1, 4]) });
+  const first: BlockReport | undefined = session.report.blocks[0];
+  const code: 'MSDA_ONNX_UNAVAILABLE' = ONNX_UNAVAILABLE;
+  // @ts-expect-error: the model is bytes, not a path
+  await createSession(ort, 'model.onnx');
+  await session.release();
+  return Object.keys(out).length + (first?.replaced ? 1 : 0) + code.length + session.inputNames.length;
 }

@@ -1,0 +1,181 @@
+// ms-deform-attn/onnx (bindings/onnx.js): every fixture of tests/fixtures/onnx (Deformable DETR's,
+// Hugging Face's and RT-DETR's formulations, opsets 16 and 17) through createSession
+// on onnxruntime-node and on onnxruntime-web's wasm EP, against ORT's own run of the unmodified
+// model and PyTorch's outputs; a block whose ORT run disagrees with the op is left to ORT; bad
+// arguments are named.
+
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
+import { inflateRawSync } from 'node:zlib';
+import * as ortNode from 'onnxruntime-node';
+import * as ortWeb from 'onnxruntime-web';
+import { init } from '../../bindings/index.js';
+import { parseNpz } from '../../bindings/cli/npz.js';
+import { parseNpy } from '../../bindings/npy.js';
+import { createSession } from '../../bindings/onnx.js';
+import { decodeModel, encodeModel, loadOnnx } from '../../bindings/onnx/model.js';
+
+ortWeb.env.wasm.numThreads = 1;
+const fixture = (name) => new URL(`../fixtures/onnx/${name}`, import.meta.url);
+const FIXTURES = { 'detr-encoder': 2, 'detr-decoder': 1, 'detr-decoder-dynamic': 1, 'hf-encoder': 2, 'rtdetr-decoder': 1 }; // name: blocks
+const RUNTIMES = [['onnxruntime-node', ortNode, ['cpu']], ['onnxruntime-web (wasm EP)', ortWeb, ['wasm']]];
+// The blocks are held to crosscheck's bound when verified; through the layers after them (output
+// projection, residual, LayerNorm, FFN) the models' outputs, of unit scale, differ from ORT's by
+// float32 roundings.
+const MODEL_TOL = 1e-5;
+
+const msda = await init();
+await loadOnnx();
+
+function inputsOf(name) {
+  const members = parseNpz(readFileSync(fixture(`${name}.npz`)), (b) => inflateRawSync(b));
+  return (key) => parseNpy(members.get(`${key}.npy`).read());
+}
+
+function maxDiff(a, b) {
+  assert.equal(a.length, b.length);
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
+  return m;
+}
+
+for (const [runtime, ort, executionProviders] of RUNTIMES) {
+  for (const [name, count] of Object.entries(FIXTURES)) {
+    test(`${name} on ${runtime}: every block found, verified and replaced; outputs are ORT's and PyTorch's`, async () => {
+      const bytes = readFileSync(fixture(`${name}.onnx`));
+      const session = await createSession(ort, bytes, { executionProviders, msda });
+      const plain = await ort.InferenceSession.create(bytes, { executionProviders });
+      try {
+        const { blocks, notBlocks } = session.report;
+        assert.equal(blocks.length, count, 'blocks found');
+        assert.deepEqual(notBlocks, []);
+        const read = inputsOf(name);
+        const feeds = Object.fromEntries(session.inputNames.map((n) => { const a = read(n); return [n, new ort.Tensor('float32', a.data, a.shape)]; }));
+        if (name.endsWith('-dynamic')) {
+          for (const b of blocks) assert.match(b.why, /not read yet: the model's input tgt has a dynamic shape/);
+          await session.run(feeds);
+        }
+        for (const b of blocks) {
+          assert.equal(b.replaced, true, `block ${b.id}: ${b.why}`);
+          assert.deepEqual(b.levels, [[8, 10], [4, 5], [2, 3]]);
+          assert.equal(b.heads, 4);
+          assert.equal(b.channels, 16);
+          assert.equal(b.points, 2);
+          assert.equal(b.queries, name.includes('encoder') ? 106 : 12);
+          assert.equal(b.batch, name.includes('encoder') ? 1 : 2);
+          assert.equal(b.verification.worst, null);
+          assert.equal(b.nodes.gridSample.length, 3);
+        }
+        assert.deepEqual(session.inputNames, plain.inputNames);
+        assert.deepEqual(session.outputNames, plain.outputNames);
+        const ours = await session.run(feeds), theirs = await plain.run(feeds);
+        for (const out of session.outputNames) {
+          assert.deepEqual([...ours[out].dims], [...theirs[out].dims]);
+          assert.ok(maxDiff(ours[out].data, theirs[out].data) <= MODEL_TOL, `${out}: ${maxDiff(ours[out].data, theirs[out].data)} from ORT's run`);
+          assert.ok(maxDiff(ours[out].data, read(`expected/${out}`).data) <= MODEL_TOL, `${out}: from PyTorch's`);
+        }
+        if (name.endsWith('-dynamic')) {
+          // Other shapes: batch 1, 5 queries (the first ones of the fixture's), read and chained anew.
+          const cut = (n) => { const t = feeds[n], [, q, d] = t.dims, qn = n === 'memory' ? q : 5; return new ort.Tensor('float32', t.data.slice(0, qn * d), [1, qn, d]); };
+          const small = Object.fromEntries(session.inputNames.map((n) => [n, cut(n)]));
+          const a = await session.run(small), b = await plain.run(small);
+          assert.deepEqual([...a.hs.dims], [1, 5, 64]);
+          assert.ok(maxDiff(a.hs.data, b.hs.data) <= MODEL_TOL, 'batch 1, 5 queries');
+          assert.equal(blocks[0].queries, 5, 'the report says what the last shapes were read as');
+          assert.equal(blocks[0].replaced, true);
+        }
+      } finally {
+        await session.release();
+        await plain.release();
+      }
+    });
+  }
+}
+
+// Deployment exports with the op as one node (TensorRT's plugin as NVIDIA TAO writes it, mmdeploy's
+// op): ORT cannot run them at all; createSession chains around them, to PyTorch's outputs.
+const PLUGIN_FIXTURES = { 'trt-encoder': ['MultiscaleDeformableAttnPlugin_TRT', 4], 'mmdeploy-encoder': ['MMCVMultiScaleDeformableAttention', 3] };
+for (const [runtime, ort, executionProviders] of RUNTIMES) {
+  for (const [name, [op]] of Object.entries(PLUGIN_FIXTURES)) {
+    test(`${name} on ${runtime}: its ${op} nodes run on the op, the rest on ORT, to PyTorch's outputs`, async () => {
+      const bytes = readFileSync(fixture(`${name}.onnx`));
+      await assert.rejects(ort.InferenceSession.create(bytes, { executionProviders }), /MultiscaleDeformableAttnPlugin_TRT|MMCVMultiScaleDeformableAttention|mmdeploy/, 'ORT alone cannot run it');
+      const session = await createSession(ort, bytes, { executionProviders, msda });
+      try {
+        const { blocks, notBlocks } = session.report;
+        assert.deepEqual(notBlocks, []);
+        assert.equal(blocks.length, 2);
+        for (const [k, b] of blocks.entries()) {
+          assert.equal(b.replaced, true, b.why);
+          assert.equal(b.nodes.plugin, `/layers.${k}/self_attn/${op}`);
+          assert.match(b.formulation, new RegExp(op));
+          assert.deepEqual([b.batch, b.queries, b.heads, b.channels, b.points], [1, 106, 4, 16, 2]);
+          assert.deepEqual(b.levels, [[8, 10], [4, 5], [2, 3]]);
+          assert.equal(b.verification, null, 'no ORT run to compare with');
+        }
+        const read = inputsOf(name);
+        const feeds = Object.fromEntries(session.inputNames.map((n) => { const a = read(n); return [n, new ort.Tensor('float32', a.data, a.shape)]; }));
+        const ours = await session.run(feeds);
+        assert.deepEqual([...ours.memory.dims], [1, 106, 64]);
+        assert.ok(maxDiff(ours.memory.data, read('expected/memory').data) <= MODEL_TOL, `${maxDiff(ours.memory.data, read('expected/memory').data)} from PyTorch's`);
+      } finally {
+        await session.release();
+      }
+    });
+  }
+}
+
+test('a plugin node that cannot be read (level_start_index not its levels\' starts): an error naming the node, nothing made', async () => {
+  const model = decodeModel(readFileSync(fixture('trt-encoder.onnx')));
+  const node = model.graph.node.find((n) => n.op_type === 'MultiscaleDeformableAttnPlugin_TRT');
+  const starts = model.graph.initializer.find((t) => t.name === node.input[2]) ?? model.graph.node.find((n) => n.output[0] === node.input[2]);
+  assert.ok(starts, 'level_start_index is a constant');
+  const other = node.input[2];
+  node.input[2] = node.input[1]; // spatial_shapes where level_start_index goes
+  await assert.rejects(createSession(ortNode, encodeModel(model), { msda }),
+    { message: new RegExp(`createSession: ${node.name}: spatial_shapes .* and level_start_index .* are not \\(L, 2\\) levels and their starts; ONNX Runtime cannot run these nodes either`) });
+  node.input[2] = other;
+  node.input[0] = node.input[3]; // the locations as the value
+  await assert.rejects(createSession(ortNode, encodeModel(model), { msda }), { message: new RegExp(`${node.name}: value .* is \\[1,106,4,3,2,2\\], not \\(N, S, M, D\\)`) });
+});
+
+test('a block whose ORT run disagrees with the op (levels concatenated out of order) is left to ORT and reported', async () => {
+  const model = decodeModel(readFileSync(fixture('detr-encoder.onnx')));
+  const concat = model.graph.node.find((n) => n.name === '/layers.0/self_attn/Concat_6');
+  concat.input.reverse();
+  const bytes = encodeModel(model);
+  const session = await createSession(ortNode, bytes, { executionProviders: ['cpu'], msda });
+  const plain = await ortNode.InferenceSession.create(bytes);
+  try {
+    const [first, second] = session.report.blocks;
+    assert.equal(first.replaced, false);
+    assert.match(first.why, /disagree beyond crosscheck's bound/);
+    assert.ok(first.verification.worst.excess > 0);
+    assert.equal(second.replaced, true, second.why);
+    const read = inputsOf('detr-encoder');
+    const feeds = Object.fromEntries(session.inputNames.map((n) => { const a = read(n); return [n, new ortNode.Tensor('float32', a.data, a.shape)]; }));
+    const ours = await session.run(feeds), theirs = await plain.run(feeds);
+    assert.ok(maxDiff(ours.memory.data, theirs.memory.data) <= MODEL_TOL, 'the modified model is run as ORT runs it');
+  } finally {
+    await session.release();
+    await plain.release();
+  }
+});
+
+test('bad arguments: a clear error naming the argument, nothing half-made', async () => {
+  const bytes = readFileSync(fixture('detr-decoder.onnx'));
+  await assert.rejects(createSession(null, bytes), { name: 'TypeError', message: /createSession: ort: expected the onnxruntime-web or onnxruntime-node module.*got null/ });
+  await assert.rejects(createSession(ortNode, 'model.onnx'), { name: 'TypeError', message: /createSession: model: expected the \.onnx file's bytes.*got string/ });
+  await assert.rejects(createSession(ortNode, new Uint8Array([1, 2, 3, 4, 5])), { name: 'TypeError', message: /model: not an ONNX ModelProto/ });
+  await assert.rejects(createSession(ortNode, new Uint8Array(0)), { name: 'TypeError', message: /model: an ONNX ModelProto without a graph/ });
+  await assert.rejects(createSession(ortNode, bytes, { executionProviders: 'cpu' }), { name: 'TypeError', message: /options\.executionProviders: expected an array.*got string/ });
+  await assert.rejects(createSession(ortNode, bytes, { msda: {} }), { name: 'TypeError', message: /options\.msda: expected an instance/ });
+  await assert.rejects(createSession(ortNode, bytes, { sessionOptions: { preferredOutputLocation: 'gpu-buffer' } }),
+    { name: 'TypeError', message: /options\.sessionOptions\.preferredOutputLocation: the chain sets it .*got "gpu-buffer"/ });
+  const session = await createSession(ortNode, bytes, { msda });
+  await assert.rejects(session.run({}), { name: 'TypeError', message: /run: feeds\.tgt: expected an ort\.Tensor \(the model's inputs are tgt, query_pos, memory\), got undefined/ });
+  await assert.rejects(session.run(null), { name: 'TypeError', message: /run: feeds: expected an object/ });
+  await session.release();
+  await assert.rejects(session.run({}), { message: /run: the session was released/ });
+});
