@@ -28,8 +28,10 @@ const npmEnv = { ...process.env, npm_config_audit: 'false', npm_config_fund: 'fa
 // tarball past 768 KiB (789,972 bytes) and the unpacked size past 1,984 KiB (2,040,742 bytes).
 // ms-deform-attn/onnx (bindings/onnx*, ONNX's schema as JSON, docs/onnx.md) ~18 kB packed, ~58 kB
 // unpacked (808,527 bytes packed with it); its ORT and protobufjs stay optional peers.
+// The WGSL products kept apart from FMA contraction (rounded(), the probe's report, docs/webgpu.md's
+// bits section) took the unpacked size past 2,080 KiB (2,134,229 bytes).
 const TARBALL_BUDGET = 800 * 1024;
-const UNPACKED_BUDGET = 2080 * 1024;
+const UNPACKED_BUDGET = 2112 * 1024;
 const README_SHARE = 0.15;
 
 // What the tarball may hold: the code, its types, the wasm modules, the docs and the picture the
