@@ -19,7 +19,7 @@ PROBE_FLAGS_avx2   := -mavx2 -mf16c -DMSDA_VW=8
 PROBE_FLAGS_avx512 := -mavx512f -mf16c -DMSDA_VW=16
 PROBE_ISAS := base $(if $(filter x86_64 i686,$(shell uname -m)),avx2 avx512)
 
-.PHONY: bench bench-build kernel-bench split-sim
+.PHONY: bench bench-build kernel-bench split-sim backward-parts
 
 # Emscripten's glue is CommonJS; the package is "type": "module", so build/bench says otherwise.
 $(BENCH)/package.json:
@@ -79,3 +79,12 @@ $(BENCH)/split_sim: tests/bench/split_sim.c $(NATIVE)/libmsda.a
 	$(CC) $(CFLAGS) -pthread -Isrc $< $(NATIVE)/libmsda.a -lm -o $@
 split-sim: $(BENCH)/split_sim
 	$(BENCH)/split_sim $(BENCH_ARGS)
+
+# Where a backward's threads go (tests/bench/backward_parts.c): `work`, the summed time of P parts
+# run one after another against one part; `pair`, 2 threads against 1 beside two 1-thread
+# processes at once (BENCH_ARGS: its arguments, e.g. "pair --config encoder-shuffled --rounds 10").
+$(BENCH)/backward_parts: tests/bench/backward_parts.c $(NATIVE)/libmsda.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -pthread -Isrc $< $(NATIVE)/libmsda.a -lm -o $@
+backward-parts: $(BENCH)/backward_parts
+	$(BENCH)/backward_parts $(or $(BENCH_ARGS),work)
