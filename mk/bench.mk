@@ -48,13 +48,18 @@ $(BENCH)/walk_probe.js: tests/bench/probe_walk.c $(LIB_SRC) $(LIB_HDR) mk/bench.
 	$(BENCH_EMCC) $(BENCH_WASM_CFLAGS) -Isrc -sALLOW_MEMORY_GROWTH tests/bench/probe_walk.c $(LIB_SRC) -o $@
 
 bench-build: native wasm $(BENCH)/limit_probe.js $(BENCH)/limit_probe $(BENCH)/kernel_bench $(BENCH)/kernel_bench_simd.js \
-  $(BENCH)/walk_probe $(BENCH)/walk_probe.js
+  $(BENCH)/walk_probe $(BENCH)/walk_probe.js $(BENCH)/backward_parts
 
 # bench.js: the backends through the JS API; then isa.js: the native kernels on every ISA this
 # CPU has, each against its own probe (and wasm SIMD against the wasm probe), in one run.
 bench: bench-build
 	node tests/bench/bench.js $(BENCH_ARGS)
 	node tests/bench/isa.js $(BENCH_ARGS)
+	@echo "Native threads beside their ceiling (two 1-thread processes at the same moment), and the work P parts do:"
+	$(BENCH)/backward_parts pair --config encoder --pass both
+	$(BENCH)/backward_parts pair --config decoder --pass both --rounds 20
+	$(BENCH)/backward_parts work --config encoder --pass both
+	$(BENCH)/backward_parts work --config decoder --pass both
 
 # C microbenchmark: the same configs through the C API; prints a hash of the outputs so the
 # three builds can be compared bit for bit.
