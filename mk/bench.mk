@@ -19,7 +19,7 @@ PROBE_FLAGS_avx2   := -mavx2 -mf16c -DMSDA_VW=8
 PROBE_FLAGS_avx512 := -mavx512f -mf16c -DMSDA_VW=16
 PROBE_ISAS := base $(if $(filter x86_64 i686,$(shell uname -m)),avx2 avx512)
 
-.PHONY: bench bench-build kernel-bench split-sim
+.PHONY: bench bench-build kernel-bench split-sim backward-parts
 
 # Emscripten's glue is CommonJS; the package is "type": "module", so build/bench says otherwise.
 $(BENCH)/package.json:
@@ -48,13 +48,18 @@ $(BENCH)/walk_probe.js: tests/bench/probe_walk.c $(LIB_SRC) $(LIB_HDR) mk/bench.
 	$(BENCH_EMCC) $(BENCH_WASM_CFLAGS) -Isrc -sALLOW_MEMORY_GROWTH tests/bench/probe_walk.c $(LIB_SRC) -o $@
 
 bench-build: native wasm $(BENCH)/limit_probe.js $(BENCH)/limit_probe $(BENCH)/kernel_bench $(BENCH)/kernel_bench_simd.js \
-  $(BENCH)/walk_probe $(BENCH)/walk_probe.js
+  $(BENCH)/walk_probe $(BENCH)/walk_probe.js $(BENCH)/backward_parts
 
 # bench.js: the backends through the JS API; then isa.js: the native kernels on every ISA this
 # CPU has, each against its own probe (and wasm SIMD against the wasm probe), in one run.
 bench: bench-build
 	node tests/bench/bench.js $(BENCH_ARGS)
 	node tests/bench/isa.js $(BENCH_ARGS)
+	@echo "Native threads beside their ceiling (two 1-thread processes at the same moment), and the work P parts do:"
+	$(BENCH)/backward_parts pair --config encoder --pass both
+	$(BENCH)/backward_parts pair --config decoder --pass both --rounds 20
+	$(BENCH)/backward_parts work --config encoder --pass both
+	$(BENCH)/backward_parts work --config decoder --pass both
 
 # C microbenchmark: the same configs through the C API; prints a hash of the outputs so the
 # three builds can be compared bit for bit.
@@ -79,3 +84,12 @@ $(BENCH)/split_sim: tests/bench/split_sim.c $(NATIVE)/libmsda.a
 	$(CC) $(CFLAGS) -pthread -Isrc $< $(NATIVE)/libmsda.a -lm -o $@
 split-sim: $(BENCH)/split_sim
 	$(BENCH)/split_sim $(BENCH_ARGS)
+
+# Where a backward's threads go (tests/bench/backward_parts.c): `work`, the summed time of P parts
+# run one after another against one part; `pair`, 2 threads against 1 beside two 1-thread
+# processes at once (BENCH_ARGS: its arguments, e.g. "pair --config encoder-shuffled --rounds 10").
+$(BENCH)/backward_parts: tests/bench/backward_parts.c $(NATIVE)/libmsda.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -pthread -Isrc $< $(NATIVE)/libmsda.a -lm -o $@
+backward-parts: $(BENCH)/backward_parts
+	$(BENCH)/backward_parts $(or $(BENCH_ARGS),work)

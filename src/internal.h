@@ -13,6 +13,8 @@ typedef struct msda_plan {
     int align_corners;
     /* backward units split each head into this many parts (1: units are (batch, head)) */
     int64_t backward_split;
+    /* grad_value is zero already (msda__run's first stage of a threaded backward): units leave it */
+    int grad_value_zeroed;
     msda_padding padding;
     int value_dtype;   /* msda_dtype: MSDA_FLOAT32, MSDA_FLOAT16 or MSDA_BFLOAT16 */
     /* value[b, pixel, h, c] = value[b*value_stride_batch + pixel*value_stride_pixel

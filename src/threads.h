@@ -10,7 +10,9 @@
 
 #include "internal.h"
 
-typedef enum msda_job_kind { MSDA_JOB_FORWARD = 0, MSDA_JOB_BACKWARD = 1 } msda_job_kind;
+/* MSDA_JOB_ZERO: a threaded backward's first stage; part k of n zeroes grad_value's buffer
+ * [E k / n, E (k + 1) / n) of its E elements, so each thread writes one contiguous run. */
+typedef enum msda_job_kind { MSDA_JOB_FORWARD = 0, MSDA_JOB_BACKWARD = 1, MSDA_JOB_ZERO = 2 } msda_job_kind;
 
 typedef struct msda_job {
     msda_plan plan;

@@ -297,7 +297,7 @@ static void backward_walk(const msda_plan *p, const msda_tensors *t, geom_cache 
         const int n = (int)(Q - q0 < MSDA_ORDER_CHUNK ? Q - q0 : MSDA_ORDER_CHUNK);
         sample_order(p, t, &sg, b, q0, n, order);
         for (int i = 0; i < n; i++) {
-            if (i + 1 < n) fetch_query(&fa, p, t, b, q0 + order[i + 1], 1);
+            if (i + 1 < n) fetch_query(&fa, p, t, b, q0 + order[i + 1], 1, h_begin, h_end);
             for (int64_t h = h_begin; h < h_end; h++)
                 if (part) backward_query_part(p, t, gc, b, q0 + order[i], h, part);
                 else backward_query(p, t, gc, b, q0 + order[i], h);
@@ -319,7 +319,7 @@ static void backward_range_split(const msda_plan *p, const msda_tensors *t, geom
         const int64_t b = u / (H * R), h = u / R % H, r = u % R;
         const head_part part = {L * r / R, L * (r + 1) / R, Q * r / R, Q * (r + 1) / R};
         float *base = t->grad_value + b * p->value_stride_batch + h * p->value_stride_head;
-        for (int64_t pixel = part.pixel_begin; pixel < part.pixel_end; pixel++)
+        for (int64_t pixel = part.pixel_begin; pixel < part.pixel_end && !p->grad_value_zeroed; pixel++)
             memset(base + pixel * p->value_stride_pixel, 0, (size_t)C * sizeof(float));
         backward_walk(p, t, gc, b, h, h + 1, &part);
     }
@@ -338,7 +338,7 @@ void MSDA_KFN(msda__backward_range)(const msda_plan *p, const msda_tensors *t, i
     /* Zero the range's grad_value slices in as few runs as the layout allows: a whole batch slice
      * (BLNC, all heads), the range's heads of a pixel (BLNC), a head's pixels (BNLC). */
     const int64_t C = p->channels;
-    for (int64_t b = begin / H; b * H < end; b++) {
+    for (int64_t b = begin / H; b * H < end && !p->grad_value_zeroed; b++) {
         const int64_t h0 = b * H > begin ? 0 : begin - b * H, h1 = (b + 1) * H < end ? H : end - b * H;
         float *base = t->grad_value + b * p->value_stride_batch;
         if (p->value_stride_head == C && p->value_stride_pixel == H * C && h0 == 0 && h1 == H) {

@@ -265,7 +265,7 @@ void MSDA_KFN(msda__forward_range)(const msda_plan *p, const msda_tensors *t, in
             sample_order(p, t, &sg, b, q0, n, order);
             const int fetch = fetch_walk(&sg, order, n);
             for (int i = 0; i < n; i++) {
-                if (fetch && i + 1 < n) fetch_query(&fa, p, t, b, q0 + order[i + 1], 0);
+                if (fetch && i + 1 < n) fetch_query(&fa, p, t, b, q0 + order[i + 1], 0, 0, H);
                 forward_query_heads(p, t, &gc, &tp, b, q0 + order[i], blocks, begin, end);
             }
         }

@@ -177,28 +177,32 @@ static int fetch_walk(const sample_grid *sg, const uint16_t *order, int n)
 }
 
 /* The rows of query q of batch b in every tensor indexed by query (locations: BQHLP2's row; in
- * B2QHLP its x and y rows), the forward's or (`backward`) the backward's. */
+ * B2QHLP its x and y rows), the forward's or (`backward`) the backward's; of heads [h_begin,
+ * h_end) only, each head's slice being contiguous in every such row: a backward part that owns
+ * some heads must not take for writing the lines of the heads another part is writing (a write
+ * prefetch takes a line from the other core, which then takes it back; two threads walk the same
+ * queries at about the same time). */
 MSDA_INLINE void fetch_query(fetch_ahead *fa, const msda_plan *p, const msda_tensors *t, int64_t b, int64_t q,
-                             int backward)
+                             int backward, int64_t h_begin, int64_t h_end)
 {
-    const int64_t HNP = p->num_heads * p->num_levels * p->num_points, HC = p->num_heads * p->channels,
-                  bq = b * p->num_queries + q;
-    const int64_t loc = b * p->loc_stride_batch + q * p->loc_stride_query;
+    const int64_t NP = p->num_levels * p->num_points, HNP = p->num_heads * NP, C = p->channels,
+                  heads = h_end - h_begin, bq = b * p->num_queries + q;
+    const int64_t loc = b * p->loc_stride_batch + q * p->loc_stride_query + h_begin * p->loc_stride_head;
     if (p->loc_stride_xy == 1) {
-        fetch_rows(fa, t->sampling_locations + loc, HNP * 8, 0);
-        if (backward) fetch_rows(fa, t->grad_sampling_locations + loc, HNP * 8, 1);
+        fetch_rows(fa, t->sampling_locations + loc, heads * NP * 8, 0);
+        if (backward) fetch_rows(fa, t->grad_sampling_locations + loc, heads * NP * 8, 1);
     } else {
         for (int xy = 0; xy < 2; xy++) {
-            fetch_rows(fa, t->sampling_locations + loc + xy * p->loc_stride_xy, HNP * 4, 0);
-            if (backward) fetch_rows(fa, t->grad_sampling_locations + loc + xy * p->loc_stride_xy, HNP * 4, 1);
+            fetch_rows(fa, t->sampling_locations + loc + xy * p->loc_stride_xy, heads * NP * 4, 0);
+            if (backward) fetch_rows(fa, t->grad_sampling_locations + loc + xy * p->loc_stride_xy, heads * NP * 4, 1);
         }
     }
-    fetch_rows(fa, t->attention_weights + bq * HNP, HNP * 4, 0);
+    fetch_rows(fa, t->attention_weights + bq * HNP + h_begin * NP, heads * NP * 4, 0);
     if (backward) {
-        fetch_rows(fa, t->grad_output + bq * HC, HC * 4, 0);
-        fetch_rows(fa, t->grad_attention_weights + bq * HNP, HNP * 4, 1);
+        fetch_rows(fa, t->grad_output + (bq * p->num_heads + h_begin) * C, heads * C * 4, 0);
+        fetch_rows(fa, t->grad_attention_weights + bq * HNP + h_begin * NP, heads * NP * 4, 1);
     } else {
-        fetch_rows(fa, t->output + bq * HC, HC * 4, 1);
+        fetch_rows(fa, t->output + (bq * p->num_heads + h_begin) * C, heads * C * 4, 1);
     }
 }
 

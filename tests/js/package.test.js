@@ -30,7 +30,9 @@ const npmEnv = { ...process.env, npm_config_audit: 'false', npm_config_fund: 'fa
 // unpacked (808,527 bytes packed with it); its ORT and protobufjs stay optional peers.
 // The WGSL products kept apart from FMA contraction (rounded(), the probe's report, docs/webgpu.md's
 // bits section) took the unpacked size past 2,080 KiB (2,134,229 bytes).
-const TARBALL_BUDGET = 800 * 1024;
+// The threaded backward's zero stage and docs/threads.md's measurements of where the second
+// thread goes took the tarball past 800 KiB (821,770 bytes).
+const TARBALL_BUDGET = 832 * 1024;
 const UNPACKED_BUDGET = 2112 * 1024;
 const README_SHARE = 0.15;
 

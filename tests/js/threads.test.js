@@ -190,7 +190,8 @@ test('wasm: the number of parts follows the work: a tiny call stays on this thre
     const grads = two.backward({ ...c.args, gradOutput: c.gradOutput });
     const afterBackward = pool.partsRun();
     assert.equal(afterForward - before, 2 * fwd, `${JSON.stringify(spec)}: parts the pool ran in the forward`);
-    assert.equal(afterBackward - afterForward, 2 * bwd, `${JSON.stringify(spec)}: parts the pool ran in the backward`);
+    // The backward's two stages (zero, then walk) each run its 2 parts.
+    assert.equal(afterBackward - afterForward, 4 * bwd, `${JSON.stringify(spec)}: parts the pool ran in the backward`);
     assertSameResults({ output, ...Object.fromEntries(GRADS.map((k) => [k, grads[k].data])) }, base,
       `${JSON.stringify(spec)}, 2 threads`);
   }
@@ -343,10 +344,11 @@ test('wasm threads protocol: delays injected at every step, one worker or all, m
     assert.deepEqual(r.failures, [], `${what}: ${r.failures?.join('; ')}`);
     assert.equal(r.calls, calls, what);
     // The child's calls use 2, 3, 1, 3, 2, 2, 3, ... threads: that many parts each, forward and
-    // backward, each run once (a 1-thread call runs inside the call, not through the pool).
+    // both stages of the backward (zero, walk), each run once (a 1-thread call runs inside the
+    // call, not through the pool).
     const pattern = [2, 3, 1, 3, 2, 2, 3];
     let expected = 0;
-    for (let c = 0; c < calls; c++) expected += 2 * (pattern[c % pattern.length] > 1 ? pattern[c % pattern.length] : 0);
+    for (let c = 0; c < calls; c++) expected += 3 * (pattern[c % pattern.length] > 1 ? pattern[c % pattern.length] : 0);
     assert.equal(r.partsRun, expected, `${what}: parts run`);
     // Held after each mailbox it hands out, the calling thread leaves parts to the workers.
     if (spec.startsWith('publish')) assert.ok(r.workerParts > 0, `${what}: the workers ran no part`);
