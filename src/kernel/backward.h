@@ -319,8 +319,9 @@ static void backward_range_split(const msda_plan *p, const msda_tensors *t, geom
         const int64_t b = u / (H * R), h = u / R % H, r = u % R;
         const head_part part = {L * r / R, L * (r + 1) / R, Q * r / R, Q * (r + 1) / R};
         float *base = t->grad_value + b * p->value_stride_batch + h * p->value_stride_head;
-        for (int64_t pixel = part.pixel_begin; pixel < part.pixel_end && !p->grad_value_zeroed; pixel++)
-            memset(base + pixel * p->value_stride_pixel, 0, (size_t)C * sizeof(float));
+        if (!p->grad_value_zeroed)
+            for (int64_t pixel = part.pixel_begin; pixel < part.pixel_end; pixel++)
+                memset(base + pixel * p->value_stride_pixel, 0, (size_t)C * sizeof(float));
         backward_walk(p, t, gc, b, h, h + 1, &part);
     }
 }
@@ -336,9 +337,10 @@ void MSDA_KFN(msda__backward_range)(const msda_plan *p, const msda_tensors *t, i
         return;
     }
     /* Zero the range's grad_value slices in as few runs as the layout allows: a whole batch slice
-     * (BLNC, all heads), the range's heads of a pixel (BLNC), a head's pixels (BNLC). */
+     * (BLNC, all heads), the range's heads of a pixel (BLNC), a head's pixels (BNLC); none where
+     * msda__run's first stage zeroed it. */
     const int64_t C = p->channels;
-    for (int64_t b = begin / H; b * H < end && !p->grad_value_zeroed; b++) {
+    for (int64_t b = begin / H; !p->grad_value_zeroed && b * H < end; b++) {
         const int64_t h0 = b * H > begin ? 0 : begin - b * H, h1 = (b + 1) * H < end ? H : end - b * H;
         float *base = t->grad_value + b * p->value_stride_batch;
         if (p->value_stride_head == C && p->value_stride_pixel == H * C && h0 == 0 && h1 == H) {

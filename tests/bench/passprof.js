@@ -21,7 +21,8 @@ const median = (xs) => { const s = [...xs].sort((x, y) => x - y); return s[Math.
 /**
  * Timestamps around every pass of msda's calls on device: run(fn) calls fn() (a dispatch* call),
  * waits for its work and returns { per: GPU ms per pass name (repeated names summed: scan
- * levels, parts), sum, wall, out } (out: fn's GPU tensors, which the caller destroys).
+ * levels, parts), sum, wall, out, passes } (out: fn's GPU tensors, which the caller destroys;
+ * passes: the compute passes timed).
  */
 export function passProfiler(msda, device, capacity = 1024) {
   // The pass names, in dispatch order, as the backend's dispatch() sees them while a profile is set.
@@ -61,7 +62,7 @@ export function passProfiler(msda, device, capacity = 1024) {
         per[names[i / 2]] = (per[names[i / 2]] ?? 0) + ms;
         sum += ms;
       }
-      return { per, sum, wall, out };
+      return { per, sum, wall, out, passes: n / 2 };
     },
     dispose() { b.dispatch = dispatch; querySet.destroy(); resolveBuf.destroy(); },
   };

@@ -22,6 +22,7 @@
 import { performance } from 'node:perf_hooks';
 import { makeCase } from './cases.js';
 import { defineCase } from './gpu_model.js';
+import { destroyTensors, passProfiler } from './passprof.js';
 import { init } from '../../bindings/node.js';
 import { narrowToHalf, widenHalf } from '../../bindings/core/half.js';
 
@@ -30,11 +31,11 @@ const opt = (name, dflt) => { const i = argv.indexOf(name); return i >= 0 ? argv
 const caseNames = opt('--cases', 'encoder/8,decoder/8').split(',');
 const calls = opt('--calls', 'forward,backward').split(',');
 const reps = Number(opt('--reps', '3'));
-const DTYPES = ['float32', 'float16', 'bfloat16'];
 
 const dawn = await import('webgpu');
 Object.assign(globalThis, dawn.globals);
-const gpu = dawn.create([]);   // kept: Dawn frees its instance, and the device with it, when this is collected
+// kept: Dawn frees its instance, and the device with it, when this is collected; timestamps unrounded
+const gpu = dawn.create(['disable-dawn-features=timestamp_quantization']);
 const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
 if (!adapter?.features.has('timestamp-query')) { console.error('webgpu_half: no adapter with timestamp-query (set VK_ICD_FILENAMES?)'); process.exit(1); }
 const limits = {};
@@ -43,41 +44,12 @@ const device = await adapter.requestDevice({ requiredFeatures: ['timestamp-query
 console.log(`adapter: ${adapter.info.vendor} | ${adapter.info.architecture} | ${adapter.info.description}`);
 
 const msda = await init({ backend: 'webgpu', device });
-const names = [];   // pass names in dispatch order while profiling
-const b = msda._backendKept, dispatch = b.dispatch;
-b.dispatch = function (enc, name, n, ...rest) {
-  if (n > 0 && this.profile && this.profile.next + 2 <= this.profile.capacity) names.push(name);
-  return dispatch.call(this, enc, name, n, ...rest);
-};
 const cpu = await init({ backend: 'wasm', simd: true });
-
-const CAP = 1024;
-const querySet = device.createQuerySet({ type: 'timestamp', count: CAP });
-const resolveBuf = device.createBuffer({ size: 8 * CAP, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
+const profiler = passProfiler(msda, device);
 async function profiled(run) {
-  names.length = 0;
-  msda.profile(querySet, CAP);
-  const t0 = performance.now();
-  const out = run();
-  const n = msda.profile(null);
-  await device.queue.onSubmittedWorkDone();
-  const wall = performance.now() - t0;
-  const read = device.createBuffer({ size: 8 * Math.max(n, 2), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-  const enc = device.createCommandEncoder();
-  if (n > 0) { enc.resolveQuerySet(querySet, 0, n, resolveBuf, 0); enc.copyBufferToBuffer(resolveBuf, 0, read, 0, 8 * n); }
-  device.queue.submit([enc.finish()]);
-  await read.mapAsync(GPUMapMode.READ);
-  const t = new BigInt64Array(read.getMappedRange().slice(0, 8 * n));
-  read.unmap(); read.destroy();
-  const per = {};
-  let sum = 0;
-  for (let i = 0; i + 1 < n; i += 2) {
-    const ms = Number(t[i + 1] - t[i]) / 1e6;
-    per[names[i / 2]] = (per[names[i / 2]] ?? 0) + ms;
-    sum += ms;
-  }
-  for (const v of Object.values(out.buffer ? { out } : out)) v.buffer.destroy();
-  return { per, sum, wall, passes: n / 2 };
+  const r = await profiler.run(run);
+  destroyTensors(r.out);
+  return r;
 }
 const upload = (bits) => {
   const bytes = Math.ceil(bits.byteLength / 4) * 4;
