@@ -83,9 +83,12 @@ export class HalfBits {
  * corners outnumber its rows (an encoder: 64 per row).
  */
 export function halfRows(backend, dtype, problem, op) {
-  if (!backend.fastDtype(VALUE_DTYPES.indexOf(dtype))) return false;
+  // At most one sample corner a value row (a decoder's few queries on a big pyramid): converting
+  // each corner as it is read, even without fast code, costs less than a pass over every row.
+  const fewCorners = problem.numQueries * problem.numLevels * problem.numPoints * 4 <= problem.valueLength;
+  if (!backend.fastDtype(VALUE_DTYPES.indexOf(dtype))) return fewCorners;
   if (backend.memory || op === 'forward') return true;
-  return problem.numQueries * problem.numLevels * problem.numPoints * 4 <= problem.valueLength;
+  return fewCorners;
 }
 
 /** The dtype `value` (a Float32Array or HalfBits) goes to the kernels in: its half dtype where

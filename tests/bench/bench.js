@@ -148,7 +148,7 @@ const HALF_PATHS = {
 };
 function halfPath(msda, dtype, dims, op) {
   const problem = { numQueries: dims.Q, numLevels: dims.NL, numPoints: dims.P, valueLength: dims.L };
-  return halfRows({ isa: msda.isa, memory: msda.wasm?.memory }, dtype, problem, op) ? 'rows' : 'widened';
+  return halfRows(msda._backend, dtype, problem, op) ? 'rows' : 'widened';
 }
 function halfArgs(kase, dtype) {
   const half = { ...kase.backwardArgs }, wide = { ...kase.backwardArgs };

@@ -8,7 +8,8 @@
 #
 # Env: GPUCHECK_CASES (default encoder,decoder: DETR's sizes), GPUCHECK_REPS (default 10),
 # GPUCHECK_BUDGET_S (default 420: the limit given to the timing step), GPUCHECK_ALLOW_SWIFTSHADER=1
-# (run on SwiftShader anyway: to test this script), MSDA_WEBGPU_PKG, MSDA_DAWN_FLAGS (passprof.js).
+# (run on SwiftShader anyway: to test this script), MSDA_WEBGPU_PKG, MSDA_DAWN_FLAGS (passprof.js; default
+# disable-dawn-features=timestamp_quantization, so per-pass times are not rounded).
 # Exits non-zero when there is no GPU, a bit differs from the CPU's, or the budget runs out.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -35,7 +36,7 @@ echo "VK_ICD_FILENAMES=${VK_ICD_FILENAMES:-<loader default>}"
 echo "== adapter"
 timeout 60 node --input-type=module -e '
 const dawn = await import(process.env.MSDA_WEBGPU_PKG + "/index.js");
-const gpu = dawn.create((process.env.MSDA_DAWN_FLAGS ?? "").split(" ").filter(Boolean));
+const gpu = dawn.create((process.env.MSDA_DAWN_FLAGS ?? "disable-dawn-features=timestamp_quantization").split(" ").filter(Boolean));
 const a = await gpu.requestAdapter({ powerPreference: "high-performance" });
 if (!a) { console.log("no adapter"); process.exit(3); }
 const i = a.info, f = (n) => a.features.has(n);

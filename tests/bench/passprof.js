@@ -140,7 +140,8 @@ async function main(argv) {
   const pkg = process.env.MSDA_WEBGPU_PKG ? path.resolve(process.env.MSDA_WEBGPU_PKG, 'index.js') : 'webgpu';
   const dawn = await import(pkg.startsWith('/') ? pathToFileURL(pkg).href : pkg);
   Object.assign(globalThis, dawn.globals);
-  dawnInstance = dawn.create((process.env.MSDA_DAWN_FLAGS ?? '').split(' ').filter(Boolean));
+  // Dawn rounds timestamps to a coarse period unless told not to; per-pass times need them whole.
+  dawnInstance = dawn.create((process.env.MSDA_DAWN_FLAGS ?? 'disable-dawn-features=timestamp_quantization').split(' ').filter(Boolean));
   const adapter = await dawnInstance.requestAdapter({ powerPreference: 'high-performance' });
   if (!adapter) { console.error('passprof: no WebGPU adapter (set VK_ICD_FILENAMES?)'); process.exit(1); }
   const info = adapter.info;

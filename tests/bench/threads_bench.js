@@ -5,14 +5,14 @@
 //
 //   node tests/bench/threads_bench.js [--rounds N] [--json]
 //
+// Beside each 2-thread speed-up, its ceiling: what the machine gives a second process at that
+// moment. Two forked 1-thread processes (this script with --child) run the same calls, once one
+// alone and once both at once, in every round; the ceiling is 2 x alone / the slower of the two at
+// once (2.00 where both cores are free), and "of ceiling" the speed-up over it.
+//
 // On a machine shared with other jobs, 2-thread times need both cores free: run it when the
 // machine is otherwise idle (or raise this session's priority), else the speed-up is understated.
-// So each round also runs the same calls in two 1-thread child processes, first one alone, then
-// both at the same moment: `fwd ceiling` / `bwd ceiling` is 2 × its time alone over the slower
-// of the two at once, what a second core gives a second process in the same minutes, and `of
-// ceiling` the 2-thread speed-up over it (docs/threads.md).
 import { fork } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { init } from '../../bindings/index.js';
 
 const argv = process.argv.slice(2);
@@ -43,16 +43,21 @@ function makeCase(config) {
   };
 }
 
-// A child: `--child <backend> <config>` prepares the config on one thread, then runs a forward
-// and a backward for each message, replying their times.
-if (argv[0] === '--child') {
-  const msda = await init(argv[1] === 'native' ? { backend: 'native' } : { simd: true });
-  const c = makeCase(argv[2]);
+function prepared(msda, c) {
   const p = msda.prepare(c.problem);
   p.value.set(c.value);
   p.samplingLocations.set(c.loc);
   p.attentionWeights.set(c.weights);
   p.gradOutput.set(c.gradOutput);
+  return p;
+}
+
+// A child: one 1-thread instance of argv[1]'s backend on argv[2]'s case; times a forward and a
+// backward for each message.
+if (argv[0] === '--child') {
+  const c = makeCase(argv[2]);
+  const msda = await init(argv[1] === 'native' ? { backend: 'native' } : { simd: true });
+  const p = prepared(msda, c);
   process.on('message', () => {
     let t = performance.now();
     p.forward();
@@ -61,21 +66,21 @@ if (argv[0] === '--child') {
     p.backward();
     process.send({ fwd, bwd: performance.now() - t });
   });
-  process.on('disconnect', () => process.exit(0));   // the parent has gone
+  process.on('disconnect', () => process.exit(0));
   process.send('ready');
-  await new Promise(() => {});
-}
+} else {
 
+const me = new URL(import.meta.url).pathname;
 function child(backend, config) {
-  const ch = fork(fileURLToPath(import.meta.url), ['--child', backend, config], { stdio: 'inherit' });
-  const replies = [];
-  let wake = null;
-  ch.on('message', (m) => { replies.push(m); if (wake) wake(); });
-  const next = async () => {
-    while (!replies.length) await new Promise((r) => { wake = r; });
-    return replies.shift();
-  };
-  return { ch, next, run: async () => { ch.send('run'); return next(); } };
+  const proc = fork(me, ['--child', backend, config], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  let waiting = null;
+  const ready = new Promise((resolve, reject) => {
+    proc.once('error', reject);
+    proc.once('exit', (code) => reject(new Error(`threads_bench: a ${backend} child exited (${code})`)));
+    proc.once('message', resolve);
+  });
+  proc.on('message', (m) => { if (m !== 'ready' && waiting) { const w = waiting; waiting = null; w(m); } });
+  return { proc, ready, call: () => new Promise((resolve) => { waiting = resolve; proc.send('go'); }) };
 }
 
 const apis = [
@@ -87,20 +92,12 @@ const apis = [
 const results = [];
 for (const config of ['decoder', 'encoder']) {
   const c = makeCase(config);
-  const runs = apis.map(([backend, threads, msda]) => {
-    const p = msda.prepare(c.problem);
-    p.value.set(c.value);
-    p.samplingLocations.set(c.loc);
-    p.attentionWeights.set(c.weights);
-    p.gradOutput.set(c.gradOutput);
-    return { backend, threads: msda.threads, p, fwd: Infinity, bwd: Infinity };
-  });
-  // Two 1-thread processes a backend: one alone, then both at once, in every round.
-  const pairs = {};
+  const runs = apis.map(([backend, threads, msda]) => ({ backend, threads: msda.threads, p: prepared(msda, c), fwd: Infinity, bwd: Infinity }));
+  const ceilings = {};
   for (const backend of ['native', 'wasm']) {
-    const kids = [child(backend, config), child(backend, config)];
-    for (const k of kids) await k.next();
-    pairs[backend] = { kids, solo: { fwd: Infinity, bwd: Infinity }, both: { fwd: Infinity, bwd: Infinity } };
+    const pair = [child(backend, config), child(backend, config)];
+    await Promise.all(pair.map((k) => k.ready));
+    ceilings[backend] = { pair, alone: { fwd: Infinity, bwd: Infinity }, both: { fwd: Infinity, bwd: Infinity } };
   }
   // Interleaved, so 1 and 2 threads see the same machine; decoder calls are short, so more of them.
   for (let i = 0; i < (config === 'decoder' ? rounds * 5 : rounds); i++) {
@@ -112,34 +109,36 @@ for (const config of ['decoder', 'encoder']) {
       run.p.backward();
       run.bwd = Math.min(run.bwd, performance.now() - t);
     }
-    for (const pr of Object.values(pairs)) {
-      const solo = await pr.kids[0].run();
-      const [a, b] = await Promise.all(pr.kids.map((k) => k.run()));
+    for (const k of Object.values(ceilings)) {
+      const alone = await k.pair[0].call();
+      const both = await Promise.all(k.pair.map((x) => x.call()));
       for (const pass of ['fwd', 'bwd']) {
-        pr.solo[pass] = Math.min(pr.solo[pass], solo[pass]);
-        pr.both[pass] = Math.min(pr.both[pass], Math.max(a[pass], b[pass]));
+        k.alone[pass] = Math.min(k.alone[pass], alone[pass]);
+        k.both[pass] = Math.min(k.both[pass], Math.max(both[0][pass], both[1][pass]));
       }
     }
   }
-  for (const pr of Object.values(pairs)) for (const k of pr.kids) k.ch.kill();
+  for (const k of Object.values(ceilings)) for (const x of k.pair) x.proc.disconnect();
   for (const run of runs) {
     run.p.dispose();
     const one = runs.find((o) => o.backend === run.backend && o.threads === 1);
-    const pr = pairs[run.backend];
-    const ceiling = (pass) => +(2 * pr.solo[pass] / pr.both[pass]).toFixed(2);
+    const k = ceilings[run.backend];
+    const ceiling = run.threads === 2 && k ? { fwd_ceiling: +(2 * k.alone.fwd / k.both.fwd).toFixed(2),
+      bwd_ceiling: +(2 * k.alone.bwd / k.both.bwd).toFixed(2) } : {};
     results.push({ config, backend: run.backend, threads: run.threads, fwd_ms: +run.fwd.toFixed(2),
       bwd_ms: +run.bwd.toFixed(2), fwd_speedup: +(one.fwd / run.fwd).toFixed(2),
-      bwd_speedup: +(one.bwd / run.bwd).toFixed(2), fwd_ceiling: ceiling('fwd'), bwd_ceiling: ceiling('bwd'),
-      ...c.dims });
+      bwd_speedup: +(one.bwd / run.bwd).toFixed(2), ...ceiling, ...c.dims });
   }
 }
 if (json) {
   for (const r of results) console.log(JSON.stringify(r));
 } else {
-  console.log('| config | backend | threads | fwd ms | bwd ms | fwd speed-up | bwd speed-up | fwd ceiling | bwd ceiling | fwd / bwd of ceiling |');
-  console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+  console.log('| config | backend | threads | fwd ms | bwd ms | fwd speed-up | bwd speed-up | fwd ceiling (of it) | bwd ceiling (of it) |');
+  console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|');
+  const of = (speedup, ceiling) => (ceiling === undefined ? '' : `${ceiling.toFixed(2)} × (${(speedup / ceiling).toFixed(2)})`);
   for (const r of results) {
-    const of = r.threads > 1 ? `${(r.fwd_speedup / r.fwd_ceiling).toFixed(2)} / ${(r.bwd_speedup / r.bwd_ceiling).toFixed(2)}` : '';
-    console.log(`| ${r.config} | ${r.backend === 'wasm' ? 'wasm SIMD' : r.backend} | ${r.threads} | ${r.fwd_ms.toFixed(2)} | ${r.bwd_ms.toFixed(2)} | ${r.fwd_speedup.toFixed(2)} × | ${r.bwd_speedup.toFixed(2)} × | ${r.fwd_ceiling.toFixed(2)} × | ${r.bwd_ceiling.toFixed(2)} × | ${of} |`);
+    console.log(`| ${r.config} | ${r.backend === 'wasm' ? 'wasm SIMD' : r.backend} | ${r.threads} | ${r.fwd_ms.toFixed(2)} | ${r.bwd_ms.toFixed(2)} | ${r.fwd_speedup.toFixed(2)} × | ${r.bwd_speedup.toFixed(2)} × | ${of(r.fwd_speedup, r.fwd_ceiling)} | ${of(r.bwd_speedup, r.bwd_ceiling)} |`);
   }
+  console.log('ceiling: what two 1-thread processes got at the same moment (2 x one alone / the slower of two at once); (of it): the speed-up over it');
+}
 }

@@ -22,7 +22,8 @@ const roots = argv.map((r) => path.resolve(r));
 
 const dawn = await import('webgpu');
 Object.assign(globalThis, dawn.globals);
-const gpu = dawn.create([]);   // kept: Dawn frees its instance, and the device with it, when this is collected
+// kept: Dawn frees its instance, and the device with it, when this is collected; timestamps whole
+const gpu = dawn.create(['disable-dawn-features=timestamp_quantization']);
 const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
 if (!adapter?.features.has('timestamp-query')) { console.error('webgpu_ab: no adapter with timestamp-query (set VK_ICD_FILENAMES?)'); process.exit(1); }
 const limits = {};

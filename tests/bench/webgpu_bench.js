@@ -40,7 +40,10 @@ process.on('unhandledRejection', (e) => { console.error(`bench-webgpu: ${e?.mess
 
 const dawn = await import('webgpu');
 Object.assign(globalThis, dawn.globals);
-const gpu = dawn.create([]);
+// Dawn rounds timestamps to a coarse period unless told not to (an empty pass then reads 0 ns on
+// SwiftShader, about 0.5-5 us without it): per-pass times need them whole.
+const DAWN_FLAGS = ['disable-dawn-features=timestamp_quantization'];
+const gpu = dawn.create(DAWN_FLAGS);
 if (globalThis.navigator === undefined) globalThis.navigator = {};
 Object.defineProperty(globalThis.navigator, 'gpu', { value: gpu, configurable: true });
 // Dawn for Node refuses writeBuffer from SharedArrayBuffer views (ORT's threaded wasm): a copy.
@@ -68,7 +71,7 @@ const emulated = info.architecture === 'swiftshader' || /swiftshader/i.test(`${i
 const full = process.env.MSDA_BENCH_FULL === '1' || !emulated;
 const load = () => os.loadavg().map((x) => x.toFixed(2)).join(', ');
 console.log(`machine: ${os.cpus().length} × ${os.cpus()[0]?.model}, Node ${process.version}; load average ${load()} (1, 5, 15 min)`);
-console.log(`adapter: ${info.vendor} ${info.architecture} ${info.device} (${info.description}); timestamp-query: ${timestamps ? 'yes' : 'no'}`);
+console.log(`adapter: ${info.vendor} ${info.architecture} ${info.device} (${info.description}); timestamp-query: ${timestamps ? 'yes' : 'no'}; Dawn flags: ${DAWN_FLAGS.join(' ')}`);
 if (emulated) {
   console.log('SwiftShader: a CPU emulation of a GPU. These numbers say nothing about a GPU\'s speed; they show the benchmark runs.'
     + ' Judge the GPU code by its dependent chains and traffic: the cost model\'s columns below.');

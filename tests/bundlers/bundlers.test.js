@@ -150,7 +150,7 @@ function checkRun(r, isolated, where) {
   assert.equal(r.backend, 'wasm');
   if (isolated) {
     assert.equal(r.threads, 2, `${where}: 2 threads`);
-    assert.equal(r.partsRun, 4, `${where}: forward and backward in 2 parts each`);
+    assert.equal(r.partsRun, 6, `${where}: the forward in 2 parts, the backward in 2 parts twice (zero, then walk)`);
     assert.ok(r.workerParts >= 1, `${where}: the threads' worker ran ${r.workerParts} parts`);
   } else {
     assert.equal(r.threads, 1, `${where}: 1 thread without isolation`);

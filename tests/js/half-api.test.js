@@ -46,7 +46,8 @@ test('half-precision tensors give the bits of their float32 values on wasm, wasm
 
 // A half value goes to the kernels as its bits where halfRows says so (bfloat16 on wasm SIMD and the
 // addon's AVX2, float16 on the addon's AVX2; the native backward only with fewer sampled corners
-// than value rows):
+// than value rows; every other backend and dtype too with fewer corners than rows, read by the
+// kernels' generic path):
 // every path, each with the float32 call's bits, on problems of both kinds (a decoder's few queries
 // over a large level, an encoder's query per pixel) and two batches (a streamed forward loads each
 // batch's value in turn).
@@ -84,7 +85,8 @@ test('half rows (the kernels widening value as they read it) give the float32 ca
   }
   // every branch of halfRows was taken (the addon's on an x86 CPU with F16C)
   for (const want of ['wasm bfloat16 forward rows', 'wasm bfloat16 backward rows', 'wasm float16 forward widened',
-    'wasm-scalar bfloat16 forward widened', 'wasm-scalar float16 backward widened']) {
+    'wasm-scalar bfloat16 forward widened', 'wasm-scalar float16 backward widened',
+    'wasm float16 forward rows', 'wasm-scalar float16 backward rows', 'wasm-scalar bfloat16 forward rows']) {
     assert.ok(paths.has(want), `${want} ran (${[...paths].join(', ')})`);
   }
   const native = await init({ backend: 'native' });

@@ -100,3 +100,18 @@ test('the bare-name check finds a file no folder holds, and passes paths, patter
   // a path (the path check's), a pattern, a member, a header or product from elsewhere, a name the tree has
   assert.deepEqual(bareProblems('x.c', '/* bindings/core/gone.js, kernel_<isa>.c, *.js, msda.forward.js(), <cpuid.h>, Node.js, `stream.js` */', names), []);
 });
+
+// Each page of docs/ (but the contract's copies) opens with one navigation line naming every page,
+// so a reader can reach any page from any other, the ONNX and WebGPU pages included.
+test('docs/: every page\'s navigation line (its third line) links every page, in the same order', async () => {
+  const { readdirSync } = await import('node:fs');
+  const pages = readdirSync(`${root}/docs`).filter((f) => f.endsWith('.md') && !['CONTRACT.md', 'SEMANTICS.md'].includes(f)).sort();
+  const lines = pages.map((p) => readFileSync(`${root}/docs/${p}`, 'utf8').split('\n')[2] ?? '');
+  for (const [i, page] of pages.entries()) {
+    const line = lines[i];
+    assert.ok(line.startsWith('[ms-deform-attn](../README.md) · docs:'), `docs/${page}: line 3 is not the navigation line: ${line.slice(0, 80)}`);
+    const linked = [...line.matchAll(/\]\(([a-z-]+\.md)\)/g)].map((m) => m[1]).sort();
+    assert.deepEqual(linked, pages, `docs/${page}: its navigation line links ${linked.join(', ')}`);
+    assert.equal(line, lines[0], `docs/${page}: its navigation line differs from docs/${pages[0]}'s`);
+  }
+});

@@ -1,0 +1,143 @@
+// What a half-precision GPU input costs against a float32 one on one device (Node + Dawn),
+// interleaved: the same values (float16 or bfloat16 ones, and float32 copies of them) as GPU
+// tensors, GPU time of each call from timestamp queries around every pass (the backend's
+// profile() hook), per pass and in all, the median of the rounds, and every output's bits
+// against wasm SIMD's on the widened values.
+//
+//   node tests/bench/webgpu_half.js [--cases encoder/8,decoder/8] [--calls forward,backward] [--reps 3]
+//
+// VK_ICD_FILENAMES picks the driver (SwiftShader: /usr/lib/chromium/vk_swiftshader_icd.json).
+//
+// Measured (SwiftShader under a shared load, --cases decoder/8,encoder/8 --reps 5, one run; every
+// output equal to wasm SIMD's): half / float32 GPU time, and the widening passes' ms
+//   decoder/8 forward   float16 1.04 (23.7 ms), bfloat16 1.01 (19.0 ms); 1 -> 4 compute passes
+//   decoder/8 backward  float16 1.12 (25.5 ms), bfloat16 1.01 (38.0 ms); 9 -> 13 compute passes
+//   encoder/8 forward   float16 0.93 (22.7 ms), bfloat16 1.03 (21.0 ms)
+//   encoder/8 backward  float16 1.13 (44.0 ms), bfloat16 1.00 (37.2 ms)
+// Each half input is widened into a float32 copy by its own pass (8-13 % of a call), which the
+// passes then read, so a half input never costs less than a float32 one (ratios under 1 are
+// noise, about +-10 % between identical code here). Widening at the load sites (issue 36 item 4)
+// would remove those passes: value in kernels/forward.js (load4, load) and backward.js (samples);
+// locs and weights in forward.js, walks.js, backward.js; gout in backward.js and segments.js.
+import { performance } from 'node:perf_hooks';
+import { makeCase } from './cases.js';
+import { defineCase } from './gpu_model.js';
+import { init } from '../../bindings/node.js';
+import { narrowToHalf, widenHalf } from '../../bindings/core/half.js';
+
+const argv = process.argv.slice(2);
+const opt = (name, dflt) => { const i = argv.indexOf(name); return i >= 0 ? argv.splice(i, 2)[1] : dflt; };
+const caseNames = opt('--cases', 'encoder/8,decoder/8').split(',');
+const calls = opt('--calls', 'forward,backward').split(',');
+const reps = Number(opt('--reps', '3'));
+const DTYPES = ['float32', 'float16', 'bfloat16'];
+
+const dawn = await import('webgpu');
+Object.assign(globalThis, dawn.globals);
+const gpu = dawn.create([]);   // kept: Dawn frees its instance, and the device with it, when this is collected
+const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
+if (!adapter?.features.has('timestamp-query')) { console.error('webgpu_half: no adapter with timestamp-query (set VK_ICD_FILENAMES?)'); process.exit(1); }
+const limits = {};
+for (const k of ['maxStorageBufferBindingSize', 'maxBufferSize', 'maxStorageBuffersPerShaderStage', 'maxComputeWorkgroupsPerDimension']) limits[k] = adapter.limits[k];
+const device = await adapter.requestDevice({ requiredFeatures: ['timestamp-query'], requiredLimits: limits });
+console.log(`adapter: ${adapter.info.vendor} | ${adapter.info.architecture} | ${adapter.info.description}`);
+
+const msda = await init({ backend: 'webgpu', device });
+const names = [];   // pass names in dispatch order while profiling
+const b = msda._backendKept, dispatch = b.dispatch;
+b.dispatch = function (enc, name, n, ...rest) {
+  if (n > 0 && this.profile && this.profile.next + 2 <= this.profile.capacity) names.push(name);
+  return dispatch.call(this, enc, name, n, ...rest);
+};
+const cpu = await init({ backend: 'wasm', simd: true });
+
+const CAP = 1024;
+const querySet = device.createQuerySet({ type: 'timestamp', count: CAP });
+const resolveBuf = device.createBuffer({ size: 8 * CAP, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
+async function profiled(run) {
+  names.length = 0;
+  msda.profile(querySet, CAP);
+  const t0 = performance.now();
+  const out = run();
+  const n = msda.profile(null);
+  await device.queue.onSubmittedWorkDone();
+  const wall = performance.now() - t0;
+  const read = device.createBuffer({ size: 8 * Math.max(n, 2), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  const enc = device.createCommandEncoder();
+  if (n > 0) { enc.resolveQuerySet(querySet, 0, n, resolveBuf, 0); enc.copyBufferToBuffer(resolveBuf, 0, read, 0, 8 * n); }
+  device.queue.submit([enc.finish()]);
+  await read.mapAsync(GPUMapMode.READ);
+  const t = new BigInt64Array(read.getMappedRange().slice(0, 8 * n));
+  read.unmap(); read.destroy();
+  const per = {};
+  let sum = 0;
+  for (let i = 0; i + 1 < n; i += 2) {
+    const ms = Number(t[i + 1] - t[i]) / 1e6;
+    per[names[i / 2]] = (per[names[i / 2]] ?? 0) + ms;
+    sum += ms;
+  }
+  for (const v of Object.values(out.buffer ? { out } : out)) v.buffer.destroy();
+  return { per, sum, wall, passes: n / 2 };
+}
+const upload = (bits) => {
+  const bytes = Math.ceil(bits.byteLength / 4) * 4;
+  const buffer = device.createBuffer({ size: bytes, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+  const words = new Uint8Array(bytes);
+  words.set(new Uint8Array(bits.buffer, bits.byteOffset, bits.byteLength));
+  device.queue.writeBuffer(buffer, 0, words);
+  return buffer;
+};
+const median = (xs) => { const s = [...xs].sort((x, y) => x - y); return s[Math.floor(s.length / 2)]; };
+const differing = (x, y) => {
+  const u = new Uint32Array(x.buffer, x.byteOffset, x.length), v = new Uint32Array(y.buffer, y.byteOffset, y.length);
+  let d = 0;
+  for (let i = 0; i < v.length; i++) if (u[i] !== v[i]) d++;
+  return d;
+};
+
+let bad = 0;
+for (const name of caseNames) {
+  defineCase(name);
+  const c = makeCase(name);
+  const src = { ...c.args, gradOutput: c.backwardArgs.gradOutput };
+  const floats = ['value', 'samplingLocations', 'attentionWeights', 'gradOutput'];
+  console.log(`\n${name}: value ${c.args.value.shape}, levels ${JSON.stringify(c.args.spatialShapes)}; ${reps} interleaved rounds`);
+  for (const half of ['float16', 'bfloat16']) {
+    // the half values, and float32 copies of exactly them: both sides compute the same numbers
+    const bits = Object.fromEntries(floats.map((k) => [k, narrowToHalf(src[k].data, half)]));
+    const wide = Object.fromEntries(floats.map((k) => [k, { data: widenHalf(bits[k], half), shape: src[k].shape }]));
+    const sides = ['float32', half].map((dtype) => {
+      const t = { spatialShapes: c.args.spatialShapes };
+      for (const k of floats) {
+        t[k] = dtype === 'float32'
+          ? { buffer: upload(wide[k].data), shape: src[k].shape }
+          : { buffer: upload(bits[k]), shape: src[k].shape, dtype };
+      }
+      const { gradOutput, ...fwd } = t;
+      return { dtype, fwd, bwd: t };
+    });
+    const { gradOutput, ...wideFwd } = wide;
+    for (const call of calls) {
+      const want = call === 'forward'
+        ? { output: cpu.forward({ ...wideFwd, spatialShapes: c.args.spatialShapes }) }
+        : cpu.backward({ ...wide, spatialShapes: c.args.spatialShapes });
+      for (const side of sides) {
+        const got = call === 'forward' ? { output: await msda.forward(side.fwd) } : await msda.backward(side.bwd);
+        const d = Object.entries(want).map(([k, v]) => `${k} ${differing(got[k].data, v.data)}`);
+        bad += Object.entries(want).reduce((s, [k, v]) => s + differing(got[k].data, v.data), 0);
+        console.log(`  ${call} ${side.dtype}: elements differing from wasm SIMD's: ${d.join(', ')}`);
+      }
+      const run = (side) => profiled(() => (call === 'forward' ? msda.dispatchForward(side.fwd) : msda.dispatchBackward(side.bwd)));
+      for (const side of sides) side.samples = [await run(side)].slice(1);   // warm-up
+      for (let r = 0; r < reps; r++) for (const side of sides) side.samples.push(await run(side));
+      const totals = sides.map((s) => median(s.samples.map((x) => x.sum)));
+      for (const [i, side] of sides.entries()) {
+        const passes = Object.keys(side.samples[0].per).map((p) => `${p} ${median(side.samples.map((x) => x.per[p] ?? 0)).toFixed(1)}`);
+        console.log(`  ${call} ${side.dtype.padEnd(8)} GPU ms ${totals[i].toFixed(1)} in ${side.samples[0].passes} compute passes (wall ${median(side.samples.map((x) => x.wall)).toFixed(1)}): ${passes.join(', ')}`);
+      }
+      console.log(`  ${call} ${half} / float32: ${(totals[1] / totals[0]).toFixed(3)}`);
+    }
+  }
+}
+if (!gpu) throw new Error('unreachable');
+process.exit(bad === 0 ? 0 : 1);
