@@ -57,6 +57,7 @@ bench: bench-build
 	node tests/bench/isa.js $(BENCH_ARGS)
 	@echo "Native threads beside their ceiling (two 1-thread processes at the same moment), and the work P parts do:"
 	$(BENCH)/backward_parts pair --config encoder --pass both
+	$(BENCH)/backward_parts pair --config encoder --value-layout bnlc
 	$(BENCH)/backward_parts pair --config decoder --pass both --rounds 20
 	$(BENCH)/backward_parts work --config encoder --pass both
 	$(BENCH)/backward_parts work --config decoder --pass both

@@ -357,10 +357,16 @@ void MSDA_KFN(msda__backward_range)(const msda_plan *p, const msda_tensors *t, i
                     memset(base + h * p->value_stride_head + pixel * p->value_stride_pixel, 0, (size_t)C * sizeof(float));
         }
     }
-    /* The units (heads) of one batch run side by side (backward_walk). */
+    /* The units (heads) of one batch run side by side (backward_walk). A threaded part walks
+     * them one at a time: two parts walking the same order at the same moment then write heads
+     * apart in BLNC's pixel rows (0 and 4 of 8), not neighbouring lines (0-3 and 4-7: each part
+     * 1.04-1.63x its time alone, 0.84-1.05x one at a time). Each head's sums keep the walk's
+     * order: the same bits. */
     for (int64_t b = begin / H; b * H < end; b++) {
         const int64_t h_begin = b * H > begin ? 0 : begin - b * H;
         const int64_t h_end = (b + 1) * H < end ? H : end - b * H;
-        backward_walk(p, t, &gc, b, h_begin, h_end, NULL);
+        if (!p->walk_each_head) backward_walk(p, t, &gc, b, h_begin, h_end, NULL);
+        else
+            for (int64_t h = h_begin; h < h_end; h++) backward_walk(p, t, &gc, b, h, h + 1, NULL);
     }
 }

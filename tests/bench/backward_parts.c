@@ -15,7 +15,9 @@
  *     copies of the data) running the same call at the same moment, against one of them alone.
  *     Each round runs every case once, interleaved; the minimum of the rounds is kept. Also each
  *     part's own time when the 2-part split runs on two threads of this program (per-part timers)
- *     and alone.
+ *     and alone, and the same two threads with part 1 writing its own copy of grad_value, of
+ *     every output, and of the inputs too: what the parts' sharing of rows costs.
+ *   --value-layout blnc|bnlc: the value's (and grad_value's) layout, BLNC by default.
  *
  * Times are wall-clock (CLOCK_MONOTONIC). Configs: encoder, encoder-shuffled (its queries in a
  * seeded random order), decoder (300 queries). */
@@ -68,7 +70,7 @@ typedef struct bench_case {
     float *value, *loc, *attn, *go, *out, *gv, *gl, *ga;
 } bench_case;
 
-static void make_case(bench_case *c, const char *name)
+static void make_case(bench_case *c, const char *name, int bnlc)
 {
     static const int64_t detr[8] = {100, 167, 50, 84, 25, 42, 13, 21};
     memcpy(c->shapes, detr, sizeof detr);
@@ -83,6 +85,7 @@ static void make_case(bench_case *c, const char *name)
     msda_problem_init(p);
     p->batch = 1; p->num_queries = decoder ? 300 : L; p->num_heads = 8; p->channels = 32; p->num_levels = 4;
     p->num_points = 4; p->value_length = L; p->spatial_shapes = c->shapes; p->level_start_index = c->starts;
+    p->value_layout = bnlc ? MSDA_VALUE_BNLC : MSDA_VALUE_BLNC;
     const int64_t Q = p->num_queries, ve = msda_value_elements(p), le = msda_locations_elements(p),
                   we = msda_weights_elements(p), oe = msda_output_elements(p);
     c->value = floats(ve); c->loc = floats(le); c->attn = floats(we); c->go = floats(oe);
@@ -128,6 +131,7 @@ static void make_job(msda_job *job, bench_case *c, int threads, int backward)
         fprintf(stderr, "backward_parts: %s\n", err.message);
         exit(1);
     }
+    job->plan.walk_each_head = backward && threads > 1;   /* as msda__run's walk stage */
 }
 
 /* The whole call through the library (its pool for threads > 1). */
@@ -252,6 +256,27 @@ static void zero(bench_case *c, int rounds)
     printf("| %.3f | %.3f (%.2f x) | %.3f (%.2f x) |\n", one, two[0], one / two[0], two[1], one / two[1]);
 }
 
+static float *clone(const float *src, int64_t n)
+{
+    float *p = floats(n);
+    memcpy(p, src, (size_t)n * sizeof(float));
+    return p;
+}
+
+/* Part 0 of job0 and part 1 of job1 on two threads started together: the wall time, and each
+ * part's thread CPU time in ms[]. */
+static double run_two(const msda_job *job0, const msda_job *job1, pthread_barrier_t *go, double ms[2])
+{
+    part_thread pt[2] = {{job0, 0, 2, go, 0}, {job1, 1, 2, go, 0}};
+    pthread_t th[2];
+    for (int k = 0; k < 2; k++) pthread_create(&th[k], NULL, part_main, &pt[k]);
+    pthread_barrier_wait(go);
+    const double t0 = now_ms();
+    for (int k = 0; k < 2; k++) pthread_join(th[k], NULL);
+    for (int k = 0; k < 2; k++) ms[k] = pt[k].ms;
+    return now_ms() - t0;
+}
+
 /* A forked 1-thread worker: reads a byte, runs the call, writes its time. */
 typedef struct child {
     pid_t pid;
@@ -285,6 +310,21 @@ static void pair(bench_case *c, int rounds, int backward)
     msda_job job;
     make_job(&job, c, 2, backward);
     const int parts = msda__job_parts(&job, 2);
+    double part_apart[3][2] = {{1e30, 1e30}, {1e30, 1e30}, {1e30, 1e30}};
+    bench_case copy = *c;
+    copy.gv = floats(msda_value_elements(&c->p));
+    msda_job gv_apart;
+    make_job(&gv_apart, &copy, 2, backward);
+    copy.gl = floats(msda_locations_elements(&c->p));
+    copy.ga = floats(msda_weights_elements(&c->p));
+    msda_job out_apart;
+    make_job(&out_apart, &copy, 2, backward);
+    copy.value = clone(c->value, msda_value_elements(&c->p));
+    copy.loc = clone(c->loc, msda_locations_elements(&c->p));
+    copy.attn = clone(c->attn, msda_weights_elements(&c->p));
+    copy.go = clone(c->go, msda_output_elements(&c->p));
+    msda_job whole_apart;
+    make_job(&whole_apart, &copy, 2, backward);
     pthread_barrier_t go;
     pthread_barrier_init(&go, NULL, 3);
     for (int r = 0; r < rounds; r++) {
@@ -310,16 +350,20 @@ static void pair(bench_case *c, int rounds, int backward)
                 t = cpu_ms() - t0;
                 if (t < part_alone[k]) part_alone[k] = t;
             }
-            part_thread pt[2] = {{&job, 0, 2, &go, 0}, {&job, 1, 2, &go, 0}};
-            pthread_t th[2];
-            for (int k = 0; k < 2; k++) pthread_create(&th[k], NULL, part_main, &pt[k]);
-            pthread_barrier_wait(&go);
-            const double t0 = now_ms();
-            for (int k = 0; k < 2; k++) pthread_join(th[k], NULL);
-            t = now_ms() - t0;
+            double ms[2];
+            t = run_two(&job, &job, &go, ms);
             if (t < pair_wall) pair_wall = t;
             for (int k = 0; k < 2; k++)
-                if (pt[k].ms < part_pair[k]) part_pair[k] = pt[k].ms;
+                if (ms[k] < part_pair[k]) part_pair[k] = ms[k];
+            /* the same two parts at once, part 1 writing its own copy of grad_value, then of every
+             * output, then reading its own copy of the inputs too: what sharing the rows costs,
+             * against sharing the cores */
+            const msda_job *apart[3] = {&gv_apart, &out_apart, &whole_apart};
+            for (int v = 0; v < 3; v++) {
+                t = run_two(&job, apart[v], &go, ms);
+                for (int k = 0; k < 2; k++)
+                    if (ms[k] < part_apart[v][k]) part_apart[v][k] = ms[k];
+            }
         }
     }
     close(a.to); close(b.to);
@@ -335,6 +379,14 @@ static void pair(bench_case *c, int rounds, int backward)
                "%.2f and %.2f ms (%.2f and %.2f x alone), %.2f ms wall\n",
                part_alone[0], part_alone[1], part_alone[0] + part_alone[1], (part_alone[0] + part_alone[1]) / one,
                part_pair[0], part_pair[1], part_pair[0] / part_alone[0], part_pair[1] / part_alone[1], pair_wall);
+    if (parts == 2)
+        for (int v = 0; v < 3; v++) {
+            static const char *what[3] = {"its own copy of grad_value", "its own copy of every output",
+                                          "its own copies of the inputs and outputs"};
+            printf("%sthe same two parts at once, part 1 with %s: %.2f and %.2f ms (%.2f and %.2f x alone)\n",
+                   v ? "" : "\n", what[v], part_apart[v][0], part_apart[v][1], part_apart[v][0] / part_alone[0],
+                   part_apart[v][1] / part_alone[1]);
+        }
     printf("\nCPU time of a 1-thread process: alone %.2f ms, two at once %.2f ms (%.2f x)\n", solo_cpu, both_cpu,
            both_cpu / solo_cpu);
     printf("pair solo_cpu=%.3f both_cpu=%.3f one=%.3f two=%.3f solo=%.3f at_once=%.3f alone0=%.3f alone1=%.3f both0=%.3f both1=%.3f\n",
@@ -344,15 +396,16 @@ static void pair(bench_case *c, int rounds, int backward)
 int main(int argc, char **argv)
 {
     if (argc < 2 || (strcmp(argv[1], "work") && strcmp(argv[1], "pair") && strcmp(argv[1], "zero"))) {
-        fprintf(stderr, "usage: backward_parts work|pair|zero [--config C] [--rounds N] [--pass fwd|bwd|both] [P ...]\n");
+        fprintf(stderr, "usage: backward_parts work|pair|zero [--config C] [--rounds N] [--pass fwd|bwd|both] [--value-layout blnc|bnlc] [P ...]\n");
         return 2;
     }
-    const char *config = "encoder", *pass = "bwd";
+    const char *config = "encoder", *pass = "bwd", *layout = "blnc";
     int rounds = 5, ps[64], n = 0;
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) config = argv[++i];
         else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) rounds = atoi(argv[++i]);
         else if (strcmp(argv[i], "--pass") == 0 && i + 1 < argc) pass = argv[++i];
+        else if (strcmp(argv[i], "--value-layout") == 0 && i + 1 < argc) layout = argv[++i];
         else if (n < 64 && atoi(argv[i]) > 0) ps[n++] = atoi(argv[i]);
         else {
             fprintf(stderr, "backward_parts: unknown argument %s\n", argv[i]);
@@ -360,8 +413,12 @@ int main(int argc, char **argv)
         }
     }
     if (n == 0) { ps[0] = 2; ps[1] = 4; ps[2] = 16; ps[3] = 64; n = 4; }
+    if (strcmp(layout, "blnc") && strcmp(layout, "bnlc")) {
+        fprintf(stderr, "backward_parts: --value-layout is '%s', expected blnc or bnlc\n", layout);
+        return 2;
+    }
     bench_case c;
-    make_case(&c, config);
+    make_case(&c, config, strcmp(layout, "bnlc") == 0);
     if (strcmp(argv[1], "zero") == 0) {
         printf("%s grad_value zeroing, %d rounds\n\n", config, rounds);
         zero(&c, rounds);
@@ -369,7 +426,7 @@ int main(int argc, char **argv)
     }
     for (int backward = 0; backward < 2; backward++) {
         if ((backward && strcmp(pass, "fwd") == 0) || (!backward && strcmp(pass, "bwd") == 0)) continue;
-        printf("%s %s, %d rounds\n\n", config, backward ? "backward" : "forward", rounds);
+        printf("%s %s (value %s), %d rounds\n\n", config, backward ? "backward" : "forward", layout, rounds);
         if (strcmp(argv[1], "work") == 0) work(&c, rounds, backward, ps, n);
         else pair(&c, rounds, backward);
         printf("\n");
