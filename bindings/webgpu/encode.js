@@ -6,7 +6,7 @@
 import { ORDER_CHUNK } from './kernels/problem.js';
 import { NARROW } from './kernels/half.js';
 import { CallEncoder, COPY_DST, COPY_SRC, MAP_MODE_READ, STORAGE } from './gpu.js';
-import { loadsHalves, problemWords, sampleGrid, variantOf } from './plan.js';
+import { problemWords, sampleGrid, variantOf } from './plan.js';
 import { bindInput, cpuResults, gpuResult, product, snapshotInputs } from './tensors.js';
 
 const OUTPUT_USAGE = STORAGE | COPY_SRC | COPY_DST;
@@ -25,7 +25,7 @@ function submitCall(gpu, fn, problem, inputs, plan, readBack, dtype, variant, no
   try {
     call = new CallEncoder(gpu, fn, variant, now);
     const bind = {};
-    for (const [name, data] of Object.entries(inputs)) bind[name] = bindInput(call, fn, name, data, loadsHalves(plan));
+    for (const [name, data] of Object.entries(inputs)) bind[name] = bindInput(call, fn, name, data);
     const half = dtype !== 'float32';
     // Results handed out on the GPU are the caller's: made per call; the others are kept.
     const bytesOf = new Map();   // a kept buffer may be larger than the result
@@ -79,7 +79,7 @@ function submitCall(gpu, fn, problem, inputs, plan, readBack, dtype, variant, no
 
 /** A call awaited: its pipelines compiled first where they are not yet, its results read back ('cpu') or on the GPU. */
 export async function run(gpu, fn, problem, inputs, plan, { outputs, dtype }) {
-  const variant = variantOf(gpu, problem, inputs, plan);
+  const variant = variantOf(gpu, problem, inputs);
   const programs = dtype === 'float32' ? plan.programs : [...plan.programs, NARROW];
   if (programs.some((prog) => !gpu.pipelines.has(prog.key(variant)))) {
     snapshotInputs(inputs);
@@ -114,7 +114,7 @@ export async function run(gpu, fn, problem, inputs, plan, { outputs, dtype }) {
 // The synchronous form (dispatchForward / dispatchBackward): submitted, results on the GPU at
 // once; an error the device reports later goes to the console, as WebGPU's own do.
 export function dispatchNow(gpu, fn, problem, inputs, plan, dtype) {
-  const call = submitCall(gpu, fn, problem, inputs, plan, false, dtype, variantOf(gpu, problem, inputs, plan), true);
+  const call = submitCall(gpu, fn, problem, inputs, plan, false, dtype, variantOf(gpu, problem, inputs), true);
   call.scopes.then((err) => { if (err) console.error(`ms-deform-attn: ${err.message}`); });
   const result = {};
   for (const [name, buffer] of Object.entries(call.results)) result[name] = gpuResult(problem, name, buffer, dtype);

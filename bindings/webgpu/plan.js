@@ -17,7 +17,7 @@ import { gridSide } from './gpu.js';
 import { GpuTensor, halfInPlace, product } from './tensors.js';
 
 // The programs a backward may dispatch: compiled (once per variant) before its first call runs
-// (with WIDEN where an input is half precision, NARROW where the results are).
+// (with WIDEN where a half input cannot be bound as its halves, NARROW where the results are half).
 const BACKWARD_PROGRAMS = [ORDER_COUNT, SCAN_REDUCE, SCAN, SCAN_TWO, ORDER_WALK, SAMPLES, SORT_COUNT, SORT_SCATTER, SORT_TERMS, GATHER];
 
 const INT32_MAX = 2 ** 31 - 1;
@@ -47,23 +47,17 @@ const BOUND_AS = { value: 'value', samplingLocations: 'locs', attentionWeights: 
 
 // The pipelines' variant a call allows (kernels/problem.js program()): `narrow` when every
 // level is narrow, so that the wide levels' integer code is left out; `vec4` when the channels
-// are a multiple of 4, so that value and grad_output rows are read as vec4s; where the plan's
-// passes read halves, each input bound as halves (tensors.js halfInPlace) flagged float16 or
-// bfloat16 (kernels/half.js halfFlags).
-export function variantOf(gpu, problem, inputs = {}, plan = null) {
+// are a multiple of 4, so that value and grad_output rows are read as vec4s; each input bound
+// as halves (tensors.js halfInPlace) flagged float16 or bfloat16 (kernels/half.js halfFlags).
+export function variantOf(gpu, problem, inputs = {}) {
   const px = pixelStride(problem);
   const variant = { narrow: problem.spatialShapes.every(([h, w]) => narrowLevel(h, w, px)), vec4: problem.channels % 4 === 0 };
-  if (plan !== null && loadsHalves(plan)) {
-    for (const [name, data] of Object.entries(inputs)) {
-      const [f16, bf16] = halfFlags(BOUND_AS[name]);
-      if (halfInPlace(gpu, data)) variant[data.dtype === 'float16' ? f16 : bf16] = true;
-    }
+  for (const [name, data] of Object.entries(inputs)) {
+    const [f16, bf16] = halfFlags(BOUND_AS[name]);
+    if (halfInPlace(gpu, name, data)) variant[data.dtype === 'float16' ? f16 : bf16] = true;
   }
   return variant;
 }
-
-/** Whether the passes of `plan` read half inputs where they lie (not widened into a float32 copy first). */
-export const loadsHalves = (plan) => plan.fn === 'forward';
 
 /** The words of the `problem` binding (kernels/problem.js encodeProblem): the backward's with its walk's grid. */
 export function problemWords(problem, { grid = { bands: 0, cols: 0 } } = {}) {
@@ -167,14 +161,14 @@ export function planBackward(gpu, problem) {
   };
 }
 
-/** What the inputs add to a plan: their buffers, and the widening pass of each half-precision one its passes do not read as halves. */
+/** What the inputs add to a plan: their buffers, and the widening pass of each half-precision one not bound as its halves. */
 export function planInputs(gpu, plan, inputs) {
   for (const [name, data] of Object.entries(inputs)) {
     const gpuHalf = data instanceof GpuTensor && data.elementBytes === 2;
     if (gpuHalf || data instanceof HalfBits) {
       const n = gpuHalf ? data.count : data.length;
       plan.buffers[`${name} (input)`] = 2 * n;
-      if (loadsHalves(plan) && halfInPlace(gpu, data)) continue;
+      if (halfInPlace(gpu, name, data)) continue;
       if (!plan.programs.includes(WIDEN)) plan.programs = [...plan.programs, WIDEN];
       plan.buffers[`${name} widened to float32 (scratch)`] = 4 * n;
       plan.invocations[`${name}'s widening`] = n;

@@ -8,17 +8,21 @@
 //
 // VK_ICD_FILENAMES picks the driver (SwiftShader: /usr/lib/chromium/vk_swiftshader_icd.json).
 //
-// Measured (SwiftShader under a shared load, --cases decoder/8,encoder/8 --reps 5, one run; every
-// output equal to wasm SIMD's): half / float32 GPU time, and the widening passes' ms
-//   decoder/8 forward   float16 1.04 (23.7 ms), bfloat16 1.01 (19.0 ms); 1 -> 4 compute passes
-//   decoder/8 backward  float16 1.12 (25.5 ms), bfloat16 1.01 (38.0 ms); 9 -> 13 compute passes
-//   encoder/8 forward   float16 0.93 (22.7 ms), bfloat16 1.03 (21.0 ms)
-//   encoder/8 backward  float16 1.13 (44.0 ms), bfloat16 1.00 (37.2 ms)
-// Each half input is widened into a float32 copy by its own pass (8-13 % of a call), which the
-// passes then read, so a half input never costs less than a float32 one (ratios under 1 are
-// noise, about +-10 % between identical code here). Widening at the load sites (issue 36 item 4)
-// would remove those passes: value in kernels/forward.js (load4, load) and backward.js (samples);
-// locs and weights in forward.js, walks.js, backward.js; gout in backward.js and segments.js.
+// Half inputs are bound as their halves and widened where the passes load them (kernels/half.js
+// halfInputs; issue 36 item 4): value in kernels/forward.js and backward.js (samples), locations
+// and weights in forward.js, walks.js and backward.js, a bfloat16 grad_output in backward.js and
+// segments.js. A float16 grad_output (the gather reads each element up to 64 times) and a GPU
+// tensor no binding can start at are still widened first by a pass of their own.
+//
+// Measured (SwiftShader under a shared load, load average 6-14, --cases decoder/8,encoder/8
+// --reps 5, one run each; every output equal to wasm SIMD's), half / float32 GPU time:
+//                       before (a widening pass an input)   after (widened where loaded)
+//   decoder/8 forward   f16 1.19  bf16 1.24  (4 passes)      f16 1.28  bf16 0.90  (1 pass)
+//   decoder/8 backward  f16 1.15  bf16 1.08  (13 passes)     f16 0.90  bf16 1.12  (10 / 9 passes)
+//   encoder/8 forward   f16 1.31  bf16 0.97                  f16 1.13  bf16 0.97
+//   encoder/8 backward  f16 1.04  bf16 1.36                  f16 1.34  bf16 1.09
+// Between identical code the ratio moves about +-15 % here. The float16 rule is a dozen integer
+// operations a load, work of its own on a CPU such as SwiftShader (bfloat16's is a shift).
 import { performance } from 'node:perf_hooks';
 import { makeCase } from './cases.js';
 import { defineCase } from './gpu_model.js';

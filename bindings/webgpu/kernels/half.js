@@ -22,7 +22,7 @@ const F16_TO_F32 = /* wgsl */ `
 fn f16_to_f32(h: u32) -> u32 {
   let a = h & 0x7fffu;
   let wide = (a << 13u) + select(0x38000000u, 0x70000000u, a >= 0x7c00u);
-  let small = bitcast<u32>(f32(a) * 0x1p-24f);
+  let small = bitcast<u32>(f32(i32(a)) * 0x1p-24f);   // i32: a signed conversion is one instruction on more CPUs
   return ((h & 0x8000u) << 16u) | select(wide, small, a < 0x400u);
 }
 `;
@@ -63,12 +63,15 @@ fn ${name}_at4(i: u32) -> vec4<f32> { return vec4<f32>(${name}[i], ${name}[i + 1
       }
       const wide = kind === 'f16' ? (h) => `f16_to_f32(${h})` : (h) => `(${h}) << 16u`;
       const word = vec ? `${name}[i >> 2u][(i >> 1u) & 1u]` : `${name}[i >> 1u]`;
+      // element i's half by constant shifts and a select (a shift by a lane's own count is slow on some CPUs' SIMD)
+      const one = kind === 'f16' ? 'f16_to_f32(select(w & 0xffffu, w >> 16u, odd))' : 'select(w << 16u, w & 0xffff0000u, odd)';
       return /* wgsl */ `
-fn ${name}_at(i: u32) -> f32 { return bitcast<f32>(${wide(`(${word} >> ((i & 1u) << 4u)) & 0xffffu`)}); }
+fn ${name}_at(i: u32) -> f32 { let w = ${word}; let odd = (i & 1u) != 0u; return bitcast<f32>(${one}); }
 fn ${name}_at4(i: u32) -> vec4<f32> {
 ${vec ? `  let w = ${name}[i >> 2u];
-  let h = vec4<u32>(w.x & 0xffffu, w.x >> 16u, w.y & 0xffffu, w.y >> 16u);
+${kind === 'f16' ? `  let h = vec4<u32>(w.x & 0xffffu, w.x >> 16u, w.y & 0xffffu, w.y >> 16u);
   return bitcast<vec4<f32>>(vec4<u32>(${wide('h.x')}, ${wide('h.y')}, ${wide('h.z')}, ${wide('h.w')}));`
+    : '  return bitcast<vec4<f32>>(vec4<u32>(w.x << 16u, w.x & 0xffff0000u, w.y << 16u, w.y & 0xffff0000u));'}`
     : `  return vec4<f32>(${name}_at(i), ${name}_at(i + 1u), ${name}_at(i + 2u), ${name}_at(i + 3u));`}
 }
 `;
