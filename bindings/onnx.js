@@ -21,6 +21,7 @@ import { decodeModel, Graph, loadOnnx, ONNX_UNAVAILABLE } from './onnx/model.js'
 export { ONNX_UNAVAILABLE };
 import { findGridSampleBlocks, findPluginBlocks } from './onnx/blocks.js';
 import { buildChain, releaseChain, runChain, staticFeeds } from './onnx/chain.js';
+import { foldLevels } from './onnx/levels.js';
 import { buildStagedChain } from './onnx/staged.js';
 
 const PREFIX = 'ms-deform-attn/onnx';
@@ -82,6 +83,11 @@ export async function createSession(ortGiven, modelGiven, optionsGiven) {
   await loadOnnx();
   const graph = new Graph(decodeModel(bytes));
   const grids = findGridSampleBlocks(graph), plugins = findPluginBlocks(graph);
+  // Levels computed from constants alone are evaluated now, and read as constants.
+  for (const b of plugins.blocks) {
+    const { why } = b.levels ? {} : await foldLevels(ort, options, graph, b);
+    if (why) plugins.skipped.push({ where: [b.names.plugin], why, plugin: true });
+  }
   const pluginNodes = plugins.blocks.length > 0;
   // A graph with plugin nodes (which ORT cannot run) is cut at all its blocks, both kinds, and
   // built stage by stage; one without is probed whole. The report lists the blocks in the graph's order.

@@ -240,6 +240,27 @@ for (const [runtime, ort, executionProviders] of RUNTIMES) {
   });
 }
 
+test('spatial_shapes computed from constants alone (a Cast of one): evaluated once at createSession, read as constants', async () => {
+  const model = decodeModel(readFileSync(fixture('trt-encoder.onnx')));
+  const plugins = model.graph.node.filter((n) => n.op_type === 'MultiscaleDeformableAttnPlugin_TRT');
+  const at = model.graph.node.findIndex((n) => n.output[0] === plugins[0].input[1]) + 1; // after its Constant: in topological order
+  model.graph.node.splice(at, 0, { op_type: 'Cast', name: 'shapes_cast', input: [plugins[0].input[1]], output: ['shapes_cast'], attribute: [{ name: 'to', type: 2, i: 7 }] });
+  for (const n of plugins) n.input[1] = 'shapes_cast';
+  const session = await createSession(ortNode, encodeModel(model), { executionProviders: ['cpu'], msda });
+  try {
+    for (const b of session.report.blocks) {
+      assert.equal(b.replaced, true, b.why);
+      assert.equal(b.levelsFrom, 'constants');
+      assert.deepEqual(b.levels, [[8, 10], [4, 5], [2, 3]]);
+    }
+    const [read, feeds] = feedsOf(session, 'trt-encoder', ortNode);
+    const ours = await session.run(feeds);
+    assert.ok(maxDiff(ours.memory.data, read('expected/memory').data) <= MODEL_TOL, `${maxDiff(ours.memory.data, read('expected/memory').data)} from PyTorch's`);
+  } finally {
+    await session.release();
+  }
+});
+
 test('computed levels that do not fit: an error naming the node (at the build, and at a later run)', async () => {
   // level_start_index where spatial_shapes goes: (L, 2) starts.
   const model = decodeModel(readFileSync(fixture('trt-encoder-shapes.onnx')));
