@@ -152,7 +152,7 @@ export function findGridSampleBlocks(graph) {
     const modes = new Set(grids.map((g) => attr(g, 'mode', 'bilinear')));
     const pads = new Set(grids.map((g) => attr(g, 'padding_mode', 'zeros')));
     const aligns = new Set(grids.map((g) => attr(g, 'align_corners', 0)));
-    if (modes.size !== 1 || !['bilinear', 'linear'].includes([...modes][0])) { fail(`GridSample mode ${[...modes].join(', ')} (bilinear is the op's)`); continue; }
+    if (modes.size !== 1 || !['bilinear', 'linear'].includes([...modes][0])) { fail(`GridSample mode ${[...modes].join(', ')} (the op samples bilinearly: 'bilinear', or 'linear' from opset 20)`); continue; }
     if (pads.size !== 1 || !['zeros', 'border'].includes([...pads][0])) { fail(`GridSample padding_mode ${[...pads].join(', ')} (zeros or border are the op's)`); continue; }
     if (aligns.size !== 1) { fail('the levels differ in align_corners'); continue; }
     const value = (split ?? slices[0]).input[0];
