@@ -1,5 +1,5 @@
-// Half-precision tensors on the GPU, by integer operations on the bits (the twins of core/half.js
-// and src/cli/npy.c, so the bits do not depend on how a device converts floats, nor on whether it
+// Half-precision tensors on the GPU, by operations on the bits (the twins of core/half.js and
+// src/cli/npy.c, so the bits do not depend on how a device converts halves, nor on whether it
 // flushes subnormals):
 //   halfInputs  WGSL for the passes that read an input where it lies, float32 or halves:
 //               `NAME_at(i)`, element i, and `NAME_at4(i)`, elements i .. i + 3, as float32; a half
@@ -61,7 +61,6 @@ fn ${name}_at(i: u32) -> f32 { return ${name}[i]; }
 fn ${name}_at4(i: u32) -> vec4<f32> { return vec4<f32>(${name}[i], ${name}[i + 1u], ${name}[i + 2u], ${name}[i + 3u]); }
 `;
       }
-      const wide = kind === 'f16' ? (h) => `f16_to_f32(${h})` : (h) => `(${h}) << 16u`;
       const word = vec ? `${name}[i >> 2u][(i >> 1u) & 1u]` : `${name}[i >> 1u]`;
       // element i's half by constant shifts and a select (a shift by a lane's own count is slow on some CPUs' SIMD)
       const one = kind === 'f16' ? 'f16_to_f32(select(w & 0xffffu, w >> 16u, odd))' : 'select(w << 16u, w & 0xffff0000u, odd)';
@@ -70,7 +69,7 @@ fn ${name}_at(i: u32) -> f32 { let w = ${word}; let odd = (i & 1u) != 0u; return
 fn ${name}_at4(i: u32) -> vec4<f32> {
 ${vec ? `  let w = ${name}[i >> 2u];
 ${kind === 'f16' ? `  let h = vec4<u32>(w.x & 0xffffu, w.x >> 16u, w.y & 0xffffu, w.y >> 16u);
-  return bitcast<vec4<f32>>(vec4<u32>(${wide('h.x')}, ${wide('h.y')}, ${wide('h.z')}, ${wide('h.w')}));`
+  return bitcast<vec4<f32>>(vec4<u32>(f16_to_f32(h.x), f16_to_f32(h.y), f16_to_f32(h.z), f16_to_f32(h.w)));`
     : '  return bitcast<vec4<f32>>(vec4<u32>(w.x << 16u, w.x & 0xffff0000u, w.y << 16u, w.y & 0xffff0000u));'}`
     : `  return vec4<f32>(${name}_at(i), ${name}_at(i + 1u), ${name}_at(i + 2u), ${name}_at(i + 3u));`}
 }
