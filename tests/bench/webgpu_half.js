@@ -14,15 +14,17 @@
 // segments.js. A float16 grad_output (the gather reads each element up to 64 times) and a GPU
 // tensor no binding can start at are still widened first by a pass of their own.
 //
-// Measured (SwiftShader under a shared load, load average 6-14, --cases decoder/8,encoder/8
-// --reps 5, one run each; every output equal to wasm SIMD's), half / float32 GPU time:
-//                       before (a widening pass an input)   after (widened where loaded)
-//   decoder/8 forward   f16 1.19  bf16 1.24  (4 passes)      f16 1.28  bf16 0.90  (1 pass)
-//   decoder/8 backward  f16 1.15  bf16 1.08  (13 passes)     f16 0.90  bf16 1.12  (10 / 9 passes)
-//   encoder/8 forward   f16 1.31  bf16 0.97                  f16 1.13  bf16 0.97
-//   encoder/8 backward  f16 1.04  bf16 1.36                  f16 1.34  bf16 1.09
-// Between identical code the ratio moves about +-15 % here. The float16 rule is a dozen integer
-// operations a load, work of its own on a CPU such as SwiftShader (bfloat16's is a shift).
+// Measured (SwiftShader under a shared load, load average 7-14, --cases decoder/8,encoder/8
+// --reps 5; every output equal to wasm SIMD's), half / float32 GPU time, float16 then bfloat16:
+//                       before (a widening pass an input)   after, two runs (widened where loaded)
+//   decoder/8 forward   1.19 1.24  (4 passes)               1.28 0.90 | 0.73 0.77  (1 pass)
+//   decoder/8 backward  1.15 1.08  (13 passes)              0.90 1.12 | 1.34 1.11  (10 / 9 passes)
+//   encoder/8 forward   1.31 0.97                           1.13 0.97 | 1.73 1.36
+//   encoder/8 backward  1.04 1.36                           1.34 1.09 | 1.22 1.47
+// The totals move more than the change here (0.73 to 1.73 for the same code). Per pass, in all
+// four after rows: samples takes 1.2-1.7x its float32 time with a float16 value (the float16 rule
+// is a dozen integer operations a load: work of its own on a CPU), the gather 1.2-1.5x with a
+// bfloat16 grad_output.
 import { performance } from 'node:perf_hooks';
 import { makeCase } from './cases.js';
 import { defineCase } from './gpu_model.js';
