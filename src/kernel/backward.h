@@ -289,8 +289,9 @@ static void backward_query(const msda_plan *p, const msda_tensors *t, geom_cache
 
 /* Every query of batch b, for heads [h_begin, h_end), in the walk's order (walks.h), which
  * depends on the problem's shapes and the batch's locations and weights alone: each head's
- * grad_value sums over the queries in that order, whatever the threads, and all heads' rows of
- * a pixel are used together. */
+ * grad_value sums over the queries in that order, whatever the threads. Heads walk side by side
+ * (all heads' rows of a pixel are used together) or, with plan->walk_each_head, one after
+ * another over each chunk's order. */
 static void backward_walk(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t h_begin,
                           int64_t h_end, const head_part *part)
 {
@@ -299,69 +300,73 @@ static void backward_walk(const msda_plan *p, const msda_tensors *t, geom_cache 
     sample_grid_init(&sg, p, MSDA_BACKWARD_STRIP);
     uint16_t order[MSDA_ORDER_CHUNK];
     fetch_ahead fa = {0.0f};
+    const int64_t step = p->walk_each_head ? 1 : h_end - h_begin;
     for (int64_t q0 = 0; q0 < Q; q0 += MSDA_ORDER_CHUNK) {
         const int n = (int)(Q - q0 < MSDA_ORDER_CHUNK ? Q - q0 : MSDA_ORDER_CHUNK);
         sample_order(p, t, &sg, b, q0, n, order);
-        for (int i = 0; i < n; i++) {
-            if (i + 1 < n) fetch_query(&fa, p, t, b, q0 + order[i + 1], 1, h_begin, h_end);
-            for (int64_t h = h_begin; h < h_end; h++)
-                if (!part) backward_query(p, t, gc, b, q0 + order[i], h, 0, p->num_levels);
-                else if (part->whole) backward_query(p, t, gc, b, q0 + order[i], h, part->level_begin, part->level_end);
-                else backward_query_part(p, t, gc, b, q0 + order[i], h, part);
-        }
+        for (int64_t hs = h_begin; hs < h_end; hs += step)
+            for (int i = 0; i < n; i++) {
+                if (i + 1 < n) fetch_query(&fa, p, t, b, q0 + order[i + 1], 1, hs, hs + step);
+                for (int64_t h = hs; h < hs + step; h++)
+                    if (part->whole) backward_query(p, t, gc, b, q0 + order[i], h, part->level_begin, part->level_end);
+                    else backward_query_part(p, t, gc, b, q0 + order[i], h, part);
+            }
     }
     __asm__ volatile("" : : "r"(fa.sink));
 }
 
-/* Units (batch, head, part) when heads are split (plan->backward_split parts a head, for more
- * threads than heads). A sample touches only its own level's grad_value rows, and its location
- * and weight gradients need only its own dot products, so levels split a head with no work
- * repeated: with R <= NL parts, part r owns levels [r NL / R, (r + 1) NL / R) whole (every level
- * has Q P samples, so the parts are even) and walks every query but only its levels' samples.
- * With more parts than levels, level l's S parts each own 1/S of its pixels' grad_value and of
- * its queries' location and weight gradients, and walk every query's samples of that level doing
- * only their share. Every grad_value element still receives its terms in the walk's order from
- * one writer, and every dot product is the same, so the bits are those of the unsplit head,
- * whatever R. */
-static head_part backward_part(const msda_plan *p, int64_t r)
+/* First pixel of level l (l = num_levels: value_length). */
+static int64_t level_first(const msda_plan *p, int64_t l)
 {
-    const int64_t R = p->backward_split, NL = p->num_levels, Q = p->num_queries;
-    head_part part = {0};
-    if (R <= NL) {
-        part.level_begin = NL * r / R;
-        part.level_end = NL * (r + 1) / R;
-        part.whole = 1;
-        return part;
-    }
-    /* parts r0 <= r < r1 are level l's: those with r NL / R == l */
-    const int64_t l = r * NL / R, r0 = (l * R + NL - 1) / NL, r1 = ((l + 1) * R + NL - 1) / NL;
-    const int64_t S = r1 - r0, s = r - r0;
-    const int64_t start = p->level_start_index[l], pixels = p->spatial_shapes[2 * l] * p->spatial_shapes[2 * l + 1];
-    part.level_begin = l;
-    part.level_end = l + 1;
-    part.whole = S == 1;
-    part.pixel_begin = start + pixels * s / S;
-    part.pixel_end = start + pixels * (s + 1) / S;
-    part.query_begin = Q * s / S;
-    part.query_end = Q * (s + 1) / S;
-    return part;
+    return l < p->num_levels ? p->level_start_index[l] : p->value_length;
 }
 
+/* Zeroes grad_value of batch b, pixels [pb, pe), heads [h0, h1), in as few runs as the layout
+ * allows: one (BLNC, all heads), a run of heads a pixel (BLNC), a run of pixels a head (BNLC). */
+static void zero_rect(const msda_plan *p, const msda_tensors *t, int64_t b, int64_t pb, int64_t pe, int64_t h0,
+                      int64_t h1)
+{
+    const int64_t C = p->channels, H = p->num_heads;
+    float *base = t->grad_value + b * p->value_stride_batch;
+    if (p->grad_value_zeroed || pe <= pb || h1 <= h0) return;
+    if (p->value_stride_head == C && p->value_stride_pixel == H * C && h0 == 0 && h1 == H) {
+        memset(base + pb * H * C, 0, (size_t)((pe - pb) * H * C) * sizeof(float));
+    } else if (p->value_stride_head == C) {
+        for (int64_t pixel = pb; pixel < pe; pixel++)
+            memset(base + pixel * p->value_stride_pixel + h0 * C, 0, (size_t)((h1 - h0) * C) * sizeof(float));
+    } else if (p->value_stride_pixel == C) {
+        for (int64_t h = h0; h < h1; h++)
+            memset(base + h * p->value_stride_head + pb * C, 0, (size_t)((pe - pb) * C) * sizeof(float));
+    } else {
+        for (int64_t h = h0; h < h1; h++)
+            for (int64_t pixel = pb; pixel < pe; pixel++)
+                memset(base + h * p->value_stride_head + pixel * p->value_stride_pixel, 0, (size_t)C * sizeof(float));
+    }
+}
+
+/* Levels [la, lb) of heads [ha, hb) of batch b, whole: one walk. */
+static void backward_rect(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t la, int64_t lb,
+                          int64_t ha, int64_t hb)
+{
+    zero_rect(p, t, b, level_first(p, la), level_first(p, lb), ha, hb);
+    const head_part part = {la, lb, 1, 0, 0, 0, 0};
+    backward_walk(p, t, gc, b, ha, hb, &part);
+}
+
+/* Units with heads split (plan->backward_split = S > 1 parts a level of a head, for more threads
+ * than twice the (batch, level, head) units): part s of S owns pixels [s n / S, (s + 1) n / S)
+ * of the level's n (grad_value) and queries [s Q / S, (s + 1) Q / S) (their samples' location
+ * and weight gradients), and walks every query's samples of that level doing only its share.
+ * Every grad_value element still receives its terms in the walk's order from one writer, and
+ * every dot product is the same, so the bits are those of the unsplit head, whatever S. */
 static void backward_range_split(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t begin, int64_t end)
 {
-    const int64_t H = p->num_heads, R = p->backward_split, C = p->channels, NL = p->num_levels;
+    const int64_t H = p->num_heads, S = p->backward_split, NL = p->num_levels, Q = p->num_queries;
     for (int64_t u = begin; u < end; u++) {
-        const int64_t b = u / (H * R), h = u / R % H, r = u % R;
-        const head_part part = backward_part(p, r);
-        float *base = t->grad_value + b * p->value_stride_batch + h * p->value_stride_head;
-        if (!p->grad_value_zeroed) {
-            const int64_t lb = part.level_begin, le = part.level_end;
-            const int64_t pb = part.whole ? p->level_start_index[lb] : part.pixel_begin;
-            const int64_t pe = !part.whole ? part.pixel_end
-                               : le < NL ? p->level_start_index[le] : p->value_length;
-            for (int64_t pixel = pb; pixel < pe; pixel++)
-                memset(base + pixel * p->value_stride_pixel, 0, (size_t)C * sizeof(float));
-        }
+        const int64_t s = u % S, h = u / S % H, l = u / (S * H) % NL, b = u / (S * H * NL);
+        const int64_t first = level_first(p, l), n = level_first(p, l + 1) - first;
+        const head_part part = {l, l + 1, 0, first + n * s / S, first + n * (s + 1) / S, Q * s / S, Q * (s + 1) / S};
+        zero_rect(p, t, b, part.pixel_begin, part.pixel_end, h, h + 1);
         backward_walk(p, t, gc, b, h, h + 1, &part);
     }
 }
@@ -369,44 +374,27 @@ static void backward_range_split(const msda_plan *p, const msda_tensors *t, geom
 void MSDA_KFN(msda__backward_range)(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end);
 void MSDA_KFN(msda__backward_range)(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end)
 {
-    const int64_t H = p->num_heads;
     geom_cache gc;
     geom_cache_init(&gc, p);
     if (p->backward_split > 1) {
         backward_range_split(p, t, &gc, begin, end);
         return;
     }
-    /* Zero the range's grad_value slices in as few runs as the layout allows: a whole batch slice
-     * (BLNC, all heads), the range's heads of a pixel (BLNC), a head's pixels (BNLC); none where
-     * msda__run's first stage zeroed it. */
-    const int64_t C = p->channels;
-    for (int64_t b = begin / H; !p->grad_value_zeroed && b * H < end; b++) {
-        const int64_t h0 = b * H > begin ? 0 : begin - b * H, h1 = (b + 1) * H < end ? H : end - b * H;
-        float *base = t->grad_value + b * p->value_stride_batch;
-        if (p->value_stride_head == C && p->value_stride_pixel == H * C && h0 == 0 && h1 == H) {
-            memset(base, 0, (size_t)(p->value_length * H * C) * sizeof(float));
-        } else if (p->value_stride_head == C) {
-            for (int64_t pixel = 0; pixel < p->value_length; pixel++)
-                memset(base + pixel * p->value_stride_pixel + h0 * C, 0, (size_t)((h1 - h0) * C) * sizeof(float));
-        } else if (p->value_stride_pixel == C) {   /* BNLC: a head's pixels are one run */
-            for (int64_t h = h0; h < h1; h++)
-                memset(base + h * p->value_stride_head, 0, (size_t)(p->value_length * C) * sizeof(float));
-        } else {
-            for (int64_t h = h0; h < h1; h++)
-                for (int64_t pixel = 0; pixel < p->value_length; pixel++)
-                    memset(base + h * p->value_stride_head + pixel * p->value_stride_pixel, 0, (size_t)C * sizeof(float));
+    /* Units (b, l, h), level-major within a batch: a range is at most three rectangles of
+     * (levels, heads) a batch, each one walk (all of it on one thread: one walk of everything). */
+    const int64_t H = p->num_heads, LH = p->num_levels * H;
+    for (int64_t b = begin / LH; b * LH < end; b++) {
+        const int64_t u1 = end - b * LH < LH ? end - b * LH : LH;
+        int64_t u = begin > b * LH ? begin - b * LH : 0;
+        if (u % H) {   /* the rest of a level */
+            const int64_t l = u / H, hb = u1 - l * H < H ? u1 - l * H : H;
+            backward_rect(p, t, &gc, b, l, l + 1, u % H, hb);
+            u = l * H + hb;
         }
-    }
-    /* The units (heads) of one batch run side by side (backward_walk). A threaded part walks
-     * them one at a time: two parts walking the same order at the same moment then write heads
-     * apart in BLNC's pixel rows (0 and 4 of 8), not neighbouring lines (0-3 and 4-7: each part
-     * 1.04-1.63x its time alone, 0.84-1.05x one at a time). Each head's sums keep the walk's
-     * order: the same bits. */
-    for (int64_t b = begin / H; b * H < end; b++) {
-        const int64_t h_begin = b * H > begin ? 0 : begin - b * H;
-        const int64_t h_end = (b + 1) * H < end ? H : end - b * H;
-        if (!p->walk_each_head) backward_walk(p, t, &gc, b, h_begin, h_end, NULL);
-        else
-            for (int64_t h = h_begin; h < h_end; h++) backward_walk(p, t, &gc, b, h, h + 1, NULL);
+        if (u1 / H > u / H) {   /* whole levels */
+            backward_rect(p, t, &gc, b, u / H, u1 / H, 0, H);
+            u = u1 / H * H;
+        }
+        if (u < u1) backward_rect(p, t, &gc, b, u / H, u / H + 1, 0, u1 - u);   /* the start of one */
     }
 }
