@@ -15,8 +15,6 @@ typedef struct msda_plan {
     int64_t backward_split;
     /* grad_value is zero already (msda__run's first stage of a threaded backward): units leave it */
     int grad_value_zeroed;
-    /* a part walks its heads one at a time (msda__run's threaded backward) */
-    int walk_each_head;
     msda_padding padding;
     int value_dtype;   /* msda_dtype: MSDA_FLOAT32, MSDA_FLOAT16 or MSDA_BFLOAT16 */
     /* value[b, pixel, h, c] = value[b*value_stride_batch + pixel*value_stride_pixel

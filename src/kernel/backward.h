@@ -130,8 +130,8 @@ __attribute__((noinline)) static void backward_sample_split(const float *restric
         }
 }
 
-/* The part of a head a backward unit owns when heads are split (NULL: the whole head): the samples
- * of levels [level_begin, level_end); of those, when `whole` is 0, only the grad_value of pixels
+/* The part of a head a backward unit owns: the samples of the levels at positions
+ * [level_begin, level_end) of level_at's order; of those, when `whole` is 0, only the grad_value of pixels
  * [pixel_begin, pixel_end) and the location and weight gradients of queries [query_begin,
  * query_end). */
 typedef struct head_part {
@@ -172,6 +172,16 @@ __attribute__((noinline)) static void backward_points_slow(const float *go, cons
     }
 }
 
+/* The backward's order of levels: 0, NL - 1, 1, NL - 2, ... The first level is the largest and
+ * slowest to walk (its rows miss the caches most), so a split into contiguous ranges of this
+ * order pairs it with the smallest: on the encoder, 2 parts owning levels {0, 3} and {1, 2}, not
+ * {0, 1} and {2, 3} (one level alone: 31-44 ms, level 0 the slowest). A query's levels own
+ * disjoint rows and gradients, so their order does not change the bits. */
+static inline int64_t level_at(const msda_plan *p, int64_t at)
+{
+    return at % 2 == 0 ? at / 2 : p->num_levels - 1 - at / 2;
+}
+
 /* grad_sampling_locations and grad_attention_weights of (b, q, h), and its grad_value terms.
  * Instantiated twice (SPLIT a constant): for whole heads, where none of the part logic is
  * compiled in, and for parts of heads. */
@@ -196,7 +206,8 @@ MSDA_INLINE void backward_query_impl(const msda_plan *p, const msda_tensors *t, 
     float g_sum = v4_sum(g_abs);
     for (; c4 < C; c4++) g_sum += fabsf(go[c4]);
     const v4 g_bound = v4_splat(g_sum), infinity = v4_splat(INFINITY);
-    for (int64_t l = l_begin; l < l_end; l++) {
+    for (int64_t at = l_begin; at < l_end; at++) {
+        const int64_t l = level_at(p, at);
         const level_geom *g = geom_of(gc, p, l);
         const char *value_level = value_bh + g->start * MSDA_ELEM_BYTES(VT);
         float *grad_value_level = grad_value_bh + g->start;
@@ -289,9 +300,8 @@ static void backward_query(const msda_plan *p, const msda_tensors *t, geom_cache
 
 /* Every query of batch b, for heads [h_begin, h_end), in the walk's order (walks.h), which
  * depends on the problem's shapes and the batch's locations and weights alone: each head's
- * grad_value sums over the queries in that order, whatever the threads. Heads walk side by side
- * (all heads' rows of a pixel are used together) or, with plan->walk_each_head, one after
- * another over each chunk's order. */
+ * grad_value sums over the queries in that order, whatever the threads, and all heads' rows of
+ * a pixel are used together. */
 static void backward_walk(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t h_begin,
                           int64_t h_end, const head_part *part)
 {
@@ -300,17 +310,15 @@ static void backward_walk(const msda_plan *p, const msda_tensors *t, geom_cache 
     sample_grid_init(&sg, p, MSDA_BACKWARD_STRIP);
     uint16_t order[MSDA_ORDER_CHUNK];
     fetch_ahead fa = {0.0f};
-    const int64_t step = p->walk_each_head ? 1 : h_end - h_begin;
     for (int64_t q0 = 0; q0 < Q; q0 += MSDA_ORDER_CHUNK) {
         const int n = (int)(Q - q0 < MSDA_ORDER_CHUNK ? Q - q0 : MSDA_ORDER_CHUNK);
         sample_order(p, t, &sg, b, q0, n, order);
-        for (int64_t hs = h_begin; hs < h_end; hs += step)
-            for (int i = 0; i < n; i++) {
-                if (i + 1 < n) fetch_query(&fa, p, t, b, q0 + order[i + 1], 1, hs, hs + step);
-                for (int64_t h = hs; h < hs + step; h++)
-                    if (part->whole) backward_query(p, t, gc, b, q0 + order[i], h, part->level_begin, part->level_end);
-                    else backward_query_part(p, t, gc, b, q0 + order[i], h, part);
-            }
+        for (int i = 0; i < n; i++) {
+            if (i + 1 < n) fetch_query(&fa, p, t, b, q0 + order[i + 1], 1, h_begin, h_end);
+            for (int64_t h = h_begin; h < h_end; h++)
+                if (part->whole) backward_query(p, t, gc, b, q0 + order[i], h, part->level_begin, part->level_end);
+                else backward_query_part(p, t, gc, b, q0 + order[i], h, part);
+        }
     }
     __asm__ volatile("" : : "r"(fa.sink));
 }
@@ -344,11 +352,14 @@ static void zero_rect(const msda_plan *p, const msda_tensors *t, int64_t b, int6
     }
 }
 
-/* Levels [la, lb) of heads [ha, hb) of batch b, whole: one walk. */
+/* The levels at positions [la, lb) of level_at's order, of heads [ha, hb) of batch b, whole: one walk. */
 static void backward_rect(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t la, int64_t lb,
                           int64_t ha, int64_t hb)
 {
-    zero_rect(p, t, b, level_first(p, la), level_first(p, lb), ha, hb);
+    if (la == 0 && lb == p->num_levels) zero_rect(p, t, b, 0, p->value_length, ha, hb);
+    else
+        for (int64_t at = la; at < lb; at++)
+            zero_rect(p, t, b, level_first(p, level_at(p, at)), level_first(p, level_at(p, at) + 1), ha, hb);
     const head_part part = {la, lb, 1, 0, 0, 0, 0};
     backward_walk(p, t, gc, b, ha, hb, &part);
 }
@@ -363,9 +374,9 @@ static void backward_range_split(const msda_plan *p, const msda_tensors *t, geom
 {
     const int64_t H = p->num_heads, S = p->backward_split, NL = p->num_levels, Q = p->num_queries;
     for (int64_t u = begin; u < end; u++) {
-        const int64_t s = u % S, h = u / S % H, l = u / (S * H) % NL, b = u / (S * H * NL);
+        const int64_t s = u % S, h = u / S % H, at = u / (S * H) % NL, b = u / (S * H * NL), l = level_at(p, at);
         const int64_t first = level_first(p, l), n = level_first(p, l + 1) - first;
-        const head_part part = {l, l + 1, 0, first + n * s / S, first + n * (s + 1) / S, Q * s / S, Q * (s + 1) / S};
+        const head_part part = {at, at + 1, 0, first + n * s / S, first + n * (s + 1) / S, Q * s / S, Q * (s + 1) / S};
         zero_rect(p, t, b, part.pixel_begin, part.pixel_end, h, h + 1);
         backward_walk(p, t, gc, b, h, h + 1, &part);
     }
