@@ -155,7 +155,6 @@ msda_status msda__plan(const msda_problem *pr, msda_plan *plan, msda_error *err)
     plan->spatial_shapes = pr->spatial_shapes;
     plan->level_start_index = pr->level_start_index;
     plan->align_corners = pr->align_corners;
-    plan->backward_split = 1;
     plan->padding = pr->padding;
     plan->value_dtype = (int)pr->value_dtype;
     if (pr->value_layout == MSDA_VALUE_BLNC) {
@@ -309,15 +308,6 @@ msda_status msda__backward_job(msda_job *job, const msda_problem *problem, const
     job->tensors.grad_attention_weights = grad_attention_weights;
     job->kind = MSDA_JOB_BACKWARD;
     job->threads = problem->threads;
-    /* At least twice as many threads as (batch, level, head) units: split each level of a head
-     * into threads / units parts (the bits do not depend on the split). A level's parts each walk
-     * all of its samples and divide only the channel work (kernel/backward.h), so splitting pays
-     * only where each thread gets one unit, not where threads would get two of them and others one. */
-    const int64_t whole = plan.batch * plan.num_levels * plan.num_heads;
-    if (problem->threads >= 2 * whole) {
-        const int64_t split = problem->threads / whole;
-        job->plan.backward_split = split < plan.value_length ? split : plan.value_length;
-    }
     job->units = msda__backward_units(&job->plan);
     return MSDA_OK;
 }

@@ -11,8 +11,6 @@ typedef struct msda_plan {
     const int64_t *spatial_shapes;
     const int64_t *level_start_index;
     int align_corners;
-    /* backward units split each level of a head into this many parts (1: units are (batch, level, head)) */
-    int64_t backward_split;
     /* grad_value is zero already (msda__run's first stage of a threaded backward): units leave it */
     int grad_value_zeroed;
     msda_padding padding;
@@ -50,9 +48,8 @@ void msda__set_error(msda_error *err, msda_status status, const char *fmt, ...)
  * same bits.
  * Forward units are (batch, head, block of queries); backward units are (batch, level, head),
  * which own that level's rows of the head's grad_value and the location/weight gradients of its
- * samples (a sample touches only its own level's rows), or, with more threads than twice those,
- * (batch, level, head, part) (kernel/backward.h; the same bits). A range of units is walked in
- * one pass over grad_output and the locations a rectangle of (levels, heads). */
+ * samples (a sample touches only its own level's rows; kernel/backward.h). A range of units is
+ * walked in one pass over grad_output and the locations a rectangle of (levels, heads). */
 int64_t msda__forward_units(const msda_plan *plan);
 int64_t msda__backward_units(const msda_plan *plan);
 void msda__forward_range(const msda_plan *plan, const msda_tensors *t, int64_t begin, int64_t end);

@@ -85,13 +85,13 @@ MSDA_INLINE void backward_sample(const float *restrict g, const char *restrict v
     else MSDA_BACKWARD_CASES(C, 0, VT)
 }
 
-/* A sample for a unit that owns part of a head (a pixel range, a query slice): dot products
- * for the corners in D, grad_value updates for those in U, each with exactly the operations
- * of backward_corners, so the bits are those of the whole head's unit. */
-__attribute__((noinline)) static void backward_sample_split(const float *restrict g, const char *restrict value,
-                                                            float *restrict grad_value, ptrdiff_t o, ptrdiff_t px,
-                                                            ptrdiff_t row, const float aw[4], ptrdiff_t C, float d[4],
-                                                            unsigned D, unsigned U, int canon, int vt)
+/* A sample off the common path (backward_points_slow): the corners in M, each with exactly the
+ * operations of backward_corners, so the same bits, with the value's element kind and the NaN
+ * canonicalisation as run-time arguments. */
+__attribute__((noinline)) static void backward_sample_generic(const float *restrict g, const char *restrict value,
+                                                              float *restrict grad_value, ptrdiff_t o, ptrdiff_t px,
+                                                              ptrdiff_t row, const float aw[4], ptrdiff_t C, float d[4],
+                                                              unsigned M, int canon, int vt)
 {
     const ptrdiff_t off[4] = {o, o + px, o + row, o + row + px};
     v4 s[4];
@@ -101,8 +101,8 @@ __attribute__((noinline)) static void backward_sample_split(const float *restric
     for (; c < CB; c += MSDA_VB) {
         const vb gc = vb_load(g + c);
         for (int k = 0; k < 4; k++) {
-            if (D >> k & 1u) s[k] = vb_dot_step(s[k], gc, vb_load_as(value, off[k] + c, vt));
-            if (U >> k & 1u) {
+            if (M >> k & 1u) s[k] = vb_dot_step(s[k], gc, vb_load_as(value, off[k] + c, vt));
+            if (M >> k & 1u) {
                 const vb sum = vb_madd(vb_load(grad_value + off[k] + c), vb_splat(aw[k]), gc);
                 vb_store(grad_value + off[k] + c, canon ? vb_canonical(sum) : sum);
             }
@@ -111,19 +111,19 @@ __attribute__((noinline)) static void backward_sample_split(const float *restric
     if (MSDA_VB > 4 && C - c >= 4) {
         const v4 gc = v4_load(g + c);
         for (int k = 0; k < 4; k++) {
-            if (D >> k & 1u) s[k] = v4_madd(s[k], gc, v4_load_as(value, off[k] + c, vt));
-            if (U >> k & 1u) {
+            if (M >> k & 1u) s[k] = v4_madd(s[k], gc, v4_load_as(value, off[k] + c, vt));
+            if (M >> k & 1u) {
                 const v4 sum = v4_madd(v4_load(grad_value + off[k] + c), v4_splat(aw[k]), gc);
                 v4_store(grad_value + off[k] + c, canon ? v4_canonical(sum) : sum);
             }
         }
         c += 4;
     }
-    for (int k = 0; k < 4; k++) d[k] = (D >> k & 1u) ? v4_sum(s[k]) : 0.0f;
+    for (int k = 0; k < 4; k++) d[k] = (M >> k & 1u) ? v4_sum(s[k]) : 0.0f;
     for (; c < C; c++)
         for (int k = 0; k < 4; k++) {
-            if (D >> k & 1u) d[k] += g[c] * f_load_as(value, off[k] + c, vt);
-            if (U >> k & 1u) {
+            if (M >> k & 1u) d[k] += g[c] * f_load_as(value, off[k] + c, vt);
+            if (M >> k & 1u) {
                 const float sum = grad_value[off[k] + c] + aw[k] * g[c];
                 grad_value[off[k] + c] = canon ? f_canonical(sum) : sum;
             }
@@ -147,27 +147,14 @@ typedef struct head_part {
 __attribute__((noinline)) static void backward_points_slow(const float *go, const char *value_level,
                                                            float *grad_value_level, const level_geom *g,
                                                            const point_group *pg, float aw[4][4], const int32_t finite[4],
-                                                           int count, ptrdiff_t C, const head_part *part, int owner,
-                                                           float d[4][4], int vt)
+                                                           int count, ptrdiff_t C, float d[4][4], int vt)
 {
-    const ptrdiff_t ps = g->pixel_stride, rs = g->row_stride;
     for (int i = 0; i < count; i++) {
-        const unsigned m = pg->mask[i];
-        unsigned U = m;
-        if (part) {
-            const ptrdiff_t e = g->start + pg->offset[i];
-            const ptrdiff_t lo = (ptrdiff_t)part->pixel_begin * ps, hi = (ptrdiff_t)part->pixel_end * ps;
-            const ptrdiff_t ek[4] = {e, e + ps, e + rs, e + rs + ps};
-            U = 0u;
-            for (int k = 0; k < 4; k++) U |= (unsigned)(ek[k] >= lo && ek[k] < hi) << k;
-            U &= m;
-        }
-        const unsigned D = owner ? m : 0u;
         const float awi[4] = {aw[0][i], aw[1][i], aw[2][i], aw[3][i]};
         float di[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        if (D | U)
-            backward_sample_split(go, value_level, grad_value_level, pg->offset[i], ps, rs, awi, C, di,
-                                  D, U, !finite[i], vt);
+        if (pg->mask[i])
+            backward_sample_generic(go, value_level, grad_value_level, pg->offset[i], g->pixel_stride, g->row_stride,
+                                    awi, C, di, pg->mask[i], !finite[i], vt);
         for (int k = 0; k < 4; k++) d[k][i] = di[k];
     }
 }
@@ -183,13 +170,11 @@ static inline int64_t level_at(const msda_plan *p, int64_t at)
 }
 
 /* grad_sampling_locations and grad_attention_weights of (b, q, h), and its grad_value terms.
- * Instantiated twice (SPLIT a constant): for whole heads, where none of the part logic is
- * compiled in, and for parts of heads. */
+ * Instantiated per fast value kind and once generic (GENERIC a constant: every point group
+ * through backward_points_slow, the value kind read at run time). */
 MSDA_INLINE void backward_query_impl(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t q,
-                                     int64_t h, int64_t l_begin, int64_t l_end, const head_part *part, const int SPLIT,
-                                     const int VT)
+                                     int64_t h, int64_t l_begin, int64_t l_end, const int GENERIC, const int VT)
 {
-    const int owner = !SPLIT || (q >= part->query_begin && q < part->query_end);
     const int64_t Q = p->num_queries, H = p->num_heads, NL = p->num_levels, P = p->num_points;
     const ptrdiff_t C = (ptrdiff_t)p->channels, xy = (ptrdiff_t)p->loc_stride_xy,
                     point_stride = (ptrdiff_t)p->loc_stride_point;
@@ -227,7 +212,7 @@ MSDA_INLINE void backward_query_impl(const msda_plan *p, const msda_tensors *t, 
             const int all_finite = !v4i_any(v4i_xor(finite_lanes, v4i_splat(-1)));
             int32_t finite[4];
             v4i_store(finite, finite_lanes);
-            if (!SPLIT && all_finite) {
+            if (!GENERIC && all_finite) {
                 for (int i = 0; i < count; i++) {
                     const float awi[4] = {aw[0][i], aw[1][i], aw[2][i], aw[3][i]};
                     float di[4];
@@ -236,7 +221,7 @@ MSDA_INLINE void backward_query_impl(const msda_plan *p, const msda_tensors *t, 
                     for (int k = 0; k < 4; k++) d[k][i] = di[k];
                 }
             } else {
-                backward_points_slow(go, value_level, grad_value_level, g, &pg, aw, finite, count, C, part, owner, d, VT);
+                backward_points_slow(go, value_level, grad_value_level, g, &pg, aw, finite, count, C, d, VT);
             }
             const v4 d0 = v4_load(d[0]), d1 = v4_load(d[1]), d2 = v4_load(d[2]), d3 = v4_load(d[3]);
             const v4 fx = pg.fx, fy = pg.fy, zero = v4_zero();
@@ -260,7 +245,7 @@ MSDA_INLINE void backward_query_impl(const msda_plan *p, const msda_tensors *t, 
             v4_store(gx_s, gx_l);
             v4_store(gy_s, gy_l);
             float *grad_loc = t->grad_sampling_locations + loc_index;
-            for (int i = 0; i < count && owner; i++) {
+            for (int i = 0; i < count; i++) {
                 t->grad_attention_weights[weight_index + i] = ga_s[i];
                 grad_loc[i * point_stride] = gx_s[i];
                 grad_loc[i * point_stride + xy] = gy_s[i];
@@ -269,55 +254,53 @@ MSDA_INLINE void backward_query_impl(const msda_plan *p, const msda_tensors *t, 
     }
 }
 
-static void backward_query_part(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t q,
-                                int64_t h, const head_part *part)
+static void backward_query_generic(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t q,
+                                   int64_t h, int64_t l_begin, int64_t l_end)
 {
-    /* the rare split path: not specialised */
-    backward_query_impl(p, t, gc, b, q, h, part->level_begin, part->level_end, part, 1, p->value_dtype);
+    backward_query_impl(p, t, gc, b, q, h, l_begin, l_end, 1, p->value_dtype);   /* rare: not specialised */
 }
 
-/* A copy for each kind of value element this build reads fast (kernels.h, MSDA_FAST_*); the others
- * take the split path's code as one part that owns the whole head (the same operations, so the
- * same bits). */
+/* The levels at positions [l_begin, l_end) of level_at's order of (b, q, h): a copy for each kind
+ * of value element this build reads fast (kernels.h, MSDA_FAST_*); the others take the generic
+ * code (the same operations, so the same bits). */
 static void backward_query(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t q, int64_t h,
                            int64_t l_begin, int64_t l_end)
 {
     switch (p->value_dtype) {
-    case MSDA_FLOAT32: backward_query_impl(p, t, gc, b, q, h, l_begin, l_end, NULL, 0, MSDA_FLOAT32); break;
+    case MSDA_FLOAT32: backward_query_impl(p, t, gc, b, q, h, l_begin, l_end, 0, MSDA_FLOAT32); break;
 #if MSDA_FAST_F16
-    case MSDA_FLOAT16: backward_query_impl(p, t, gc, b, q, h, l_begin, l_end, NULL, 0, MSDA_FLOAT16); break;
+    case MSDA_FLOAT16: backward_query_impl(p, t, gc, b, q, h, l_begin, l_end, 0, MSDA_FLOAT16); break;
 #endif
 #if MSDA_FAST_BF16
-    case MSDA_BFLOAT16: backward_query_impl(p, t, gc, b, q, h, l_begin, l_end, NULL, 0, MSDA_BFLOAT16); break;
+    case MSDA_BFLOAT16: backward_query_impl(p, t, gc, b, q, h, l_begin, l_end, 0, MSDA_BFLOAT16); break;
 #endif
-    default: {
-        const head_part whole = {l_begin, l_end, 0, 0, p->value_length, 0, p->num_queries};
-        backward_query_part(p, t, gc, b, q, h, &whole);
-        break;
-    }
+    default: backward_query_generic(p, t, gc, b, q, h, l_begin, l_end); break;
     }
 }
 
-/* Every query of batch b, for heads [h_begin, h_end), in the walk's order (walks.h), which
+/* Every query of batch b, for heads [h_begin, h_end) and the levels at positions [l_begin, l_end)
+ * of level_at's order, in the walk's order (walks.h), which
  * depends on the problem's shapes and the batch's locations and weights alone: each head's
  * grad_value sums over the queries in that order, whatever the threads, and all heads' rows of
  * a pixel are used together. */
 static void backward_walk(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t h_begin,
-                          int64_t h_end, const head_part *part)
+                          int64_t h_end, int64_t l_begin, int64_t l_end)
 {
     const int64_t Q = p->num_queries;
     sample_grid sg;
     sample_grid_init(&sg, p, MSDA_BACKWARD_STRIP);
     uint16_t order[MSDA_ORDER_CHUNK];
     fetch_ahead fa = {0.0f};
+    /* the queries' rows are fetched this many queries ahead: about 64 samples' work, where a
+     * walk of one level of one head has 4 a query (at most 8 ahead) */
+    const int64_t samples = (h_end - h_begin) * (l_end - l_begin) * p->num_points;
+    const int ahead = samples >= 64 ? 1 : samples < 8 ? 8 : (int)(64 / samples);
     for (int64_t q0 = 0; q0 < Q; q0 += MSDA_ORDER_CHUNK) {
         const int n = (int)(Q - q0 < MSDA_ORDER_CHUNK ? Q - q0 : MSDA_ORDER_CHUNK);
         sample_order(p, t, &sg, b, q0, n, order);
         for (int i = 0; i < n; i++) {
-            if (i + 1 < n) fetch_query(&fa, p, t, b, q0 + order[i + 1], 1, h_begin, h_end);
-            for (int64_t h = h_begin; h < h_end; h++)
-                if (part->whole) backward_query(p, t, gc, b, q0 + order[i], h, part->level_begin, part->level_end);
-                else backward_query_part(p, t, gc, b, q0 + order[i], h, part);
+            if (i + ahead < n) fetch_query(&fa, p, t, b, q0 + order[i + ahead], 1, h_begin, h_end);
+            for (int64_t h = h_begin; h < h_end; h++) backward_query(p, t, gc, b, q0 + order[i], h, l_begin, l_end);
         }
     }
     __asm__ volatile("" : : "r"(fa.sink));
@@ -360,26 +343,7 @@ static void backward_rect(const msda_plan *p, const msda_tensors *t, geom_cache 
     else
         for (int64_t at = la; at < lb; at++)
             zero_rect(p, t, b, level_first(p, level_at(p, at)), level_first(p, level_at(p, at) + 1), ha, hb);
-    const head_part part = {la, lb, 1, 0, 0, 0, 0};
-    backward_walk(p, t, gc, b, ha, hb, &part);
-}
-
-/* Units with heads split (plan->backward_split = S > 1 parts a level of a head, for more threads
- * than twice the (batch, level, head) units): part s of S owns pixels [s n / S, (s + 1) n / S)
- * of the level's n (grad_value) and queries [s Q / S, (s + 1) Q / S) (their samples' location
- * and weight gradients), and walks every query's samples of that level doing only its share.
- * Every grad_value element still receives its terms in the walk's order from one writer, and
- * every dot product is the same, so the bits are those of the unsplit head, whatever S. */
-static void backward_range_split(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t begin, int64_t end)
-{
-    const int64_t H = p->num_heads, S = p->backward_split, NL = p->num_levels, Q = p->num_queries;
-    for (int64_t u = begin; u < end; u++) {
-        const int64_t s = u % S, h = u / S % H, at = u / (S * H) % NL, b = u / (S * H * NL), l = level_at(p, at);
-        const int64_t first = level_first(p, l), n = level_first(p, l + 1) - first;
-        const head_part part = {at, at + 1, 0, first + n * s / S, first + n * (s + 1) / S, Q * s / S, Q * (s + 1) / S};
-        zero_rect(p, t, b, part.pixel_begin, part.pixel_end, h, h + 1);
-        backward_walk(p, t, gc, b, h, h + 1, &part);
-    }
+    backward_walk(p, t, gc, b, ha, hb, la, lb);
 }
 
 void MSDA_KFN(msda__backward_range)(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end);
@@ -387,10 +351,6 @@ void MSDA_KFN(msda__backward_range)(const msda_plan *p, const msda_tensors *t, i
 {
     geom_cache gc;
     geom_cache_init(&gc, p);
-    if (p->backward_split > 1) {
-        backward_range_split(p, t, &gc, begin, end);
-        return;
-    }
     /* Units (b, l, h), level-major within a batch: a range is at most three rectangles of
      * (levels, heads) a batch, each one walk (all of it on one thread: one walk of everything). */
     const int64_t H = p->num_heads, LH = p->num_levels * H;
