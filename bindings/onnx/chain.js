@@ -4,7 +4,7 @@
 
 import { encodeModel, subModel, ELEM } from './model.js';
 import { planStages } from './plan.js';
-import { forwardArgs, readProblem, verifyBlock } from './verify.js';
+import { forwardArgs, forwardHalf, halfArgs, readProblem, verifyBlock } from './verify.js';
 
 const PREFIX = 'ms-deform-attn/onnx';
 
@@ -73,17 +73,18 @@ async function chainOf(ort, options, graph, found, entries, probed, getMsda) {
     const b = found[k], e = entries[k];
     e.replaced = false;
     const types = [b.value, b.samplingLocations, b.attentionWeights, b.output].map((t) => probed.types.get(t));
-    if (types.some((t) => t !== 'float32')) { e.why = `element types ${types.join(', ')}: float32 blocks only so far`; continue; }
+    const dtype = types[0];
+    if (!['float32', 'float16'].includes(dtype) || types.some((t) => t !== dtype)) { e.why = `element types ${types.join(', ')}: float32 or float16 blocks (all four alike) only so far`; continue; }
     const { problem, why } = readProblem(b, probed.shapes);
     if (why) { e.why = why; continue; }
-    Object.assign(e, { valueLayout: 'BLNC', samplingLocationsLayout: 'BQHLP2', batch: problem.B, queries: problem.Q, heads: problem.H,
+    Object.assign(e, { dtype, valueLayout: 'BLNC', samplingLocationsLayout: 'BQHLP2', batch: problem.B, queries: problem.Q, heads: problem.H,
       channels: problem.C, levels: problem.levels, points: problem.P });
-    const check = await verifyBlock(ort, options, graph, b, problem, probed.shapes, await getMsda(), 0x5eed + k);
-    e.verification = { checked: check.checked, worst: check.worst };
+    const check = await verifyBlock(ort, options, graph, b, problem, probed.shapes, await getMsda(), 0x5eed + k, dtype);
+    e.verification = { checked: check.checked, worst: check.worst, used: check.used };
     if (!check.agree) { e.why = `ORT's run of the block and ours disagree beyond crosscheck's bound (${JSON.stringify(check.worst)}): left to ORT`; continue; }
     e.replaced = true;
     e.why = null;
-    replaced.push({ block: b, problem, shape: probed.shapes.get(b.output) });
+    replaced.push({ block: b, problem, dtype, shape: probed.shapes.get(b.output) });
   }
   if (replaced.length === 0) return { stages: [{ session: await ort.InferenceSession.create(encodeModel(graph.model), options), inputs: graph.inputs }], ops: [] };
   const inputTypes = new Map(graph.model.graph.input.map((v) => [v.name, ELEM[v.type?.tensor_type?.elem_type]]));
@@ -127,7 +128,12 @@ export async function runChain(ort, chain, msda, feeds, outputNames) {
         const [v, l, w] = [op.block.value, op.block.samplingLocations, op.block.attentionWeights].map((t) => live.get(t));
         Object.assign(args, { value: operand(v, args.value.shape), samplingLocations: operand(l, args.samplingLocations.shape), attentionWeights: operand(w, args.attentionWeights.shape) });
         let t;
-        if (gpu) {
+        if (op.dtype === 'float16') {
+          // Half in (ORT's bits as they are), the float32 result rounded once to float16 out.
+          const out = await forwardHalf(msda, halfArgs(args), gpu);
+          t = gpu ? ort.Tensor.fromGpuBuffer(out.buffer, { dataType: 'float16', dims: op.shape, dispose: () => out.buffer.destroy() })
+            : new ort.Tensor('float16', out, op.shape);
+        } else if (gpu) {
           const out = await msda.forward(args, { outputs: 'gpu' });
           t = ort.Tensor.fromGpuBuffer(out.buffer, { dataType: 'float32', dims: op.shape, dispose: () => out.buffer.destroy() });
         } else {

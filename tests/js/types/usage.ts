@@ -111,9 +111,11 @@ export async function onnxUsage(ort: { InferenceSession: { create(m: Uint8Array,
   const session: ChainedSession = await createSession(ort, new Uint8Array(8), { executionProviders: ['wasm'], msda: await init() });
   const out = await session.run({ src: new ort.Tensor('float32', new Float32Array(4), [1, 4]) });
   const first: BlockReport | undefined = session.report.blocks[0];
+  const dtype: 'float32' | 'float16' | undefined = first?.dtype;
+  const boundOrt: number | undefined = first?.verification?.worst?.boundOrt;
   const code: 'MSDA_ONNX_UNAVAILABLE' = ONNX_UNAVAILABLE;
   // @ts-expect-error: the model is bytes, not a path
   await createSession(ort, 'model.onnx');
   await session.release();
-  return Object.keys(out).length + (first?.replaced ? 1 : 0) + code.length + session.inputNames.length;
+  return Object.keys(out).length + (first?.replaced ? 1 : 0) + code.length + session.inputNames.length + (dtype?.length ?? 0) + (boundOrt ?? 0);
 }
