@@ -105,7 +105,7 @@ async function chainOf(ort, options, graph, found, entries, probed, getMsda) {
     await Promise.all(stages.map((st) => st.session?.release()));
     throw e;
   }
-  return { stages, ops: plan.ops.map((op) => ({ ...op, ...replaced.find((r) => r.block === op.block) })) };
+  return { stages, gpu, ops: plan.ops.map((op) => ({ ...op, ...replaced.find((r) => r.block === op.block) })) };
 }
 
 // What the op is given for an ORT tensor: its GPU buffer on ORT's device, else its CPU data.
@@ -119,7 +119,8 @@ const operand = (t, shape) => (t.location === 'gpu-buffer' ? { buffer: t.gpuBuff
 export async function runChain(ort, chain, msda, feeds, outputNames) {
   const live = new Map(feeds), made = [];
   const { stages, ops } = chain;
-  const gpu = msda?.backend === 'webgpu';
+  // GPU tensors only where the stages were made for them (a WebGPU instance under the wasm EP: CPU ones).
+  const gpu = chain.gpu === true && msda?.backend === 'webgpu';
   try {
     for (let s = 0; s <= stages.length; s++) {
       for (const op of ops) {
@@ -190,17 +191,18 @@ export async function buildPluginChain(ort, options, graph, found, entries, feed
         if (op.before !== s) continue;
         const b = op.block, e = entries[found.indexOf(b)];
         const [v, l, w] = [b.value, b.samplingLocations, b.attentionWeights].map((t) => live.get(t));
-        const types = [v, l, w].map((t) => t.type);
-        const { problem, why } = types.some((t) => t !== 'float32')
-          ? { why: `element types ${types.join(', ')}: float32 nodes only so far` } : readPluginProblem(b, v.dims, l.dims, w.dims);
+        const types = [v, l, w].map((t) => t.type), dtype = types[0];
+        const { problem, why } = !['float32', 'float16'].includes(dtype) || types.some((t) => t !== dtype)
+          ? { why: `element types ${types.join(', ')}: float32 or float16 nodes (all three alike) only so far` } : readPluginProblem(b, v.dims, l.dims, w.dims);
         if (why) throw new Error(`${PREFIX}: createSession: ${b.names.plugin}: ${why}; ONNX Runtime cannot run this node either`);
-        Object.assign(e, { valueLayout: 'BLNC', samplingLocationsLayout: 'BQHLP2', batch: problem.B, queries: problem.Q, heads: problem.H,
+        Object.assign(e, { dtype, valueLayout: 'BLNC', samplingLocationsLayout: 'BQHLP2', batch: problem.B, queries: problem.Q, heads: problem.H,
           channels: problem.C, levels: problem.levels, points: problem.P, replaced: true, why: null,
           verification: null });
         const shape = b.outputRank === 4 ? [problem.B, problem.Q, problem.H, problem.C] : [problem.B, problem.Q, problem.H * problem.C];
-        const out = await (await getMsda()).forward(forwardArgs(b, problem, v.data, l.data, w.data));
-        live.set(b.output, new ort.Tensor('float32', out.data, shape));
-        ops.push({ ...op, problem, shape });
+        const args = forwardArgs(b, problem, v.data, l.data, w.data), msda = await getMsda();
+        live.set(b.output, dtype === 'float16' ? new ort.Tensor('float16', await forwardHalf(msda, halfArgs(args), false), shape)
+          : new ort.Tensor('float32', (await msda.forward(args)).data, shape));
+        ops.push({ ...op, problem, shape, dtype });
       }
       if (s === plan.stages.length) break;
       const st = plan.stages[s];

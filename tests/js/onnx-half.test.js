@@ -2,7 +2,7 @@
 // DETR's encoder converted to float16) through onnxruntime-node and onnxruntime-web's wasm EP: its
 // blocks verified under the float16 bounds of docs/onnx.md and replaced; ORT's float16 tensors
 // in and out; a block's result is the op's float32 result rounded once to float16, bit for bit; a
-// float16 block that disagrees is left to ORT.
+// float16 block that disagrees is left to ORT; float16 plugin nodes (mmdeploy's) chained around.
 
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -130,6 +130,27 @@ for (const [runtime, ort, executionProviders] of RUNTIMES) {
       const feeds = Object.fromEntries(session.inputNames.map((n) => { const a = get(n); return [n, new ort.Tensor('float16', a.data, a.shape)]; }));
       const { output } = await session.run(feeds);
       assert.ok(worstUlps(widenHalf(output.data, 'float16'), get('expected/output').data) <= 1, `${worstUlps(widenHalf(output.data, 'float16'), get('expected/output').data)} ulps`);
+    } finally {
+      await session.release();
+    }
+  });
+}
+
+// mmdeploy's plugin node in a float16 model (ORT cannot run it): chained around, float16 through.
+for (const [runtime, ort, executionProviders] of RUNTIMES) {
+  test(`mmdeploy-encoder-f16 on ${runtime}: its float16 plugin nodes on the op, within ${ULPS} ulps of PyTorch's`, async () => {
+    const bytes = readFileSync(fixture('mmdeploy-encoder-f16.onnx'));
+    const plugin = parseNpz(readFileSync(fixture('mmdeploy-encoder-f16.npz')), (b) => inflateRawSync(b));
+    const get = (key) => parseNpy(plugin.get(`${key}.npy`).read());
+    const session = await createSession(ort, bytes, { executionProviders, msda });
+    try {
+      assert.equal(session.report.blocks.length, 2);
+      for (const b of session.report.blocks) assert.deepEqual([b.replaced, b.dtype, b.verification], [true, 'float16', null], b.why);
+      const feeds = Object.fromEntries(session.inputNames.map((n) => { const a = get(n); return [n, new ort.Tensor('float16', a.data, a.shape)]; }));
+      const { memory } = await session.run(feeds);
+      assert.equal(memory.type, 'float16');
+      const miss = worstUlps(widenHalf(memory.data, 'float16'), get('expected/memory').data);
+      assert.ok(miss <= ULPS, `${miss} ulps from PyTorch's`);
     } finally {
       await session.release();
     }
