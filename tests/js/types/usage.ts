@@ -113,9 +113,10 @@ export async function onnxUsage(ort: { InferenceSession: { create(m: Uint8Array,
   const first: BlockReport | undefined = session.report.blocks[0];
   const dtype: 'float32' | 'float16' | undefined = first?.dtype;
   const boundOrt: number | undefined = first?.verification?.worst?.boundOrt;
+  const slices = first && 'slices' in first.nodes ? first.nodes.slices.length : 0; // mmcv's form: a Slice per level
   const code: 'MSDA_ONNX_UNAVAILABLE' = ONNX_UNAVAILABLE;
   // @ts-expect-error: the model is bytes, not a path
   await createSession(ort, 'model.onnx');
   await session.release();
-  return Object.keys(out).length + (first?.replaced ? 1 : 0) + code.length + session.inputNames.length + (dtype?.length ?? 0) + (boundOrt ?? 0);
+  return Object.keys(out).length + (first?.replaced ? 1 : 0) + slices + code.length + session.inputNames.length + (dtype?.length ?? 0) + (boundOrt ?? 0);
 }
