@@ -16,7 +16,7 @@ import { narrowToHalf, widenHalf } from '../../bindings/core/half.js';
 import { parseNpy } from '../../bindings/npy.js';
 import { createSession } from '../../bindings/onnx.js';
 import { findGridSampleBlocks } from '../../bindings/onnx/blocks.js';
-import { decodeModel, encodeModel, Graph, loadOnnx, subModel } from '../../bindings/onnx/model.js';
+import { decodeModel, encodeModel, Graph, loadOnnx, subModel, tensorValues } from '../../bindings/onnx/model.js';
 
 ortWeb.env.wasm.numThreads = 1;
 const fixture = (name) => new URL(`../fixtures/onnx/${name}`, import.meta.url);
@@ -177,4 +177,10 @@ test('a float16 block whose ORT run disagrees with the op (levels concatenated o
     await session.release();
     await plain.release();
   }
+});
+
+test('float16 constants are read (the 2 and 1 of a block\'s grid): raw bytes and int32_data, as ONNX stores them', () => {
+  const bits = [0x4000, 0x3c00, 0x8001, 0x7c00]; // 2, 1, -2^-24, Infinity
+  assert.deepEqual(tensorValues({ data_type: 10, raw_data: new Uint8Array(new Uint16Array(bits).buffer), int32_data: [] }), [2, 1, -(2 ** -24), Infinity]);
+  assert.deepEqual(tensorValues({ data_type: 10, raw_data: new Uint8Array(0), int32_data: bits }), [2, 1, -(2 ** -24), Infinity]);
 });
