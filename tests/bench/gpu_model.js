@@ -124,7 +124,7 @@ export const FORMULAS = {
     readB: 12 * a.S + a.valueTouched, writeB: a.out, wave: a.S / 32 * 3 + (a.BQH / 4) * ((a.R / a.S) * 16 * 4), chain: 4 * (2 + a.NL * Math.ceil(a.P / 4)) }),
   orderCount: (a) => ({ dir: 'bwd', inv: a.B * a.Q, wg: 256, work: 'query cell from the first valid level, cell histogram per tile and its block totals (atomics)', instr: 150, readB: 48 * a.B * a.Q, writeB: 4 * a.B * a.Q + 4 * a.hist, wave: a.B * a.Q / 32 * 12 * 4, chain: 3, atomics: 2 * a.B * a.Q }),
   // where fused, the earlier blocks' totals and the block's earlier counts summed (cached loads)
-  orderWalk: (a) => ((f) => ({ dir: 'bwd', inv: a.B * a.Q, wg: 256, work: `stable place of each query by cell${f ? ', its start summed from the histogram' : ''}`, instr: 40 + (f ? 4 * (a.hist / 256 + 256) : 0),
+  orderWalk: (a) => ((f) => ({ dir: 'bwd', inv: f ? 0 : a.B * a.Q, wg: 256, work: `stable place of each query by cell${f ? ', its start summed from the histogram' : ''}`, instr: 40 + (f ? 4 * (a.hist / 256 + 256) : 0),
     readB: 4 * a.B * a.Q + 4 * a.hist, writeB: 8 * a.B * a.Q, wave: a.B * a.Q / 32 * 4, chain: 3 + (f ? Math.ceil(a.hist / 256) + 255 : 0) }))(orderFused(a)),
   samples: (a) => ({ dir: 'bwd', inv: a.S, wg: 64, work: '1 sample: point(), 4 corners x C-ch dot(gout,value), 4 records', instr: 110 + 4 * a.C * 5 + 40,
     readB: 12 * a.S + 4 * a.BQH * a.C + a.valueTouched, writeB: 44 * a.S, wave: a.S / 32 * (a.C * 32 * (a.R / a.S) + 4 * a.C * 2), chain: 4 }),
@@ -137,8 +137,13 @@ export const FORMULAS = {
     chain: scanChain(vs), dispatches: vs.length ? 1 : 0 }))(scanSet(a, true)),
   // the sort (kernels/sort.js): a chunk of 256 records an invocation, in order; one count pass,
   // passes - 1 scatters, the last pass writing the gather's terms (sortDigits: passes by PIX)
-  sortCount: (a) => ((d) => ({ dir: 'bwd', inv: 4 * a.S / d.chunk, wg: 64, work: `${d.chunk} records in walk order: digit counts in its own column, pixel counts (a run at once), the column's and the counts' block totals`, instr: d.chunk * 34,
+  sortCount: (a) => ((d) => ({ dir: 'bwd', inv: orderFused(a) ? 0 : 4 * a.S / d.chunk, wg: 64, work: `${d.chunk} records in walk order: digit counts in its own column, pixel counts (a run at once), the column's and the counts' block totals`, instr: d.chunk * 34,
     readB: 32 * a.S + 4 * a.B * a.Q, writeB: 4 * (4 * a.S / d.chunk * 2 ** d.bits), wave: 4 * a.S / 32 * 4, chain: 3 * d.chunk + 2, atomics: a.R / 2 + 4 * a.S }))(sortDigits(a.PIX)),
+  // in place of orderWalk and sortCount where the order's histogram is summed (the benchmark's
+  // problems are one part): a (pair, query) an invocation, orderWalk's loads then its records'
+  walkCount: (a) => ((d, per) => ({ dir: 'bwd', inv: orderFused(a) ? a.B * a.H * a.Q : 0, wg: 64, work: `its query's place in the walk (orderWalk's), its ${per} records counted at their places in walk order (atomics a run)`,
+    instr: 40 + 4 * (a.hist / 256 + 256) + per * 30, readB: 32 * a.S + 4 * a.B * a.Q + 4 * a.hist, writeB: 4 * a.B * a.Q + 4 * (4 * a.S / d.chunk * 2 ** d.bits),
+    wave: 4 * a.S / 32 * 4 + a.B * a.H * a.Q / 32 * 4, chain: 3 + Math.ceil(a.hist / 256) + 255 + 2 * per, atomics: 2 * a.R }))(sortDigits(a.PIX), 4 * a.NL * a.P),
   sortScatter: (a) => ((d, k) => ({ dir: 'bwd', inv: k * 4 * a.S / d.chunk, wg: 64, work: `${d.chunk} records: each to its digit's next place, the next digit and its block totals counted (${k} passes)`, instr: d.chunk * 27,
     readB: k * (8 * a.R + 16 * a.S), writeB: k * (8 * a.R + 16 * a.S), wave: k * a.R / 32 * 36, chain: 3 * d.chunk, atomics: k * a.R / 2, dispatches: k }))(sortDigits(a.PIX), sortDigits(a.PIX).passes - 1),
   sortTerms: (a) => ((d) => ({ dir: 'bwd', inv: 4 * a.S / d.chunk, wg: 64, work: `${d.chunk} records: each to its place as (a*w_k, grad_output row)`, instr: d.chunk * 35,
@@ -148,7 +153,7 @@ export const FORMULAS = {
 };
 
 export function passes(a, names = Object.keys(FORMULAS)) {
-  return names.filter((n) => FORMULAS[n]).map((name) => ({ name, ...FORMULAS[name](a) }));
+  return names.filter((n) => FORMULAS[n]).map((name) => ({ name, ...FORMULAS[name](a) })).filter((p) => p.inv > 0);
 }
 
 export function estimate(p, m) {
