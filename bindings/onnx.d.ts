@@ -22,8 +22,14 @@ export interface CreateSessionOptions {
 export interface BlockReport {
   id: number;
   formulation: string;
-  /** The GridSample decomposition's nodes, or the one plugin node (TensorRT's, mmdeploy's). */
-  nodes: { gridSample: string[]; split: string; mul: string; reduceSum: string } | { plugin: string };
+  /**
+   * The GridSample decomposition's nodes (the value cut by one Split, or by one Slice per level
+   * where the export computes the sizes, as for mmcv's function), or the one plugin node
+   * (TensorRT's, mmdeploy's).
+   */
+  nodes: { gridSample: string[]; split: string; mul: string; reduceSum: string }
+    | { gridSample: string[]; slices: string[]; mul: string; reduceSum: string }
+    | { plugin: string };
   tensors: { value: string; samplingLocations: string; attentionWeights: string; output: string };
   alignCorners: boolean;
   paddingMode: 'zeros' | 'border';

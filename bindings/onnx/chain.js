@@ -94,7 +94,7 @@ async function chainOf(ort, options, graph, found, entries, probed, getMsda) {
   const stages = [];
   try {
     for (const [s, st] of plan.stages.entries()) {
-      if (st.nodes.every((i) => graph.nodes[i].op_type === 'Constant')) { stages.push({ session: null, inputs: [] }); continue; }
+      if (st.nodes.every((i) => graph.constNodes.has(i))) { stages.push({ session: null, inputs: [] }); continue; }
       const missing = [...st.inputs, ...st.outputs].find((t) => !typeOf(t));
       if (missing) throw new Error(`${PREFIX}: createSession: the probe gave no type for ${missing}, which crosses a cut`);
       const m = subModel(graph, st.nodes, st.inputs.map((name) => ({ name, type: typeOf(name) })), st.outputs.map((name) => ({ name, type: typeOf(name) })), `stage${s}`);
@@ -198,7 +198,7 @@ export async function buildPluginChain(ort, options, graph, found, entries, feed
       }
       if (s === plan.stages.length) break;
       const st = plan.stages[s];
-      if (st.nodes.every((i) => graph.nodes[i].op_type === 'Constant')) { stages.push({ session: null, inputs: [] }); continue; }
+      if (st.nodes.every((i) => graph.constNodes.has(i))) { stages.push({ session: null, inputs: [] }); continue; }
       const m = subModel(graph, st.nodes, st.inputs.map((name) => ({ name, type: live.get(name).type })), st.outputs.map((name) => ({ name })), `stage${s}`);
       const session = await ort.InferenceSession.create(encodeModel(m), options);
       stages.push({ session, inputs: st.inputs });

@@ -1,7 +1,7 @@
 // Cutting a graph at its replaced blocks: every node gets the stage after the last block its
 // inputs depend on; a stage is one ORT session, and block k runs between the stage that makes its
-// inputs and the one that reads its output. Constant nodes are copied into each stage that reads
-// them (nothing carried across a cut but live tensors).
+// inputs and the one that reads its output. Nodes computed from constants alone (graph.constNodes)
+// are copied into each stage that reads them (nothing carried across a cut but live tensors).
 
 /**
  * stages: [{ nodes (indices, the model's order), inputs, outputs (tensor names) }]; ops: for
@@ -12,7 +12,7 @@ export function planStages(graph, blocks) {
   const blockOf = new Map(blocks.map((b) => [b.output, b]));
   const stage = new Map(); // tensor -> stage
   const constants = new Set(graph.initializers.keys());
-  for (const n of graph.nodes) if (n.op_type === 'Constant') for (const o of n.output) constants.add(o);
+  for (const i of graph.constNodes) for (const o of graph.nodes[i].output) constants.add(o);
   const stageOfTensor = (t) => {
     if (!t || constants.has(t)) return 0;
     if (stage.has(t)) return stage.get(t);
@@ -26,7 +26,7 @@ export function planStages(graph, blocks) {
   };
   const nodeStage = new Map();
   graph.nodes.forEach((n, i) => {
-    if (inBlock.has(i) || n.op_type === 'Constant') return;
+    if (inBlock.has(i) || graph.constNodes.has(i)) return;
     const s = Math.max(0, ...n.input.map(stageOfTensor));
     nodeStage.set(i, s);
     for (const o of n.output) stage.set(o, s);
@@ -48,10 +48,16 @@ export function planStages(graph, blocks) {
       if (s !== Infinity && !(producedHere && s === made)) stages[s].inputs.add(t);
     }
   }
-  // Constant nodes each stage reads, copied in.
+  // The constant nodes each stage reads, and those they read, copied in (last to first: the
+  // nodes are in topological order).
   for (const st of stages) {
     const need = new Set(st.nodes.flatMap((i) => graph.nodes[i].input));
-    graph.nodes.forEach((n, i) => { if (n.op_type === 'Constant' && n.output.some((o) => need.has(o))) st.nodes.push(i); });
+    for (let i = graph.nodes.length - 1; i >= 0; i--) {
+      const n = graph.nodes[i];
+      if (!graph.constNodes.has(i) || !n.output.some((o) => need.has(o))) continue;
+      st.nodes.push(i);
+      for (const x of n.input) need.add(x);
+    }
     st.nodes.sort((a, b) => a - b);
   }
   return {

@@ -1,5 +1,5 @@
 // ms-deform-attn/onnx (bindings/onnx.js): every fixture of tests/fixtures/onnx (Deformable DETR's,
-// Hugging Face's and RT-DETR's formulations, opsets 16 and 17) through createSession
+// Hugging Face's, mmcv's and RT-DETR's formulations, opsets 16 to 20) through createSession
 // on onnxruntime-node and on onnxruntime-web's wasm EP, against ORT's own run of the unmodified
 // model and PyTorch's outputs; a block whose ORT run disagrees with the op is left to ORT; bad
 // arguments are named.
@@ -18,7 +18,13 @@ import { decodeModel, encodeModel, loadOnnx } from '../../bindings/onnx/model.js
 
 ortWeb.env.wasm.numThreads = 1;
 const fixture = (name) => new URL(`../fixtures/onnx/${name}`, import.meta.url);
-const FIXTURES = { 'detr-encoder': 2, 'detr-decoder': 1, 'detr-decoder-dynamic': 1, 'hf-encoder': 2, 'rtdetr-decoder': 1 }; // name: blocks
+// name: [blocks, batch, queries]
+const ENCODER = [2, 1, 106], DECODER = [1, 2, 12], LAYER = [1, 1, 106];
+const FIXTURES = {
+  'detr-encoder': ENCODER, 'detr-decoder': DECODER, 'detr-decoder-dynamic': DECODER, 'hf-encoder': ENCODER, 'mmcv-encoder': ENCODER, 'rtdetr-decoder': DECODER,
+  // opsets 18-20: one encoder layer written at 16, converted by hand (make_fixtures.py's to_opset)
+  'detr-layer-opset18': LAYER, 'detr-layer-opset19': LAYER, 'detr-layer-opset20': LAYER,
+};
 const RUNTIMES = [['onnxruntime-node', ortNode, ['cpu']], ['onnxruntime-web (wasm EP)', ortWeb, ['wasm']]];
 // The blocks are held to crosscheck's bound when verified; through the layers after them (output
 // projection, residual, LayerNorm, FFN) the models' outputs, of unit scale, differ from ORT's by
@@ -29,7 +35,7 @@ const msda = await init();
 await loadOnnx();
 
 function inputsOf(name) {
-  const members = parseNpz(readFileSync(fixture(`${name}.npz`)), (b) => inflateRawSync(b));
+  const members = parseNpz(readFileSync(fixture(`${name.replace(/-opset\d+$/, '')}.npz`)), (b) => inflateRawSync(b));
   return (key) => parseNpy(members.get(`${key}.npy`).read());
 }
 
@@ -41,9 +47,11 @@ function maxDiff(a, b) {
 }
 
 for (const [runtime, ort, executionProviders] of RUNTIMES) {
-  for (const [name, count] of Object.entries(FIXTURES)) {
+  for (const [name, [count, batch, queries]] of Object.entries(FIXTURES)) {
     test(`${name} on ${runtime}: every block found, verified and replaced; outputs are ORT's and PyTorch's`, async () => {
       const bytes = readFileSync(fixture(`${name}.onnx`));
+      const opset = Number(/-opset(\d+)$/.exec(name)?.[1] ?? (name.startsWith('hf-') ? 17 : 16));
+      assert.deepEqual(decodeModel(bytes).opset_import.map((o) => [o.domain, Number(o.version)]), [['', opset]]);
       const session = await createSession(ort, bytes, { executionProviders, msda });
       const plain = await ort.InferenceSession.create(bytes, { executionProviders });
       try {
@@ -62,10 +70,13 @@ for (const [runtime, ort, executionProviders] of RUNTIMES) {
           assert.equal(b.heads, 4);
           assert.equal(b.channels, 16);
           assert.equal(b.points, 2);
-          assert.equal(b.queries, name.includes('encoder') ? 106 : 12);
-          assert.equal(b.batch, name.includes('encoder') ? 1 : 2);
+          assert.equal(b.queries, queries);
+          assert.equal(b.batch, batch);
           assert.equal(b.verification.worst, null);
           assert.equal(b.nodes.gridSample.length, 3);
+          // mmcv's spatial_shapes tensor: the value cut by one Slice per level, not a Split.
+          if (name.startsWith('mmcv')) assert.deepEqual(b.nodes.slices, ['', '_1', '_2'].map((k) => `/attn.${b.id}/Slice${k}`));
+          else assert.equal(typeof b.nodes.split, 'string');
         }
         assert.deepEqual(session.inputNames, plain.inputNames);
         assert.deepEqual(session.outputNames, plain.outputNames);
@@ -92,6 +103,16 @@ for (const [runtime, ort, executionProviders] of RUNTIMES) {
     });
   }
 }
+
+test("the opset 18-20 fixtures are written in their opset's forms, which the runs above read", () => {
+  for (const opset of [18, 19, 20]) {
+    const { graph } = decodeModel(readFileSync(fixture(`detr-layer-opset${opset}.onnx`)));
+    const means = graph.node.filter((n) => n.op_type === 'ReduceMean'), grids = graph.node.filter((n) => n.op_type === 'GridSample');
+    assert.equal(means.length, 4, "LayerNorm's ReduceMean nodes (written at opset 16)");
+    for (const n of means) assert.ok(n.input.length === 2 && !n.attribute.some((a) => a.name === 'axes'), `${n.name}: axes as an input (opset 18)`);
+    for (const n of grids) assert.equal(Buffer.from(n.attribute.find((a) => a.name === 'mode').s).toString(), opset >= 20 ? 'linear' : 'bilinear');
+  }
+});
 
 // Deployment exports with the op as one node (TensorRT's plugin as NVIDIA TAO writes it, mmdeploy's
 // op): ORT cannot run them at all; createSession chains around them, to PyTorch's outputs.
@@ -160,6 +181,47 @@ test('a block whose ORT run disagrees with the op (levels concatenated out of or
   } finally {
     await session.release();
     await plain.release();
+  }
+});
+
+test("mmcv's form with a level's Slice not shown to start where the one before ends is left to ORT and reported", async () => {
+  const model = decodeModel(readFileSync(fixture('mmcv-encoder.onnx')));
+  const at = model.graph.node.findIndex((n) => n.name === '/attn.0/Slice_1');
+  const slice = model.graph.node[at], start = slice.input[1];
+  // The same start through an Identity: the same model, but the chain of starts is no longer evident.
+  model.graph.node.splice(at, 0, { name: 'copy', op_type: 'Identity', input: [start], output: ['start_copy'], attribute: [] });
+  slice.input[1] = 'start_copy';
+  const bytes = encodeModel(model);
+  const session = await createSession(ortNode, bytes, { executionProviders: ['cpu'], msda });
+  const plain = await ortNode.InferenceSession.create(bytes);
+  try {
+    assert.equal(session.report.blocks.length, 1);
+    assert.equal(session.report.blocks[0].replaced, true);
+    assert.deepEqual(session.report.blocks[0].nodes.slices, ['/attn.1/Slice', '/attn.1/Slice_1', '/attn.1/Slice_2']);
+    assert.equal(session.report.notBlocks.length, 1);
+    assert.match(session.report.notBlocks[0].why, /the value's Slices do not cut it into consecutive levels from 0/);
+    assert.ok(session.report.notBlocks[0].nodes.includes('/attn.0/GridSample'));
+    const read = inputsOf('mmcv-encoder');
+    const feeds = Object.fromEntries(session.inputNames.map((n) => { const a = read(n); return [n, new ortNode.Tensor('float32', a.data, a.shape)]; }));
+    const ours = await session.run(feeds), theirs = await plain.run(feeds);
+    assert.ok(maxDiff(ours.memory.data, theirs.memory.data) <= MODEL_TOL);
+  } finally {
+    await session.release();
+    await plain.release();
+  }
+});
+
+test("mmcv's form with spatial_shapes given at run time (a model input) is no block: reported, the model ORT's", async () => {
+  const model = decodeModel(readFileSync(fixture('mmcv-encoder.onnx')));
+  model.graph.initializer.splice(model.graph.initializer.findIndex((t) => t.name === 'spatial_shapes'), 1);
+  model.graph.input.push({ name: 'spatial_shapes', type: { tensor_type: { elem_type: 7, shape: { dim: [{ dim_value: 3 }, { dim_value: 2 }] } } } });
+  const session = await createSession(ortNode, encodeModel(model), { executionProviders: ['cpu'], msda });
+  try {
+    assert.deepEqual(session.report.blocks, []);
+    assert.equal(session.report.notBlocks.length, 2);
+    for (const e of session.report.notBlocks) assert.match(e.why, /the block reads spatial_shapes besides its value, locations and weights/);
+  } finally {
+    await session.release();
   }
 });
 
