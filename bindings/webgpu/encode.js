@@ -140,8 +140,8 @@ function encodeForward(call, problem, plan, bind, out) {
 // The order of the CPU backward's walk (kernels/walks.js): per group of ranges each query's cell
 // and a histogram of them, its prefix sums and each query placed: `walk` (the queries in walk
 // order, per batch). A histogram of few blocks (plan.totals.orderFused) is kept in the totals
-// buffer, and orderWalk sums what comes before each query's count itself: no scan; where the
-// plan fuses the walk into the sort's first count (plan.walkCount), walkCount does orderWalk's work.
+// buffer, and orderWalk sums what comes before each query's count itself: no scan (or walkCount
+// does, plan.walkCount).
 function encodeQueryOrder(call, problem, plan, bind, md, scratch, totals) {
   const { ranges, rangesPerGroup, perRange } = plan;
   const BQ = problem.batch * problem.numQueries, chunks = Math.ceil(problem.numQueries / ORDER_CHUNK);
@@ -205,7 +205,7 @@ function encodeBackward(call, problem, plan, bind, out) {
     const digit = (k) => (k * digits.bits) | (digits.bits << 8) | (k === 0 ? 0x10000 : 0);
     const words = (k) => ({ digit: digit(k), end: k === 0 ? records : partPixels, first_pair: first });
     if (plan.walkCount) {
-      // the order's sections, then the counts' and the sort's totals: two bindings that do not overlap
+      // the order's sections, then the other totals: bindings that do not overlap
       const [orderEnd, end] = [tot.counts.at, tot.words].map((w) => 4 * w);
       call.dispatch('walkCount', n * problem.numQueries, {
         problem: b(md), cell_of: b(cells), order: { buffer: totalsBuf, offset: 0, size: orderEnd },

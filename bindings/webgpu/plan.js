@@ -17,8 +17,7 @@ import { gridSide } from './gpu.js';
 import { GpuTensor, product } from './tensors.js';
 
 // The programs a backward may dispatch: compiled (once per variant) before its first call runs
-// (with WIDEN where an input is half precision, NARROW where the results are); walkCount in
-// place of orderWalk and sortCount where the plan fuses them (planBackward `walkCount`).
+// (with WIDEN where an input is half precision, NARROW where the results are).
 const BACKWARD_PROGRAMS = [ORDER_COUNT, SCAN_REDUCE, SCAN, SCAN_TWO, ORDER_WALK, SAMPLES, SORT_COUNT, SORT_SCATTER, SORT_TERMS, GATHER];
 const FUSED_WALK_PROGRAMS = [ORDER_COUNT, SCAN_REDUCE, SCAN, SCAN_TWO, SAMPLES, WALK_COUNT, SORT_SCATTER, SORT_TERMS, GATHER];
 
@@ -124,7 +123,7 @@ export function planBackward(gpu, problem) {
     counts: section(blocks(pixels + 1)), hist: Array.from({ length: digits.passes }, () => section(blocks(chunks * 2 ** digits.bits))),
   };
   totals.words = words;
-  // the walk placed by the sort's first count (sort.js walkCount): a pass fewer
+  // orderWalk and sortCount as one pass (sort.js walkCount)
   const walkCount = orderFused && pairsPerPart === pairs;
   return {
     fn: 'backward',

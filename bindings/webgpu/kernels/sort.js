@@ -16,11 +16,9 @@
 //                on their order), for the next pass;
 //   sortTerms    the last pass: each record to its place, as what gather (segments.js) sums:
 //                a * w_k and its grad_output row.
-//   walkCount    in place of orderWalk and sortCount where the order's histogram is summed by
-//                its reader (walks.js, fused) and one part holds every pair: an invocation per
-//                (pair, query) places its query in the walk (orderWalk's work, its entry written
-//                by head 0's) and counts its records at their places in walk order (atomics
-//                into hist: a chunk may hold several queries' records); a pass fewer.
+//   walkCount    orderWalk and sortCount in one pass where the order's histogram is summed
+//                (walks.js) and one part holds every pair: per (pair, query) its place in the
+//                walk, then its records counted where they fall in walk order (atomics).
 // The dispatch word `digit`: the digit's shift (bits 0-7) and width (bits 8-15), and bit 16 when
 // the pass reads the records themselves (the first) rather than the previous pass's pairs.
 
@@ -105,12 +103,12 @@ export const WALK_COUNT = program('walkCount', {
   words: ['digit', 'order_hist', 'hist_totals'],
   bindings: {
     cell_of: 'read array<u32>',
-    order: 'read_write array<u32>',   // the order's block totals, then (at order_hist) its histogram
-    tot: 'read_write array<atomic<u32>>',   // the counts' block totals, then (at hist_totals) hist's; zero before
+    order: 'read_write array<u32>',   // the order's totals, then (at order_hist) its histogram
+    tot: 'read_write array<atomic<u32>>',   // the counts' totals, then (at hist_totals) hist's
     walk: 'read_write array<u32>',
     recs: 'read array<vec2<u32>>',
     counts: 'read_write array<atomic<u32>>',   // zero before (the scan of them leaves them so)
-    hist: 'read_write array<atomic<u32>>',     // zero before (so is every scan of it)
+    hist: 'read_write array<atomic<u32>>',     // zero before (every scan of it leaves it so)
   }
 }, /* wgsl */ `${DIGIT}
 fn cell_at(gq: u32) -> u32 { return cell_of[gq]; }
@@ -118,12 +116,13 @@ ${WALKED}
 fn order_total(j: u32) -> u32 { return order[j]; }
 fn order_count(i: u32) -> u32 { return order[disp.order_hist + i]; }
 ${FUSED_START}
+fn add_hist(at: u32, n: u32) { atomicAdd(&hist[at], n); atomicAdd(&tot[disp.hist_totals + at / ${SCAN_BLOCK}u], n); }
+fn add_count(px: u32, n: u32) { atomicAdd(&counts[px], n); atomicAdd(&tot[px / ${SCAN_BLOCK}u], n); }
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let u = invocation(gid);   // (pair, query): the part's records in query order, per records each
+  let u = invocation(gid);   // (pair, query)
   if (u >= disp.n) { return; }
-  let Q = pr.queries;
-  let per = 4u * pr.num_levels * pr.points;
+  let Q = pr.queries; let per = 4u * pr.num_levels * pr.points;
   let pair = u / Q; let b = pair / pr.heads;
   let w = walked(b * Q + u % Q, 0u);
   let at = fused_start(w.hist) + tile_rank(w);   // b * Q + the query's rank in batch b
@@ -136,19 +135,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let dest = recs[u * per + j].x;
     if (dest == 0xffffffffu) { continue; }
     let h = ((dest >> dg.shift) & dg.mask) * chunks + (first + j) / dg.chunk;
-    if (h != counted) {
-      if (crun != 0u) { atomicAdd(&hist[counted], crun); atomicAdd(&tot[disp.hist_totals + counted / ${SCAN_BLOCK}u], crun); }
-      counted = h; crun = 0u;
-    }
+    if (h != counted) { if (crun != 0u) { add_hist(counted, crun); } counted = h; crun = 0u; }
     crun = crun + 1u;
-    if (dest != pixel) {
-      if (run != 0u) { atomicAdd(&counts[pixel], run); atomicAdd(&tot[pixel / ${SCAN_BLOCK}u], run); }
-      pixel = dest; run = 0u;
-    }
+    if (dest != pixel) { if (run != 0u) { add_count(pixel, run); } pixel = dest; run = 0u; }
     run = run + 1u;
   }
-  if (crun != 0u) { atomicAdd(&hist[counted], crun); atomicAdd(&tot[disp.hist_totals + counted / ${SCAN_BLOCK}u], crun); }
-  if (run != 0u) { atomicAdd(&counts[pixel], run); atomicAdd(&tot[pixel / ${SCAN_BLOCK}u], run); }
+  if (crun != 0u) { add_hist(counted, crun); }
+  if (run != 0u) { add_count(pixel, run); }
 }
 `);
 

@@ -8,9 +8,8 @@
 //               (from the block totals orderCount counts too); none where the histogram has at
 //               most ORDER_FUSED blocks: orderWalk then sums the totals and counts before its own;
 //   orderWalk   each query to its start plus its rank in its tile among the queries of its cell
-//               (those before it in index order): the walk, walk[b * Q + rank] = q. Where
-//               the histogram is summed (fused) and one part holds every (batch, head) pair,
-//               sort.js's walkCount does this and the sort's first count in one pass.
+//               (those before it in index order): the walk, walk[b * Q + rank] = q (or
+//               sort.js's walkCount, with the sort's first count).
 // The ranges are counted a group at a time (disp.first_range its first range) when one histogram of
 // all of them would not fit one buffer.
 
@@ -53,10 +52,8 @@ fn query_cell(idx: u32) -> u32 {
 }
 `;
 
-// The range, tile and cell of query u of the group whose first range is r0, and its index gq in
-// (b, q); its cell from the program's cell_at(). tile_rank: the query's rank in its tile among
-// the queries of its cell (those before it in index order; independent loads of the tile's
-// earlier cells, at most ORDER_TILE - 1).
+// The range, tile and cell of query u of the group from range r0, its index gq in (b, q) (its
+// cell from the program's cell_at()); tile_rank: its rank among its tile's earlier queries of its cell.
 export const WALKED = /* wgsl */ `
 struct Walked { gq: u32, q: u32, hist: u32, tile_first: u32, cell: u32, group_first: u32 }
 fn walked(u: u32, r0: u32) -> Walked {
@@ -83,9 +80,8 @@ fn tile_rank(w: Walked) -> u32 {
 }
 `;
 
-// Where the histogram has at most ORDER_FUSED blocks (fused), hist[at]'s prefix sum: the earlier
-// blocks' totals, then the block's earlier counts (at most SCAN_BLOCK - 1); independent loads,
-// the same for every query. The program's order_total() and order_count() read them.
+// Where fused, hist[at]'s prefix sum: the earlier blocks' totals (at most ORDER_FUSED), then the
+// block's earlier counts, as the program's order_total() and order_count() read them.
 export const FUSED_START = /* wgsl */ `
 fn fused_start(at: u32) -> u32 {
   let block = at / ${SCAN_BLOCK}u;
