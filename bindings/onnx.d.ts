@@ -33,6 +33,10 @@ export interface BlockReport {
   tensors: { value: string; samplingLocations: string; attentionWeights: string; output: string };
   alignCorners: boolean;
   paddingMode: 'zeros' | 'border';
+  /** A plugin node's spatial_shapes and level_start_index: constants (of the graph, or computed
+   * from constants alone and evaluated at createSession), or computed from the inputs and read from
+   * each run (checked against each other, the value and the chain's first run). */
+  levelsFrom?: 'constants' | 'run time';
   replaced: boolean;
   /** Why it was left to ORT (null when replaced). */
   why: string | null;

@@ -17,6 +17,7 @@
 // (but nodes computed from constants alone, which every part of a cut graph that reads them gets a
 // copy of).
 
+import { levelsOf } from './levels.js';
 import { attr } from './model.js';
 
 // Ops that only move elements (the decomposition's plumbing); Shape nodes feed their shapes.
@@ -165,8 +166,10 @@ export function findGridSampleBlocks(graph) {
     blocks.push({
       formulation: 'GridSample decomposition (PyTorch reference)',
       nodes: c.nodes,
+      at: Math.min(...grids.map((g) => graph.nodes.indexOf(g))),
       names: { gridSample: levels.map((g) => g.name), ...(split ? { split: split.name } : { slices: levels.map((g) => levelSlice.get(g).name) }), mul: mul.name, reduceSum: sum[0].name },
       value, samplingLocations, attentionWeights, output,
+      reads: inputs,
       levelInputs: levels.map((g) => g.input[0]),
       alignCorners: [...aligns][0] === 1,
       paddingMode: [...pads][0],
@@ -221,7 +224,24 @@ const PLUGINS = new Map([
   ['MMCVMultiScaleDeformableAttention', "mmdeploy's node (MMCVMultiScaleDeformableAttention)"],
 ]);
 
-/** The plugin nodes: blocks (as findGridSampleBlocks's, with `levels` read) and `skipped`. */
+// Whether tensor `name` depends on a model input's values (not through its Shape alone).
+function readsValues(graph, name) {
+  const seen = new Set(), stack = [name];
+  while (stack.length) {
+    const t = stack.pop();
+    if (seen.has(t) || !t) continue;
+    seen.add(t);
+    if (graph.inputs.includes(t)) return true;
+    const p = graph.producerOf(t);
+    if (p && p.op_type !== 'Shape' && p.op_type !== 'Size') stack.push(...p.input);
+  }
+  return false;
+}
+
+/**
+ * The plugin nodes: blocks (as findGridSampleBlocks's, with `levels` read when constant, else
+ * null and read from each run through `levelSources`) and `skipped`.
+ */
 export function findPluginBlocks(graph) {
   const blocks = [], skipped = [];
   graph.nodes.forEach((n, i) => {
@@ -230,22 +250,24 @@ export function findPluginBlocks(graph) {
     if (n.input.length !== 5 || n.output.length < 1) { fail(`${n.op_type} with ${n.input.length} inputs and ${n.output.length} outputs (5 and 1 documented)`); return; }
     const [value, shapesName, startsName, samplingLocations, attentionWeights] = n.input;
     const shapes = graph.constant(shapesName), starts = graph.constant(startsName);
-    if (!shapes || !starts) { fail(`its spatial_shapes (${shapesName}) or level_start_index (${startsName}) is computed at run time; constant ones only so far`); return; }
-    const levels = [];
-    for (let l = 0; l < shapes.length / 2; l++) levels.push([shapes[2 * l], shapes[2 * l + 1]]);
-    let start = 0;
-    const bad = shapes.length % 2 !== 0 || starts.length !== levels.length || levels.some(([h, w], l) => {
-      const wrong = starts[l] !== start || !(h > 0) || !(w > 0);
-      start += h * w;
-      return wrong;
-    });
-    if (bad) { fail(`spatial_shapes [${shapes}] and level_start_index [${starts}] are not (L, 2) levels and their starts`); return; }
+    // Constant levels are read now; computed ones from each run, before the node (levels.js).
+    let levels = null;
+    if (shapes && starts) {
+      const read = levelsOf(shapes, starts, { shapes: shapesName, starts: startsName });
+      if (read.why) { fail(read.why); return; }
+      levels = read.levels;
+    }
+    const computed = [shapesName, startsName].filter((t) => graph.constant(t) === null);
     blocks.push({
       formulation: PLUGINS.get(n.op_type),
       nodes: new Set([i]),
+      at: i,
       names: { plugin: n.name },
       value, samplingLocations, attentionWeights, output: n.output[0],
+      reads: [value, samplingLocations, attentionWeights, ...computed],
       levels,
+      levelSources: { spatialShapes: { name: shapesName, values: shapes }, levelStartIndex: { name: startsName, values: starts } },
+      levelsFromValues: computed.some((t) => readsValues(graph, t)),
       outputRank: n.op_type === 'MultiscaleDeformableAttnPlugin_TRT' ? 4 : 3,
       alignCorners: false,
       paddingMode: 'zeros',

@@ -1,7 +1,9 @@
 // Cutting a graph at its replaced blocks: every node gets the stage after the last block its
 // inputs depend on; a stage is one ORT session, and block k runs between the stage that makes its
 // inputs and the one that reads its output. Nodes computed from constants alone (graph.constNodes)
-// are copied into each stage that reads them (nothing carried across a cut but live tensors).
+// are copied into each stage that reads them (nothing carried across a cut but live tensors). A
+// block reads `reads`: its value, locations and weights, and a plugin node's levels when the
+// graph computes them from what is not constant.
 
 /**
  * stages: [{ nodes (indices, the model's order), inputs, outputs (tensor names) }]; ops: for
@@ -18,7 +20,7 @@ export function planStages(graph, blocks) {
     if (stage.has(t)) return stage.get(t);
     const b = blockOf.get(t);
     if (b) {
-      const s = Math.max(...[b.value, b.samplingLocations, b.attentionWeights].map(stageOfTensor)) + 1;
+      const s = Math.max(...b.reads.map(stageOfTensor)) + 1;
       stage.set(t, s);
       return s;
     }
@@ -38,7 +40,7 @@ export function planStages(graph, blocks) {
   const readers = new Map();
   const read = (t, s) => { if (!readers.has(t)) readers.set(t, []); readers.get(t).push(s); };
   for (const [i, s] of nodeStage) for (const x of graph.nodes[i].input) if (x && !constants.has(x)) read(x, s);
-  for (const b of blocks) for (const x of [b.value, b.samplingLocations, b.attentionWeights]) read(x, Infinity);
+  for (const b of blocks) for (const x of b.reads) read(x, Infinity);
   for (const o of graph.outputs) read(o, Infinity);
   for (const [t, rs] of readers) {
     const made = stage.get(t);

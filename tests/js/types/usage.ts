@@ -116,5 +116,8 @@ export async function onnxUsage(ort: { InferenceSession: { create(m: Uint8Array,
   // @ts-expect-error: the model is bytes, not a path
   await createSession(ort, 'model.onnx');
   await session.release();
-  return Object.keys(out).length + (first?.replaced ? 1 : 0) + slices + code.length + session.inputNames.length;
+  const levelsFrom: 'constants' | 'run time' | undefined = first?.levelsFrom;
+  // @ts-expect-error: levels are read from constants or at run time, nothing else
+  const wrong: 'probe' | undefined = first?.levelsFrom;
+  return Object.keys(out).length + (first?.replaced ? 1 : 0) + slices + code.length + session.inputNames.length + (levelsFrom?.length ?? 0) + (wrong ? 1 : 0);
 }
