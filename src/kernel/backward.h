@@ -33,6 +33,24 @@ MSDA_INLINE void backward_corners(const float *restrict g, const char *restrict 
     }
     const ptrdiff_t CB = C & ~(ptrdiff_t)(MSDA_VB - 1);
     ptrdiff_t c = 0;
+#if MSDA_VB == 4
+    /* bfloat16 rows eight channels a load (simd.h, v4_load2_as); each corner's sums and updates
+     * keep their order, so the bits are the same */
+    for (; VT == MSDA_BFLOAT16 && c + 8 <= CB; c += 8) {
+        const v4 g0 = v4_load(g + c), g1 = v4_load(g + c + 4);
+        for (int k = 0; k < 4; k++) {
+            if (!(M >> k & 1u)) continue;
+            v4 lo, hi;
+            v4_load2_as(v[k], c, VT, &lo, &hi);
+            s[k] = vb_dot_step(s[k], g0, lo);
+            const v4 sum0 = v4_madd(v4_load(gv[k] + c), w[k], g0);
+            v4_store(gv[k] + c, CANON ? v4_canonical(sum0) : sum0);
+            s[k] = vb_dot_step(s[k], g1, hi);
+            const v4 sum1 = v4_madd(v4_load(gv[k] + c + 4), w[k], g1);
+            v4_store(gv[k] + c + 4, CANON ? v4_canonical(sum1) : sum1);
+        }
+    }
+#endif
     for (; c < CB; c += MSDA_VB) {
         const vb gc = vb_load(g + c);
         for (int k = 0; k < 4; k++) {
