@@ -22,11 +22,21 @@ export interface CreateSessionOptions {
 export interface BlockReport {
   id: number;
   formulation: string;
-  /** The GridSample decomposition's nodes, or the one plugin node (TensorRT's, mmdeploy's). */
-  nodes: { gridSample: string[]; split: string; mul: string; reduceSum: string } | { plugin: string };
+  /**
+   * The GridSample decomposition's nodes (the value cut by one Split, or by one Slice per level
+   * where the export computes the sizes, as for mmcv's function), or the one plugin node
+   * (TensorRT's, mmdeploy's).
+   */
+  nodes: { gridSample: string[]; split: string; mul: string; reduceSum: string }
+    | { gridSample: string[]; slices: string[]; mul: string; reduceSum: string }
+    | { plugin: string };
   tensors: { value: string; samplingLocations: string; attentionWeights: string; output: string };
   alignCorners: boolean;
   paddingMode: 'zeros' | 'border';
+  /** A plugin node's spatial_shapes and level_start_index: constants (of the graph, or computed
+   * from constants alone and evaluated at createSession), or computed from the inputs and read from
+   * each run (checked against each other, the value and the chain's first run). */
+  levelsFrom?: 'constants' | 'run time';
   replaced: boolean;
   /** Why it was left to ORT (null when replaced). */
   why: string | null;

@@ -12,14 +12,17 @@
 // input shapes, on the caller's feeds; onnx/chain.js), each block run alone through ORT and through our op on seeded
 // inputs and replaced only when both meet crosscheck's bound (onnx/verify.js); the graph is then
 // cut at the replaced blocks into ORT sessions (onnx/plan.js), and run() chains them through the op.
-// Plugin nodes (TensorRT's, mmdeploy's), which ORT cannot run, are read by their documented inputs and
-// the stages around them made and run in turn (buildPluginChain).
+// Plugin nodes (TensorRT's, mmdeploy's), which ORT cannot run, are read by their documented inputs
+// (levels constant or computed by the graph); a graph with them is cut at every block, both kinds,
+// and its stages made and run in turn (onnx/staged.js).
 
 import { decodeModel, Graph, loadOnnx, ONNX_UNAVAILABLE } from './onnx/model.js';
 
 export { ONNX_UNAVAILABLE };
 import { findGridSampleBlocks, findPluginBlocks } from './onnx/blocks.js';
-import { buildChain, buildPluginChain, releaseChain, runChain, staticFeeds } from './onnx/chain.js';
+import { buildChain, releaseChain, runChain, staticFeeds } from './onnx/chain.js';
+import { foldLevels } from './onnx/levels.js';
+import { buildStagedChain } from './onnx/staged.js';
 
 const PREFIX = 'ms-deform-attn/onnx';
 
@@ -61,6 +64,7 @@ function entry(block, k) {
     tensors: { value: block.value, samplingLocations: block.samplingLocations, attentionWeights: block.attentionWeights, output: block.output },
     alignCorners: block.alignCorners,
     paddingMode: block.paddingMode,
+    ...(block.names.plugin ? { levelsFrom: block.levels ? 'constants' : 'run time' } : {}),
     replaced: false,
     why: null,
   };
@@ -79,16 +83,20 @@ export async function createSession(ortGiven, modelGiven, optionsGiven) {
   await loadOnnx();
   const graph = new Graph(decodeModel(bytes));
   const grids = findGridSampleBlocks(graph), plugins = findPluginBlocks(graph);
+  // Levels computed from constants alone are evaluated now, and read as constants.
+  for (const b of plugins.blocks) {
+    const { why } = b.levels ? {} : await foldLevels(ort, options, graph, b);
+    if (why) plugins.skipped.push({ where: [b.names.plugin], why, plugin: true });
+  }
   const pluginNodes = plugins.blocks.length > 0;
-  // A graph with plugin nodes is chained around them (ORT cannot run them); its GridSample blocks,
-  // if any, are left to ORT: the two kinds are not chained together yet.
-  const found = pluginNodes ? plugins.blocks : grids.blocks;
-  const entries = [...found, ...(pluginNodes ? grids.blocks : [])].map(entry);
-  for (const e of entries.slice(found.length)) e.why = 'the graph has plugin nodes, which are chained alone so far: left to ORT';
+  // A graph with plugin nodes (which ORT cannot run) is cut at all its blocks, both kinds, and
+  // built stage by stage; one without is probed whole. The report lists the blocks in the graph's order.
+  const found = [...plugins.blocks, ...grids.blocks].sort((a, b) => a.at - b.at);
+  const entries = found.map(entry);
   const skipped = [...grids.skipped, ...plugins.skipped];
   const report = { blocks: entries, notBlocks: skipped.map(({ where, why }) => ({ nodes: where, replaced: false, why })) };
   if (plugins.skipped.length) throw new Error(`${PREFIX}: createSession: ${plugins.skipped.map((x) => `${x.where[0]}: ${x.why}`).join('; ')}; ONNX Runtime cannot run these nodes either`);
-  const build = pluginNodes ? buildPluginChain : buildChain;
+  const build = pluginNodes ? buildStagedChain : buildChain;
   let msda = msdaGiven, ownMsda = false;
   // On ORT's WebGPU EP the op runs on ORT's own device (made by the first session), tensors kept there.
   const webgpu = (executionProviders ?? []).some((ep) => (typeof ep === 'string' ? ep : ep?.name) === 'webgpu');
@@ -111,7 +119,9 @@ export async function createSession(ortGiven, modelGiven, optionsGiven) {
   if (found.length === 0) {
     chains.set(null, Promise.resolve({ stages: [{ session: await ort.InferenceSession.create(bytes, options), inputs: graph.inputs }], ops: [] }));
   } else {
-    const statics = staticFeeds(ort, graph);
+    // Levels computed from the inputs' values are not read from zeros: at the first run() instead.
+    const fromValues = plugins.blocks.find((b) => b.levelsFromValues);
+    const statics = fromValues ? { why: `${fromValues.names.plugin}'s spatial_shapes or level_start_index is computed from the model's inputs' values` } : staticFeeds(ort, graph);
     if (statics.feeds) {
       try {
         const made = await build(ort, options, graph, found, entries, new Map(Object.entries(statics.feeds)), getMsda);
@@ -121,7 +131,7 @@ export async function createSession(ortGiven, modelGiven, optionsGiven) {
         throw e;
       }
     } else {
-      for (const e of entries.slice(0, found.length)) e.why = `not read yet: ${statics.why}, so each block is read, verified and replaced at the first run() of each set of input shapes`;
+      for (const e of entries) e.why = `not read yet: ${statics.why}, so each block is read, verified and replaced at the first run() of each set of input shapes`;
     }
   }
   let released = false;

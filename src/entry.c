@@ -310,10 +310,10 @@ msda_status msda__backward_job(msda_job *job, const msda_problem *problem, const
     job->kind = MSDA_JOB_BACKWARD;
     job->threads = problem->threads;
     /* At least twice as many threads as (batch, head) units: split each head into
-     * threads / heads parts (the bits do not depend on the split). A part walks all of its
-     * head's queries and does its share of the channel work, so it costs more than 1/R of a
-     * head (tests/bench/split_sim.c: about 0.6 + 0.4 / R); splitting pays only where each thread
-     * gets one unit, not where threads would get two of them and others one. */
+     * threads / heads parts (the bits do not depend on the split). Up to one part a level, a
+     * part does 1/R of its head's work; past that, a level's parts each walk all of its samples
+     * (kernel/backward.h, backward_part). Splitting pays only where each thread gets one unit,
+     * not where threads would get two of them and others one. */
     const int64_t heads = plan.batch * plan.num_heads;
     if (problem->threads >= 2 * heads) {
         const int64_t split = problem->threads / heads;

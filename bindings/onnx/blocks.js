@@ -8,10 +8,16 @@
 //   weights (B, Q, H, NL, P) ─ Transpose ─ Reshape (B·H, 1, Q, NL·P) ─────── Mul ─ ReduceSum ─ Reshape ─ Transpose ─ output (B, Q, H·C)
 //              GridSample per level ─ Unsqueeze ─ Concat ─ Reshape ──────────┘
 //
+// mmcv's function takes spatial_shapes as a tensor: its split sizes are computed at run time, and
+// the exporter writes one Slice per level (starts and ends computed, each level from where the one
+// before ends) instead of the Split.
+//
 // What a pattern says is only a guess: verify.js runs each block through ORT before it is trusted.
 // A block is the nodes between its three inputs and its output; nothing else may read inside it
-// (but Constant nodes, which every part of a cut graph that reads them gets a copy of).
+// (but nodes computed from constants alone, which every part of a cut graph that reads them gets a
+// copy of).
 
+import { levelsOf } from './levels.js';
 import { attr } from './model.js';
 
 // Ops that only move elements (the decomposition's plumbing); Shape nodes feed their shapes.
@@ -113,18 +119,27 @@ export function findGridSampleBlocks(graph) {
     const w = backward(graph, other, SAME_ORDER);
     if (!w.stop || w.stop.op_type !== 'Transpose') { fail('the attention weights are not transposed to (B·H, 1, Q, L·P) as the reference does'); continue; }
     const attentionWeights = w.stop.input[0];
-    // The value: each level's X back through plumbing to one Split (its outputs in level order).
+    // The value: each level's X back through plumbing to one Split (its outputs in level order) or,
+    // where the split sizes are computed from a spatial_shapes tensor (mmcv's), to one Slice each.
     const levelOf = new Map();
-    let split = null, bad = null;
+    const levelSlice = new Map();
+    let split = null, slices = [], bad = null;
     for (const g of grids) {
       const b = backward(graph, g.input[0], new Set([...SAME_ORDER, 'Transpose']));
-      if (!b.stop || b.stop.op_type !== 'Split' || (split && b.stop !== split)) { bad = `${g.name}'s input is not one output of the value's Split`; break; }
+      if (b.stop?.op_type === 'Slice' && !split) { slices.push(b.stop); levelSlice.set(g, b.stop); continue; }
+      if (!b.stop || b.stop.op_type !== 'Split' || slices.length || (split && b.stop !== split)) { bad = `${g.name}'s input is not one output of the value's Split, nor one Slice of it`; break; }
       split = b.stop;
       levelOf.set(g, split.output.indexOf(b.tensor));
     }
     if (bad) { fail(bad); continue; }
-    if (attr(split, 'axis', 0) !== 1) { fail(`the value's Split is along axis ${attr(split, 'axis', 0)}, not 1`); continue; }
-    if (split.output.length !== grids.length) { fail(`the value is split in ${split.output.length} levels and ${grids.length} are sampled`); continue; }
+    if (slices.length) {
+      const order = sliceOrder(graph, slices);
+      if (typeof order === 'string') { fail(order); continue; }
+      for (const g of grids) levelOf.set(g, order.indexOf(levelSlice.get(g)));
+    } else {
+      if (attr(split, 'axis', 0) !== 1) { fail(`the value's Split is along axis ${attr(split, 'axis', 0)}, not 1`); continue; }
+      if (split.output.length !== grids.length) { fail(`the value is split in ${split.output.length} levels and ${grids.length} are sampled`); continue; }
+    }
     // The locations: each level's grid back to one `2 * x - 1`.
     let affine = null;
     for (const g of grids) {
@@ -137,28 +152,53 @@ export function findGridSampleBlocks(graph) {
     const modes = new Set(grids.map((g) => attr(g, 'mode', 'bilinear')));
     const pads = new Set(grids.map((g) => attr(g, 'padding_mode', 'zeros')));
     const aligns = new Set(grids.map((g) => attr(g, 'align_corners', 0)));
-    if (modes.size !== 1 || !['bilinear', 'linear'].includes([...modes][0])) { fail(`GridSample mode ${[...modes].join(', ')} (bilinear is the op's)`); continue; }
+    if (modes.size !== 1 || !['bilinear', 'linear'].includes([...modes][0])) { fail(`GridSample mode ${[...modes].join(', ')} (the op samples bilinearly: 'bilinear', or 'linear' from opset 20)`); continue; }
     if (pads.size !== 1 || !['zeros', 'border'].includes([...pads][0])) { fail(`GridSample padding_mode ${[...pads].join(', ')} (zeros or border are the op's)`); continue; }
     if (aligns.size !== 1) { fail('the levels differ in align_corners'); continue; }
-    const value = split.input[0];
+    const value = (split ?? slices[0]).input[0];
     const inputs = [value, samplingLocations, attentionWeights];
     const c = closure(graph, output, inputs);
     if (c.outside) { fail(`the block reads ${c.outside} besides its value, locations and weights`); continue; }
-    const leak = [...c.nodes].filter((i) => graph.nodes[i].op_type !== 'Constant').flatMap((i) => graph.nodes[i].output).find((t) => t !== output
+    const leak = [...c.nodes].filter((i) => !graph.constNodes.has(i)).flatMap((i) => graph.nodes[i].output).find((t) => t !== output
       && (graph.outputs.includes(t) || (graph.consumers.get(t) ?? []).some((i) => !c.nodes.has(i))));
     if (leak) { fail(`${leak}, inside the block, is read outside it`); continue; }
     const levels = [...grids].sort((a, b) => levelOf.get(a) - levelOf.get(b));
     blocks.push({
       formulation: 'GridSample decomposition (PyTorch reference)',
       nodes: c.nodes,
-      names: { gridSample: levels.map((g) => g.name), split: split.name, mul: mul.name, reduceSum: sum[0].name },
+      at: Math.min(...grids.map((g) => graph.nodes.indexOf(g))),
+      names: { gridSample: levels.map((g) => g.name), ...(split ? { split: split.name } : { slices: levels.map((g) => levelSlice.get(g).name) }), mul: mul.name, reduceSum: sum[0].name },
       value, samplingLocations, attentionWeights, output,
+      reads: inputs,
       levelInputs: levels.map((g) => g.input[0]),
       alignCorners: [...aligns][0] === 1,
       paddingMode: [...pads][0],
     });
   }
   return { blocks, skipped };
+}
+
+// The value's per-level Slices in level order (along axis 1, step 1, the first from 0 and each from
+// where the one before ends: the same tensor or equal constants), or why they are not.
+function sliceOrder(graph, slices) {
+  const one = (name) => { const v = name ? graph.constant(name) : null; return v && v.length === 1 ? v[0] : null; };
+  if (new Set(slices).size !== slices.length) return 'two levels are sampled from one Slice of the value';
+  if (slices.some((n) => n.input[0] !== slices[0].input[0])) return "the levels' Slices read different tensors";
+  for (const n of slices) {
+    const axis = one(n.input[3]), step = n.input[4] ? one(n.input[4]) : 1;
+    if (axis !== 1 && axis !== -3) return `${n.name} slices the value along axis ${n.input[3] ? axis ?? 'computed at run time' : 0}, not 1`;
+    if (step !== 1) return `${n.name} slices the value with step ${step ?? 'computed at run time'}, not 1`;
+  }
+  const follows = (prevEnd, n) => n.input[1] === prevEnd || (one(prevEnd) !== null && one(n.input[1]) === one(prevEnd));
+  const order = [];
+  let next = slices.filter((n) => one(n.input[1]) === 0);
+  while (next.length === 1) {
+    order.push(next[0]);
+    const end = next[0].input[2];
+    next = slices.filter((n) => !order.includes(n) && follows(end, n));
+  }
+  if (order.length !== slices.length) return "the value's Slices do not cut it into consecutive levels from 0";
+  return order;
 }
 
 // Whether tensor `name` is computed from one of `targets`.
@@ -184,7 +224,24 @@ const PLUGINS = new Map([
   ['MMCVMultiScaleDeformableAttention', "mmdeploy's node (MMCVMultiScaleDeformableAttention)"],
 ]);
 
-/** The plugin nodes: blocks (as findGridSampleBlocks's, with `levels` read) and `skipped`. */
+// Whether tensor `name` depends on a model input's values (not through its Shape alone).
+function readsValues(graph, name) {
+  const seen = new Set(), stack = [name];
+  while (stack.length) {
+    const t = stack.pop();
+    if (seen.has(t) || !t) continue;
+    seen.add(t);
+    if (graph.inputs.includes(t)) return true;
+    const p = graph.producerOf(t);
+    if (p && p.op_type !== 'Shape' && p.op_type !== 'Size') stack.push(...p.input);
+  }
+  return false;
+}
+
+/**
+ * The plugin nodes: blocks (as findGridSampleBlocks's, with `levels` read when constant, else
+ * null and read from each run through `levelSources`) and `skipped`.
+ */
 export function findPluginBlocks(graph) {
   const blocks = [], skipped = [];
   graph.nodes.forEach((n, i) => {
@@ -193,22 +250,24 @@ export function findPluginBlocks(graph) {
     if (n.input.length !== 5 || n.output.length < 1) { fail(`${n.op_type} with ${n.input.length} inputs and ${n.output.length} outputs (5 and 1 documented)`); return; }
     const [value, shapesName, startsName, samplingLocations, attentionWeights] = n.input;
     const shapes = graph.constant(shapesName), starts = graph.constant(startsName);
-    if (!shapes || !starts) { fail(`its spatial_shapes (${shapesName}) or level_start_index (${startsName}) is computed at run time; constant ones only so far`); return; }
-    const levels = [];
-    for (let l = 0; l < shapes.length / 2; l++) levels.push([shapes[2 * l], shapes[2 * l + 1]]);
-    let start = 0;
-    const bad = shapes.length % 2 !== 0 || starts.length !== levels.length || levels.some(([h, w], l) => {
-      const wrong = starts[l] !== start || !(h > 0) || !(w > 0);
-      start += h * w;
-      return wrong;
-    });
-    if (bad) { fail(`spatial_shapes [${shapes}] and level_start_index [${starts}] are not (L, 2) levels and their starts`); return; }
+    // Constant levels are read now; computed ones from each run, before the node (levels.js).
+    let levels = null;
+    if (shapes && starts) {
+      const read = levelsOf(shapes, starts, { shapes: shapesName, starts: startsName });
+      if (read.why) { fail(read.why); return; }
+      levels = read.levels;
+    }
+    const computed = [shapesName, startsName].filter((t) => graph.constant(t) === null);
     blocks.push({
       formulation: PLUGINS.get(n.op_type),
       nodes: new Set([i]),
+      at: i,
       names: { plugin: n.name },
       value, samplingLocations, attentionWeights, output: n.output[0],
+      reads: [value, samplingLocations, attentionWeights, ...computed],
       levels,
+      levelSources: { spatialShapes: { name: shapesName, values: shapes }, levelStartIndex: { name: startsName, values: starts } },
+      levelsFromValues: computed.some((t) => readsValues(graph, t)),
       outputRank: n.op_type === 'MultiscaleDeformableAttnPlugin_TRT' ? 4 : 3,
       alignCorners: false,
       paddingMode: 'zeros',

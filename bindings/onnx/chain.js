@@ -2,6 +2,7 @@
 // probe run (the model with the blocks' tensors as extra outputs), each block verified, the graph
 // cut at the verified ones (plan.js), a session made per stage.
 
+import { liveLevels } from './levels.js';
 import { encodeModel, subModel, ELEM } from './model.js';
 import { planStages } from './plan.js';
 import { forwardArgs, readProblem, verifyBlock } from './verify.js';
@@ -67,23 +68,33 @@ export async function buildChain(ort, options, graph, found, entries, feeds, get
   }
 }
 
+/**
+ * Reads a GridSample block's problem from `shapes` and `types` (tensor name -> dims, element
+ * type) and verifies it against ORT; fills its report entry `e`. The problem when it may be
+ * replaced, else null (e.why says why).
+ */
+export async function checkBlock(ort, options, graph, b, e, shapes, types, getMsda, seed) {
+  e.replaced = false;
+  const elems = [b.value, b.samplingLocations, b.attentionWeights, b.output].map((t) => types.get(t));
+  if (elems.some((t) => t !== 'float32')) { e.why = `element types ${elems.join(', ')}: float32 blocks only so far`; return null; }
+  const { problem, why } = readProblem(b, shapes);
+  if (why) { e.why = why; return null; }
+  Object.assign(e, { valueLayout: 'BLNC', samplingLocationsLayout: 'BQHLP2', batch: problem.B, queries: problem.Q, heads: problem.H,
+    channels: problem.C, levels: problem.levels, points: problem.P });
+  const check = await verifyBlock(ort, options, graph, b, problem, shapes, await getMsda(), seed);
+  e.verification = { checked: check.checked, worst: check.worst };
+  if (!check.agree) { e.why = `ORT's run of the block and ours disagree beyond crosscheck's bound (${JSON.stringify(check.worst)}): left to ORT`; return null; }
+  e.replaced = true;
+  e.why = null;
+  return problem;
+}
+
 async function chainOf(ort, options, graph, found, entries, probed, getMsda) {
   const replaced = [];
   for (let k = 0; k < found.length; k++) {
-    const b = found[k], e = entries[k];
-    e.replaced = false;
-    const types = [b.value, b.samplingLocations, b.attentionWeights, b.output].map((t) => probed.types.get(t));
-    if (types.some((t) => t !== 'float32')) { e.why = `element types ${types.join(', ')}: float32 blocks only so far`; continue; }
-    const { problem, why } = readProblem(b, probed.shapes);
-    if (why) { e.why = why; continue; }
-    Object.assign(e, { valueLayout: 'BLNC', samplingLocationsLayout: 'BQHLP2', batch: problem.B, queries: problem.Q, heads: problem.H,
-      channels: problem.C, levels: problem.levels, points: problem.P });
-    const check = await verifyBlock(ort, options, graph, b, problem, probed.shapes, await getMsda(), 0x5eed + k);
-    e.verification = { checked: check.checked, worst: check.worst };
-    if (!check.agree) { e.why = `ORT's run of the block and ours disagree beyond crosscheck's bound (${JSON.stringify(check.worst)}): left to ORT`; continue; }
-    e.replaced = true;
-    e.why = null;
-    replaced.push({ block: b, problem, shape: probed.shapes.get(b.output) });
+    const b = found[k];
+    const problem = await checkBlock(ort, options, graph, b, entries[k], probed.shapes, probed.types, getMsda, 0x5eed + k);
+    if (problem) replaced.push({ block: b, problem, shape: probed.shapes.get(b.output) });
   }
   if (replaced.length === 0) return { stages: [{ session: await ort.InferenceSession.create(encodeModel(graph.model), options), inputs: graph.inputs }], ops: [] };
   const inputTypes = new Map(graph.model.graph.input.map((v) => [v.name, ELEM[v.type?.tensor_type?.elem_type]]));
@@ -94,7 +105,7 @@ async function chainOf(ort, options, graph, found, entries, probed, getMsda) {
   const stages = [];
   try {
     for (const [s, st] of plan.stages.entries()) {
-      if (st.nodes.every((i) => graph.nodes[i].op_type === 'Constant')) { stages.push({ session: null, inputs: [] }); continue; }
+      if (st.nodes.every((i) => graph.constNodes.has(i))) { stages.push({ session: null, inputs: [] }); continue; }
       const missing = [...st.inputs, ...st.outputs].find((t) => !typeOf(t));
       if (missing) throw new Error(`${PREFIX}: createSession: the probe gave no type for ${missing}, which crosses a cut`);
       const m = subModel(graph, st.nodes, st.inputs.map((name) => ({ name, type: typeOf(name) })), st.outputs.map((name) => ({ name, type: typeOf(name) })), `stage${s}`);
@@ -110,6 +121,17 @@ async function chainOf(ort, options, graph, found, entries, probed, getMsda) {
 // What the op is given for an ORT tensor: its GPU buffer on ORT's device, else its CPU data.
 const operand = (t, shape) => (t.location === 'gpu-buffer' ? { buffer: t.gpuBuffer, shape } : { data: t.data, shape });
 
+// A plugin node's levels computed by the graph are read again at every run: the chain was made
+// for the ones its first run gave.
+async function sameLevels(op, live) {
+  const { levels, why } = await liveLevels(op.block, live);
+  const node = op.block.names.plugin;
+  if (why) throw new Error(`${PREFIX}: run: ${node}: ${why}`);
+  if (JSON.stringify(levels) !== JSON.stringify(op.problem.levels)) {
+    throw new Error(`${PREFIX}: run: ${node}: its spatial_shapes ${op.block.levelSources.spatialShapes.name} are [${levels.map((l) => l.join('×'))}] in this run and were [${op.problem.levels.map((l) => l.join('×'))}] when the chain for these input shapes was made`);
+  }
+}
+
 /**
  * Runs a chain on feeds (a Map of the model's inputs); resolves to the outputs by name, on the CPU
  * as ORT's session returns them. On a WebGPU instance the op reads and writes GPU buffers, and
@@ -123,6 +145,12 @@ export async function runChain(ort, chain, msda, feeds, outputNames) {
     for (let s = 0; s <= stages.length; s++) {
       for (const op of ops) {
         if (op.before !== s) continue;
+        if (op.session) { // a block left to ORT in a chain around plugin nodes: its own session
+          const out = await op.session.run(Object.fromEntries(op.block.reads.map((x) => [x, live.get(x)])));
+          for (const [k, t] of Object.entries(out)) { made.push(t); live.set(k, t); }
+          continue;
+        }
+        if (op.block.levels === null) await sameLevels(op, live);
         const args = forwardArgs(op.block, op.problem, null, null, null);
         const [v, l, w] = [op.block.value, op.block.samplingLocations, op.block.attentionWeights].map((t) => live.get(t));
         Object.assign(args, { value: operand(v, args.value.shape), samplingLocations: operand(l, args.samplingLocations.shape), attentionWeights: operand(w, args.attentionWeights.shape) });
@@ -153,61 +181,4 @@ export async function runChain(ort, chain, msda, feeds, outputNames) {
   }
 }
 
-export const releaseChain = (chain) => Promise.all(chain.stages.map((st) => st.session?.release()));
-
-// A plugin node's problem from its inputs' shapes and its constant levels, or { why }.
-function readPluginProblem(block, v, s, w) {
-  if (v.length !== 4) return { why: `value ${block.value} is [${v}], not (N, S, M, D)` };
-  const [B, Len, H, C] = v;
-  if (s.length !== 6 || s[0] !== B || s[2] !== H || s[3] !== block.levels.length || s[5] !== 2) {
-    return { why: `sampling_locations ${block.samplingLocations} [${s}] are not (N, Lq, M, ${block.levels.length}, P, 2) of value [${v}]` };
-  }
-  const [, Q, , NL, P] = s;
-  if (w.length !== 5 || w.some((d, k) => d !== s[k])) return { why: `attention_weights ${block.attentionWeights} [${w}] are not (N, Lq, M, L, P) of locations [${s}]` };
-  const pixels = block.levels.reduce((a, [h, x]) => a + h * x, 0);
-  if (pixels !== Len) return { why: `the levels [${block.levels.map((l) => l.join('×'))}] hold ${pixels} pixels and the value ${Len}` };
-  return { problem: { B, Len, H, C, Q, NL, P, levels: block.levels } };
-}
-
-/**
- * The chain for a graph with plugin nodes, which ORT cannot run: each stage's session is made
- * and run in turn on `feeds` (the stages before a node make its inputs, so its shapes are read
- * there), the op run on each node. The nodes are read by their documented inputs; ORT has no run of
- * them to compare with, so a node that cannot be read is an error, not a block left to ORT.
- */
-export async function buildPluginChain(ort, options, graph, found, entries, feeds, getMsda) {
-  const plan = planStages(graph, found);
-  const live = new Map(feeds), stages = [], ops = [];
-  try {
-    for (let s = 0; s <= plan.stages.length; s++) {
-      for (const op of plan.ops) {
-        if (op.before !== s) continue;
-        const b = op.block, e = entries[found.indexOf(b)];
-        const [v, l, w] = [b.value, b.samplingLocations, b.attentionWeights].map((t) => live.get(t));
-        const types = [v, l, w].map((t) => t.type);
-        const { problem, why } = types.some((t) => t !== 'float32')
-          ? { why: `element types ${types.join(', ')}: float32 nodes only so far` } : readPluginProblem(b, v.dims, l.dims, w.dims);
-        if (why) throw new Error(`${PREFIX}: createSession: ${b.names.plugin}: ${why}; ONNX Runtime cannot run this node either`);
-        Object.assign(e, { valueLayout: 'BLNC', samplingLocationsLayout: 'BQHLP2', batch: problem.B, queries: problem.Q, heads: problem.H,
-          channels: problem.C, levels: problem.levels, points: problem.P, replaced: true, why: null,
-          verification: null });
-        const shape = b.outputRank === 4 ? [problem.B, problem.Q, problem.H, problem.C] : [problem.B, problem.Q, problem.H * problem.C];
-        const out = await (await getMsda()).forward(forwardArgs(b, problem, v.data, l.data, w.data));
-        live.set(b.output, new ort.Tensor('float32', out.data, shape));
-        ops.push({ ...op, problem, shape });
-      }
-      if (s === plan.stages.length) break;
-      const st = plan.stages[s];
-      if (st.nodes.every((i) => graph.nodes[i].op_type === 'Constant')) { stages.push({ session: null, inputs: [] }); continue; }
-      const m = subModel(graph, st.nodes, st.inputs.map((name) => ({ name, type: live.get(name).type })), st.outputs.map((name) => ({ name })), `stage${s}`);
-      const session = await ort.InferenceSession.create(encodeModel(m), options);
-      stages.push({ session, inputs: st.inputs });
-      const out = await session.run(Object.fromEntries(st.inputs.map((x) => [x, live.get(x)])));
-      for (const [k, t] of Object.entries(out)) live.set(k, t);
-    }
-  } catch (e) {
-    await Promise.all(stages.map((st) => st.session?.release()));
-    throw e;
-  }
-  return { stages, ops };
-}
+export const releaseChain = (chain) => Promise.all([...chain.stages, ...chain.ops].map((st) => st.session?.release()));

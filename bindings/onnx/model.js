@@ -79,6 +79,9 @@ export function tensorValues(t) {
   }
 }
 
+// Ops whose output is not a function of their inputs, or that read tensors of the outer scope.
+const IMPURE = new Set(['RandomNormal', 'RandomUniform', 'RandomNormalLike', 'RandomUniformLike', 'Bernoulli', 'Multinomial', 'If', 'Loop', 'Scan']);
+
 /** The graph's index: producers, consumers, initializers and Constant nodes' values by tensor name. */
 export class Graph {
   constructor(model) {
@@ -98,6 +101,27 @@ export class Graph {
         this.consumers.get(x).push(i);
       }
     });
+  }
+
+  /**
+   * Indices of the nodes computed from constants alone (Constant nodes, and deterministic ops of
+   * ONNX's domain whose inputs are all initializers or such nodes' outputs, none a model output):
+   * what the exporter writes for shapes computed from a constant tensor (mmcv's spatial_shapes).
+   * Any part of a cut graph may hold its own copy of them.
+   */
+  get constNodes() {
+    if (this._constNodes) return this._constNodes;
+    const known = new Set(this.initializers.keys()), set = new Set();
+    this.nodes.forEach((n, i) => {
+      const ins = n.input.filter(Boolean);
+      const pure = n.op_type === 'Constant' || (ins.length > 0 && !n.domain && !IMPURE.has(n.op_type)
+        && ins.every((x) => known.has(x)) && !n.output.some((o) => this.outputs.includes(o)));
+      if (!pure) return;
+      set.add(i);
+      for (const o of n.output) known.add(o);
+    });
+    this._constNodes = set;
+    return set;
   }
 
   node(i) { return this.nodes[i]; }

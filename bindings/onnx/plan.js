@@ -1,7 +1,9 @@
 // Cutting a graph at its replaced blocks: every node gets the stage after the last block its
 // inputs depend on; a stage is one ORT session, and block k runs between the stage that makes its
-// inputs and the one that reads its output. Constant nodes are copied into each stage that reads
-// them (nothing carried across a cut but live tensors).
+// inputs and the one that reads its output. Nodes computed from constants alone (graph.constNodes)
+// are copied into each stage that reads them (nothing carried across a cut but live tensors). A
+// block reads `reads`: its value, locations and weights, and a plugin node's levels when the
+// graph computes them from what is not constant.
 
 /**
  * stages: [{ nodes (indices, the model's order), inputs, outputs (tensor names) }]; ops: for
@@ -12,13 +14,13 @@ export function planStages(graph, blocks) {
   const blockOf = new Map(blocks.map((b) => [b.output, b]));
   const stage = new Map(); // tensor -> stage
   const constants = new Set(graph.initializers.keys());
-  for (const n of graph.nodes) if (n.op_type === 'Constant') for (const o of n.output) constants.add(o);
+  for (const i of graph.constNodes) for (const o of graph.nodes[i].output) constants.add(o);
   const stageOfTensor = (t) => {
     if (!t || constants.has(t)) return 0;
     if (stage.has(t)) return stage.get(t);
     const b = blockOf.get(t);
     if (b) {
-      const s = Math.max(...[b.value, b.samplingLocations, b.attentionWeights].map(stageOfTensor)) + 1;
+      const s = Math.max(...b.reads.map(stageOfTensor)) + 1;
       stage.set(t, s);
       return s;
     }
@@ -26,7 +28,7 @@ export function planStages(graph, blocks) {
   };
   const nodeStage = new Map();
   graph.nodes.forEach((n, i) => {
-    if (inBlock.has(i) || n.op_type === 'Constant') return;
+    if (inBlock.has(i) || graph.constNodes.has(i)) return;
     const s = Math.max(0, ...n.input.map(stageOfTensor));
     nodeStage.set(i, s);
     for (const o of n.output) stage.set(o, s);
@@ -38,7 +40,7 @@ export function planStages(graph, blocks) {
   const readers = new Map();
   const read = (t, s) => { if (!readers.has(t)) readers.set(t, []); readers.get(t).push(s); };
   for (const [i, s] of nodeStage) for (const x of graph.nodes[i].input) if (x && !constants.has(x)) read(x, s);
-  for (const b of blocks) for (const x of [b.value, b.samplingLocations, b.attentionWeights]) read(x, Infinity);
+  for (const b of blocks) for (const x of b.reads) read(x, Infinity);
   for (const o of graph.outputs) read(o, Infinity);
   for (const [t, rs] of readers) {
     const made = stage.get(t);
@@ -48,10 +50,16 @@ export function planStages(graph, blocks) {
       if (s !== Infinity && !(producedHere && s === made)) stages[s].inputs.add(t);
     }
   }
-  // Constant nodes each stage reads, copied in.
+  // The constant nodes each stage reads, and those they read, copied in (last to first: the
+  // nodes are in topological order).
   for (const st of stages) {
     const need = new Set(st.nodes.flatMap((i) => graph.nodes[i].input));
-    graph.nodes.forEach((n, i) => { if (n.op_type === 'Constant' && n.output.some((o) => need.has(o))) st.nodes.push(i); });
+    for (let i = graph.nodes.length - 1; i >= 0; i--) {
+      const n = graph.nodes[i];
+      if (!graph.constNodes.has(i) || !n.output.some((o) => need.has(o))) continue;
+      st.nodes.push(i);
+      for (const x of n.input) need.add(x);
+    }
     st.nodes.sort((a, b) => a - b);
   }
   return {

@@ -150,10 +150,13 @@ __attribute__((noinline)) static void backward_sample_split(const float *restric
         }
 }
 
-/* The part of a head a backward unit owns when heads are split (NULL: the whole head): grad_value
- * of pixels [pixel_begin, pixel_end), the location and weight gradients of queries
- * [query_begin, query_end). */
+/* The part of a head a backward unit owns when heads are split (NULL: the whole head): the samples
+ * of levels [level_begin, level_end); of those, when `whole` is 0, only the grad_value of pixels
+ * [pixel_begin, pixel_end) and the location and weight gradients of queries [query_begin,
+ * query_end). */
 typedef struct head_part {
+    int64_t level_begin, level_end;
+    int whole;
     int64_t pixel_begin, pixel_end, query_begin, query_end;
 } head_part;
 
@@ -193,7 +196,8 @@ __attribute__((noinline)) static void backward_points_slow(const float *go, cons
  * Instantiated twice (SPLIT a constant): for whole heads, where none of the part logic is
  * compiled in, and for parts of heads. */
 MSDA_INLINE void backward_query_impl(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t q,
-                                     int64_t h, const head_part *part, const int SPLIT, const int VT)
+                                     int64_t h, int64_t l_begin, int64_t l_end, const head_part *part, const int SPLIT,
+                                     const int VT)
 {
     const int owner = !SPLIT || (q >= part->query_begin && q < part->query_end);
     const int64_t Q = p->num_queries, H = p->num_heads, NL = p->num_levels, P = p->num_points;
@@ -212,7 +216,7 @@ MSDA_INLINE void backward_query_impl(const msda_plan *p, const msda_tensors *t, 
     float g_sum = v4_sum(g_abs);
     for (; c4 < C; c4++) g_sum += fabsf(go[c4]);
     const v4 g_bound = v4_splat(g_sum), infinity = v4_splat(INFINITY);
-    for (int64_t l = 0; l < NL; l++) {
+    for (int64_t l = l_begin; l < l_end; l++) {
         const level_geom *g = geom_of(gc, p, l);
         const char *value_level = value_bh + g->start * MSDA_ELEM_BYTES(VT);
         float *grad_value_level = grad_value_bh + g->start;
@@ -277,24 +281,26 @@ MSDA_INLINE void backward_query_impl(const msda_plan *p, const msda_tensors *t, 
 static void backward_query_part(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t q,
                                 int64_t h, const head_part *part)
 {
-    backward_query_impl(p, t, gc, b, q, h, part, 1, p->value_dtype);   /* the rare split path: not specialised */
+    /* the rare split path: not specialised */
+    backward_query_impl(p, t, gc, b, q, h, part->level_begin, part->level_end, part, 1, p->value_dtype);
 }
 
 /* A copy for each kind of value element this build reads fast (kernels.h, MSDA_FAST_*); the others
  * take the split path's code as one part that owns the whole head (the same operations, so the
  * same bits). */
-static void backward_query(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t q, int64_t h)
+static void backward_query(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t q, int64_t h,
+                           int64_t l_begin, int64_t l_end)
 {
     switch (p->value_dtype) {
-    case MSDA_FLOAT32: backward_query_impl(p, t, gc, b, q, h, NULL, 0, MSDA_FLOAT32); break;
+    case MSDA_FLOAT32: backward_query_impl(p, t, gc, b, q, h, l_begin, l_end, NULL, 0, MSDA_FLOAT32); break;
 #if MSDA_FAST_F16
-    case MSDA_FLOAT16: backward_query_impl(p, t, gc, b, q, h, NULL, 0, MSDA_FLOAT16); break;
+    case MSDA_FLOAT16: backward_query_impl(p, t, gc, b, q, h, l_begin, l_end, NULL, 0, MSDA_FLOAT16); break;
 #endif
 #if MSDA_FAST_BF16
-    case MSDA_BFLOAT16: backward_query_impl(p, t, gc, b, q, h, NULL, 0, MSDA_BFLOAT16); break;
+    case MSDA_BFLOAT16: backward_query_impl(p, t, gc, b, q, h, l_begin, l_end, NULL, 0, MSDA_BFLOAT16); break;
 #endif
     default: {
-        const head_part whole = {0, p->value_length, 0, p->num_queries};
+        const head_part whole = {l_begin, l_end, 0, 0, p->value_length, 0, p->num_queries};
         backward_query_part(p, t, gc, b, q, h, &whole);
         break;
     }
@@ -319,29 +325,63 @@ static void backward_walk(const msda_plan *p, const msda_tensors *t, geom_cache 
         for (int i = 0; i < n; i++) {
             if (i + 1 < n) fetch_query(&fa, p, t, b, q0 + order[i + 1], 1, h_begin, h_end);
             for (int64_t h = h_begin; h < h_end; h++)
-                if (part) backward_query_part(p, t, gc, b, q0 + order[i], h, part);
-                else backward_query(p, t, gc, b, q0 + order[i], h);
+                if (!part) backward_query(p, t, gc, b, q0 + order[i], h, 0, p->num_levels);
+                else if (part->whole) backward_query(p, t, gc, b, q0 + order[i], h, part->level_begin, part->level_end);
+                else backward_query_part(p, t, gc, b, q0 + order[i], h, part);
         }
     }
     __asm__ volatile("" : : "r"(fa.sink));
 }
 
 /* Units (batch, head, part) when heads are split (plan->backward_split parts a head, for more
- * threads than heads): part r of R owns pixels [r L / R, (r + 1) L / R) of the head's grad_value
- * and queries [r Q / R, (r + 1) Q / R) for the location and weight gradients, and walks every
- * query of the head in the usual order, doing only its own share. Every grad_value element
- * still receives its terms in that order from one writer, and every dot product is the same,
- * so the bits are those of the unsplit head, whatever R. */
+ * threads than heads). A sample touches only its own level's grad_value rows, and its location
+ * and weight gradients need only its own dot products, so levels split a head with no work
+ * repeated: with R <= NL parts, part r owns levels [r NL / R, (r + 1) NL / R) whole (every level
+ * has Q P samples, so the parts are even) and walks every query but only its levels' samples.
+ * With more parts than levels, level l's S parts each own 1/S of its pixels' grad_value and of
+ * its queries' location and weight gradients, and walk every query's samples of that level doing
+ * only their share. Every grad_value element still receives its terms in the walk's order from
+ * one writer, and every dot product is the same, so the bits are those of the unsplit head,
+ * whatever R. */
+static head_part backward_part(const msda_plan *p, int64_t r)
+{
+    const int64_t R = p->backward_split, NL = p->num_levels, Q = p->num_queries;
+    head_part part = {0};
+    if (R <= NL) {
+        part.level_begin = NL * r / R;
+        part.level_end = NL * (r + 1) / R;
+        part.whole = 1;
+        return part;
+    }
+    /* parts r0 <= r < r1 are level l's: those with r NL / R == l */
+    const int64_t l = r * NL / R, r0 = (l * R + NL - 1) / NL, r1 = ((l + 1) * R + NL - 1) / NL;
+    const int64_t S = r1 - r0, s = r - r0;
+    const int64_t start = p->level_start_index[l], pixels = p->spatial_shapes[2 * l] * p->spatial_shapes[2 * l + 1];
+    part.level_begin = l;
+    part.level_end = l + 1;
+    part.whole = S == 1;
+    part.pixel_begin = start + pixels * s / S;
+    part.pixel_end = start + pixels * (s + 1) / S;
+    part.query_begin = Q * s / S;
+    part.query_end = Q * (s + 1) / S;
+    return part;
+}
+
 static void backward_range_split(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t begin, int64_t end)
 {
-    const int64_t H = p->num_heads, R = p->backward_split, L = p->value_length, Q = p->num_queries, C = p->channels;
+    const int64_t H = p->num_heads, R = p->backward_split, C = p->channels, NL = p->num_levels;
     for (int64_t u = begin; u < end; u++) {
         const int64_t b = u / (H * R), h = u / R % H, r = u % R;
-        const head_part part = {L * r / R, L * (r + 1) / R, Q * r / R, Q * (r + 1) / R};
+        const head_part part = backward_part(p, r);
         float *base = t->grad_value + b * p->value_stride_batch + h * p->value_stride_head;
-        if (!p->grad_value_zeroed)
-            for (int64_t pixel = part.pixel_begin; pixel < part.pixel_end; pixel++)
+        if (!p->grad_value_zeroed) {
+            const int64_t lb = part.level_begin, le = part.level_end;
+            const int64_t pb = part.whole ? p->level_start_index[lb] : part.pixel_begin;
+            const int64_t pe = !part.whole ? part.pixel_end
+                               : le < NL ? p->level_start_index[le] : p->value_length;
+            for (int64_t pixel = pb; pixel < pe; pixel++)
                 memset(base + pixel * p->value_stride_pixel, 0, (size_t)C * sizeof(float));
+        }
         backward_walk(p, t, gc, b, h, h + 1, &part);
     }
 }

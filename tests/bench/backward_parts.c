@@ -4,7 +4,8 @@
  *   backward_parts work  [--config C] [--rounds N] [--pass fwd|bwd|both] [P ...]
  *     the work P parts do: the job split for P threads, its parts run one after another on this
  *     thread, their summed time over one part's (the whole job on one thread); a P-core machine
- *     shares that sum, so it is the work a split costs, whatever the machine's load.
+ *     shares that sum, so it is the work a split costs. CPU time of this thread, so time spent
+ *     waiting for a core on a loaded machine does not count.
  *     Default P: 2 4 16 64.
  *   backward_parts zero  [--config C] [--rounds N]
  *     grad_value's zeroing alone: one memset on one thread, two threads each zeroing a contiguous
@@ -131,7 +132,8 @@ static void make_job(msda_job *job, bench_case *c, int threads, int backward)
         fprintf(stderr, "backward_parts: %s\n", err.message);
         exit(1);
     }
-    job->plan.walk_each_head = backward && threads > 1;   /* as msda__run's walk stage */
+    /* as msda__run's walk stage */
+    job->plan.walk_each_head = backward && threads > 1;
 }
 
 /* The whole call through the library (its pool for threads > 1). */
@@ -158,18 +160,28 @@ static void work(bench_case *c, int rounds, int backward, const int *ps, int n)
     for (int r = 0; r < rounds; r++) {
         msda_job job;
         make_job(&job, c, 1, backward);
-        double t0 = now_ms();
+        double t0 = cpu_ms();
         msda__job_run_part(&job, 0, 1);
-        const double t = now_ms() - t0;
+        const double t = cpu_ms() - t0;
         if (t < one) one = t;
         for (int k = 0; k < n; k++) {
             make_job(&job, c, ps[k], backward);
             parts[k] = msda__job_parts(&job, ps[k]);
             double s = 0, w = 0;
+            /* msda__run's stages: a split backward's parts zero grad_value first, then walk */
+            msda_job zero = job;
+            zero.kind = MSDA_JOB_ZERO;
+            job.plan.grad_value_zeroed = backward && parts[k] > 1;
             for (int part = 0; part < parts[k]; part++) {
-                t0 = now_ms();
+                double tp = 0;
+                if (backward && parts[k] > 1) {
+                    t0 = cpu_ms();
+                    msda__job_run_part(&zero, part, parts[k]);
+                    tp += cpu_ms() - t0;
+                }
+                t0 = cpu_ms();
                 msda__job_run_part(&job, part, parts[k]);
-                const double tp = now_ms() - t0;
+                tp += cpu_ms() - t0;
                 s += tp;
                 if (tp > w) w = tp;
             }

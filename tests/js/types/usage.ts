@@ -111,9 +111,13 @@ export async function onnxUsage(ort: { InferenceSession: { create(m: Uint8Array,
   const session: ChainedSession = await createSession(ort, new Uint8Array(8), { executionProviders: ['wasm'], msda: await init() });
   const out = await session.run({ src: new ort.Tensor('float32', new Float32Array(4), [1, 4]) });
   const first: BlockReport | undefined = session.report.blocks[0];
+  const slices = first && 'slices' in first.nodes ? first.nodes.slices.length : 0; // mmcv's form: a Slice per level
   const code: 'MSDA_ONNX_UNAVAILABLE' = ONNX_UNAVAILABLE;
   // @ts-expect-error: the model is bytes, not a path
   await createSession(ort, 'model.onnx');
   await session.release();
-  return Object.keys(out).length + (first?.replaced ? 1 : 0) + code.length + session.inputNames.length;
+  const levelsFrom: 'constants' | 'run time' | undefined = first?.levelsFrom;
+  // @ts-expect-error: levels are read from constants or at run time, nothing else
+  const wrong: 'probe' | undefined = first?.levelsFrom;
+  return Object.keys(out).length + (first?.replaced ? 1 : 0) + slices + code.length + session.inputNames.length + (levelsFrom?.length ?? 0) + (wrong ? 1 : 0);
 }
