@@ -40,6 +40,9 @@ export interface BlockReport {
   replaced: boolean;
   /** Why it was left to ORT (null when replaced). */
   why: string | null;
+  /** The block's element type: a float16 block takes ORT's float16 tensors and gives float16 (the op's
+   * float32 result rounded once, to nearest even; docs/onnx.md, float16 models). */
+  dtype?: 'float32' | 'float16';
   valueLayout?: 'BLNC';
   samplingLocationsLayout?: 'BQHLP2';
   batch?: number;
@@ -49,8 +52,11 @@ export interface BlockReport {
   levels?: [number, number][];
   points?: number;
   /** The check against ORT's run of the block alone: elements compared, and the worst miss (null:
-   * none); null for a plugin node, which ORT cannot run. */
-  verification?: null | { checked: number; worst: null | { b: number; q: number; element: number; ort: number; ours: number; reference: number; bound: number; excess: number } };
+   * none); null for a plugin node, which ORT cannot run. `bound` is crosscheck's (float16's for a float16
+   * block), `boundOrt` (float16 blocks) that plus what ORT's float16 graph may add; `used`: the
+   * largest miss over its bound of ORT's run and of ours (1: at the bound). */
+  verification?: null | { checked: number; worst: null | { b: number; q: number; element: number; ort: number; ours: number; reference: number; bound: number; boundOrt?: number; excess: number };
+    used: { ort: number; ours: number } };
 }
 
 export interface Report {

@@ -155,7 +155,6 @@ msda_status msda__plan(const msda_problem *pr, msda_plan *plan, msda_error *err)
     plan->spatial_shapes = pr->spatial_shapes;
     plan->level_start_index = pr->level_start_index;
     plan->align_corners = pr->align_corners;
-    plan->backward_split = 1;
     plan->padding = pr->padding;
     plan->value_dtype = (int)pr->value_dtype;
     if (pr->value_layout == MSDA_VALUE_BLNC) {
@@ -309,16 +308,6 @@ msda_status msda__backward_job(msda_job *job, const msda_problem *problem, const
     job->tensors.grad_attention_weights = grad_attention_weights;
     job->kind = MSDA_JOB_BACKWARD;
     job->threads = problem->threads;
-    /* At least twice as many threads as (batch, head) units: split each head into
-     * threads / heads parts (the bits do not depend on the split). Up to one part a level, a
-     * part does 1/R of its head's work; past that, a level's parts each walk all of its samples
-     * (kernel/backward.h, backward_part). Splitting pays only where each thread gets one unit,
-     * not where threads would get two of them and others one. */
-    const int64_t heads = plan.batch * plan.num_heads;
-    if (problem->threads >= 2 * heads) {
-        const int64_t split = problem->threads / heads;
-        job->plan.backward_split = split < plan.value_length ? split : plan.value_length;
-    }
     job->units = msda__backward_units(&job->plan);
     return MSDA_OK;
 }

@@ -11,12 +11,8 @@ typedef struct msda_plan {
     const int64_t *spatial_shapes;
     const int64_t *level_start_index;
     int align_corners;
-    /* backward units split each head into this many parts (1: units are (batch, head)) */
-    int64_t backward_split;
     /* grad_value is zero already (msda__run's first stage of a threaded backward): units leave it */
     int grad_value_zeroed;
-    /* a part walks its heads one at a time (msda__run's threaded backward) */
-    int walk_each_head;
     msda_padding padding;
     int value_dtype;   /* msda_dtype: MSDA_FLOAT32, MSDA_FLOAT16 or MSDA_BFLOAT16 */
     /* value[b, pixel, h, c] = value[b*value_stride_batch + pixel*value_stride_pixel
@@ -50,10 +46,10 @@ void msda__set_error(msda_error *err, msda_status status, const char *fmt, ...)
 /* Work is split into independent units; each output element belongs to exactly one unit
  * and each unit sums in a fixed order, so any partition of units over threads gives the
  * same bits.
- * Forward units are (batch, head, block of queries); backward units are (batch, head), which
- * own that head's slice of grad_value (all levels) and the matching location/weight gradients
- * (one pass over grad_output and the locations instead of one per level), or, with more
- * threads than heads, (batch, head, part) (kernel/backward.h, backward_range_split; the same bits). */
+ * Forward units are (batch, head, block of queries); backward units are (batch, level, head),
+ * which own that level's rows of the head's grad_value and the location/weight gradients of its
+ * samples (a sample touches only its own level's rows; kernel/backward.h). A range of units is
+ * walked in one pass over grad_output and the locations a rectangle of (levels, heads). */
 int64_t msda__forward_units(const msda_plan *plan);
 int64_t msda__backward_units(const msda_plan *plan);
 void msda__forward_range(const msda_plan *plan, const msda_tensors *t, int64_t begin, int64_t end);

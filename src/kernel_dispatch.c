@@ -13,7 +13,7 @@ int64_t msda__forward_units(const msda_plan *p)
 
 int64_t msda__backward_units(const msda_plan *p)
 {
-    return p->batch * p->num_heads * p->backward_split;
+    return p->batch * p->num_levels * p->num_heads;
 }
 
 /* ---- the ISA, chosen once ----

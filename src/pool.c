@@ -247,13 +247,11 @@ static msda_status run_parts(const msda_job *job, int parts, msda_error *err)
 
 #endif
 
-/* A threaded backward runs in two stages. Its units own grad_value by head, and in BLNC a
- * pixel's row holds every head: zeroed by the units, two threads wrote alternate 512-byte runs
- * and took as long as one thread's single memset (DETR's 22.8 MB: 0.73-0.79 ms against 0.83;
+/* A threaded backward runs in two stages. Its units own grad_value by level and head, and in
+ * BLNC a pixel's row holds every head: zeroed by the units, two threads wrote alternate 512-byte
+ * runs and took as long as one thread's single memset (DETR's 22.8 MB: 0.73-0.79 ms against 0.83;
  * contiguous halves 0.38-0.39 ms, `make backward-parts BENCH_ARGS=zero`). So its parts first
- * zero contiguous ranges of the buffer, then walk, natively each its heads one at a time: parts walking
- * the same order at once wrote neighbouring lines of the same rows and ran 1.04-1.63x slower
- * than alone (`make backward-parts BENCH_ARGS=pair`, docs/threads.md). */
+ * zero contiguous ranges of the buffer, then walk. */
 msda_status msda__run(const msda_job *job, msda_error *err)
 {
     const int parts = msda__job_parts(job, job->threads);
@@ -264,11 +262,5 @@ msda_status msda__run(const msda_job *job, msda_error *err)
     if (st != MSDA_OK) return st;
     stage.kind = MSDA_JOB_BACKWARD;
     stage.plan.grad_value_zeroed = 1;
-#if !defined(__EMSCRIPTEN__)
-    /* natively only: the wasm threads module has no write prefetch to contend, and walking each
-     * head alone made its encoder backward no faster on 2 threads (110-124 ms before, 120-128
-     * after, threads_bench.js alternated three times) */
-    stage.plan.walk_each_head = 1;
-#endif
     return run_parts(&stage, parts, err);
 }

@@ -5,7 +5,7 @@
 import { liveLevels } from './levels.js';
 import { encodeModel, subModel, ELEM } from './model.js';
 import { planStages } from './plan.js';
-import { forwardArgs, readProblem, verifyBlock } from './verify.js';
+import { forwardArgs, forwardHalf, halfArgs, readProblem, verifyBlock } from './verify.js';
 
 const PREFIX = 'ms-deform-attn/onnx';
 
@@ -70,19 +70,20 @@ export async function buildChain(ort, options, graph, found, entries, feeds, get
 
 /**
  * Reads a GridSample block's problem from `shapes` and `types` (tensor name -> dims, element
- * type) and verifies it against ORT; fills its report entry `e`. The problem when it may be
- * replaced, else null (e.why says why).
+ * type) and verifies it against ORT; fills its report entry `e`. The problem (with its dtype,
+ * 'float32' or 'float16') when it may be replaced, else null (e.why says why).
  */
 export async function checkBlock(ort, options, graph, b, e, shapes, types, getMsda, seed) {
   e.replaced = false;
-  const elems = [b.value, b.samplingLocations, b.attentionWeights, b.output].map((t) => types.get(t));
-  if (elems.some((t) => t !== 'float32')) { e.why = `element types ${elems.join(', ')}: float32 blocks only so far`; return null; }
+  const elems = [b.value, b.samplingLocations, b.attentionWeights, b.output].map((t) => types.get(t)), dtype = elems[0];
+  if (!['float32', 'float16'].includes(dtype) || elems.some((t) => t !== dtype)) { e.why = `element types ${elems.join(', ')}: float32 or float16 blocks (all four alike) only so far`; return null; }
   const { problem, why } = readProblem(b, shapes);
   if (why) { e.why = why; return null; }
-  Object.assign(e, { valueLayout: 'BLNC', samplingLocationsLayout: 'BQHLP2', batch: problem.B, queries: problem.Q, heads: problem.H,
+  problem.dtype = dtype;
+  Object.assign(e, { dtype, valueLayout: 'BLNC', samplingLocationsLayout: 'BQHLP2', batch: problem.B, queries: problem.Q, heads: problem.H,
     channels: problem.C, levels: problem.levels, points: problem.P });
-  const check = await verifyBlock(ort, options, graph, b, problem, shapes, await getMsda(), seed);
-  e.verification = { checked: check.checked, worst: check.worst };
+  const check = await verifyBlock(ort, options, graph, b, problem, shapes, await getMsda(), seed, dtype);
+  e.verification = { checked: check.checked, worst: check.worst, used: check.used };
   if (!check.agree) { e.why = `ORT's run of the block and ours disagree beyond crosscheck's bound (${JSON.stringify(check.worst)}): left to ORT`; return null; }
   e.replaced = true;
   e.why = null;
@@ -115,7 +116,16 @@ async function chainOf(ort, options, graph, found, entries, probed, getMsda) {
     await Promise.all(stages.map((st) => st.session?.release()));
     throw e;
   }
-  return { stages, ops: plan.ops.map((op) => ({ ...op, ...replaced.find((r) => r.block === op.block) })) };
+  return { stages, gpu, ops: plan.ops.map((op) => ({ ...op, ...replaced.find((r) => r.block === op.block) })) };
+}
+
+/**
+ * The op's output as a CPU ort.Tensor of the block's dtype: a float16 block's inputs go in as
+ * their bits and its float32 result is rounded once to float16 (verify.js's forwardHalf).
+ */
+export async function opOutput(ort, msda, args, dtype, shape) {
+  if (dtype === 'float16') return new ort.Tensor('float16', await forwardHalf(msda, halfArgs(args), false), shape);
+  return new ort.Tensor('float32', (await msda.forward(args)).data, shape);
 }
 
 // What the op is given for an ORT tensor: its GPU buffer on ORT's device, else its CPU data.
@@ -140,7 +150,8 @@ async function sameLevels(op, live) {
 export async function runChain(ort, chain, msda, feeds, outputNames) {
   const live = new Map(feeds), made = [];
   const { stages, ops } = chain;
-  const gpu = msda?.backend === 'webgpu';
+  // GPU tensors only where the stages were made for them (a WebGPU instance under the wasm EP: CPU ones).
+  const gpu = chain.gpu === true && msda?.backend === 'webgpu';
   try {
     for (let s = 0; s <= stages.length; s++) {
       for (const op of ops) {
@@ -154,12 +165,14 @@ export async function runChain(ort, chain, msda, feeds, outputNames) {
         const args = forwardArgs(op.block, op.problem, null, null, null);
         const [v, l, w] = [op.block.value, op.block.samplingLocations, op.block.attentionWeights].map((t) => live.get(t));
         Object.assign(args, { value: operand(v, args.value.shape), samplingLocations: operand(l, args.samplingLocations.shape), attentionWeights: operand(w, args.attentionWeights.shape) });
+        const dtype = op.problem.dtype ?? 'float32';
         let t;
         if (gpu) {
-          const out = await msda.forward(args, { outputs: 'gpu' });
-          t = ort.Tensor.fromGpuBuffer(out.buffer, { dataType: 'float32', dims: op.shape, dispose: () => out.buffer.destroy() });
+          // ORT's buffers in (a float16 block's as float16), the output in the block's dtype (float16: rounded once).
+          const out = dtype === 'float16' ? await forwardHalf(msda, halfArgs(args), true) : await msda.forward(args, { outputs: 'gpu' });
+          t = ort.Tensor.fromGpuBuffer(out.buffer, { dataType: dtype, dims: op.shape, dispose: () => out.buffer.destroy() });
         } else {
-          t = new ort.Tensor('float32', (await msda.forward(args)).data, op.shape);
+          t = await opOutput(ort, msda, args, dtype, op.shape);
         }
         made.push(t);
         live.set(op.block.output, t);

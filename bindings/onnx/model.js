@@ -1,6 +1,7 @@
 // ONNX models in and out (protobufjs/light over ONNX's schema) and the graph's index: who produces
 // and who consumes each tensor, constants read as numbers, sub-models of chosen nodes.
 
+import { widenHalf } from '../core/half.js';
 import schema from './schema.js';
 
 export const ONNX_UNAVAILABLE = 'MSDA_ONNX_UNAVAILABLE';
@@ -67,7 +68,8 @@ export function attr(node, name, fallback) {
   return a ? attrValue(a) : fallback;
 }
 
-/** The numbers of a TensorProto (int64, int32, float32; raw or typed fields). */
+/** The numbers of a TensorProto (int64, int32, float32, float16; raw or typed fields: ONNX keeps
+ *  float16 bits in int32_data). */
 export function tensorValues(t) {
   const raw = t.raw_data && t.raw_data.length ? t.raw_data : null;
   const view = raw && new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
@@ -75,6 +77,7 @@ export function tensorValues(t) {
     case 7: return raw ? Array.from({ length: raw.length / 8 }, (_, i) => Number(view.getBigInt64(i * 8, true))) : t.int64_data.map(num);
     case 6: return raw ? Array.from({ length: raw.length / 4 }, (_, i) => view.getInt32(i * 4, true)) : t.int32_data;
     case 1: return raw ? Array.from({ length: raw.length / 4 }, (_, i) => view.getFloat32(i * 4, true)) : t.float_data;
+    case 10: return Array.from(widenHalf(raw ? Uint16Array.from({ length: raw.length / 2 }, (_, i) => view.getUint16(i * 2, true)) : Uint16Array.from(t.int32_data), 'float16'));
     default: return null;
   }
 }

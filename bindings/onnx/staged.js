@@ -10,7 +10,7 @@
 //   shapes), then verified as buildChain's are (checkBlock). One that disagrees stays with ORT as
 //   a session of its own between the stages, which the plan needs no change for.
 
-import { checkBlock } from './chain.js';
+import { checkBlock, opOutput } from './chain.js';
 import { liveLevels } from './levels.js';
 import { encodeModel, subModel } from './model.js';
 import { planStages } from './plan.js';
@@ -42,15 +42,15 @@ async function pluginOp(ort, b, e, live, msda) {
     levels = read.levels;
   }
   const [v, l, w] = [b.value, b.samplingLocations, b.attentionWeights].map((t) => live.get(t));
-  const types = [v, l, w].map((t) => t.type);
-  const { problem, why } = types.some((t) => t !== 'float32')
-    ? { why: `element types ${types.join(', ')}: float32 nodes only so far` } : readPluginProblem(b, levels, v.dims, l.dims, w.dims);
+  const types = [v, l, w].map((t) => t.type), dtype = types[0];
+  const { problem, why } = !['float32', 'float16'].includes(dtype) || types.some((t) => t !== dtype)
+    ? { why: `element types ${types.join(', ')}: float32 or float16 nodes (all three alike) only so far` } : readPluginProblem(b, levels, v.dims, l.dims, w.dims);
   if (why) throw fail(why);
-  Object.assign(e, { valueLayout: 'BLNC', samplingLocationsLayout: 'BQHLP2', batch: problem.B, queries: problem.Q, heads: problem.H,
+  problem.dtype = dtype;
+  Object.assign(e, { dtype, valueLayout: 'BLNC', samplingLocationsLayout: 'BQHLP2', batch: problem.B, queries: problem.Q, heads: problem.H,
     channels: problem.C, levels: problem.levels, points: problem.P, replaced: true, why: null, verification: null });
   const shape = b.outputRank === 4 ? [problem.B, problem.Q, problem.H, problem.C] : [problem.B, problem.Q, problem.H * problem.C];
-  const out = await msda.forward(forwardArgs(b, problem, v.data, l.data, w.data));
-  return { problem, shape, output: new ort.Tensor('float32', out.data, shape) };
+  return { problem, shape, output: await opOutput(ort, msda, forwardArgs(b, problem, v.data, l.data, w.data), dtype, shape) };
 }
 
 async function gridOp(ort, options, graph, b, e, live, getMsda, seed) {
@@ -71,7 +71,7 @@ async function gridOp(ort, options, graph, b, e, live, getMsda, seed) {
   if (!problem) return { session: await alone([b.output]), output: out[b.output] };
   const shape = shapes.get(b.output);
   const args = forwardArgs(b, problem, feeds[b.value].data, feeds[b.samplingLocations].data, feeds[b.attentionWeights].data);
-  return { problem, shape, output: new ort.Tensor('float32', (await (await getMsda()).forward(args)).data, shape) };
+  return { problem, shape, output: await opOutput(ort, await getMsda(), args, problem.dtype, shape) };
 }
 
 /**

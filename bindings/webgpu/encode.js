@@ -140,7 +140,8 @@ function encodeForward(call, problem, plan, bind, out) {
 // The order of the CPU backward's walk (kernels/walks.js): per group of ranges each query's cell
 // and a histogram of them, its prefix sums and each query placed: `walk` (the queries in walk
 // order, per batch). A histogram of few blocks (plan.totals.orderFused) is kept in the totals
-// buffer, and orderWalk sums what comes before each query's count itself: no scan.
+// buffer, and orderWalk sums what comes before each query's count itself: no scan (or walkCount
+// does, plan.walkCount).
 function encodeQueryOrder(call, problem, plan, bind, md, scratch, totals) {
   const { ranges, rangesPerGroup, perRange } = plan;
   const BQ = problem.batch * problem.numQueries, chunks = Math.ceil(problem.numQueries / ORDER_CHUNK);
@@ -159,11 +160,12 @@ function encodeQueryOrder(call, problem, plan, bind, md, scratch, totals) {
     }, { first_range: r0 });
     // its block totals serve when one group holds every range (sortTerms zeroes them after)
     if (!fused) call.scan(hist.buffer, starts.buffer, (r1 - r0) * perRange, true, rangesPerGroup === ranges ? totals.order : null);
+    if (plan.walkCount) break;   // one group
     call.dispatch('orderWalk', queries, {
       problem: { buffer: md }, cell_of: { buffer: cells }, starts, hist, totals: totals.order, walk: { buffer: walk },
     }, { first_range: r0, fused: fused ? 1 : 0 });
   }
-  return { walk };
+  return { walk, cells };
 }
 
 // The backward: the query order, then per part of the (batch, head) pairs the samples pass (the
@@ -191,7 +193,7 @@ function encodeBackward(call, problem, plan, bind, out) {
   const section = ({ at, words }) => ({ buffer: totalsBuf, offset: 4 * at, size: 4 * words });
   const totals = { order: section(tot.order), orderHist: section(tot.orderHist), counts: section(tot.counts), hist: tot.hist.map(section) };
   // Each query's rank in its batch's CPU walk, from the locations and weights where they are.
-  const { walk } = encodeQueryOrder(call, problem, plan, bind, md, scratch, totals);
+  const { walk, cells } = encodeQueryOrder(call, problem, plan, bind, md, scratch, totals);
   const b = (buffer) => ({ buffer });
   for (let first = 0; first < pairs; first += pairsPerPart) {
     const n = Math.min(pairsPerPart, pairs - first);
@@ -202,9 +204,18 @@ function encodeBackward(call, problem, plan, bind, out) {
     }, { first_pair: first });
     const digit = (k) => (k * digits.bits) | (digits.bits << 8) | (k === 0 ? 0x10000 : 0);
     const words = (k) => ({ digit: digit(k), end: k === 0 ? records : partPixels, first_pair: first });
-    call.dispatch('sortCount', partChunks, {
-      problem: b(md), recs: b(recs), walk: b(walk), counts: b(counts), hist: b(hist), count_totals: totals.counts, hist_totals: totals.hist[0],
-    }, words(0));
+    if (plan.walkCount) {
+      // the order's sections, then the other totals: bindings that do not overlap
+      const [orderEnd, end] = [tot.counts.at, tot.words].map((w) => 4 * w);
+      call.dispatch('walkCount', n * problem.numQueries, {
+        problem: b(md), cell_of: b(cells), order: { buffer: totalsBuf, offset: 0, size: orderEnd },
+        tot: { buffer: totalsBuf, offset: orderEnd, size: end - orderEnd }, walk: b(walk), recs: b(recs), counts: b(counts), hist: b(hist),
+      }, { digit: digit(0), order_hist: tot.orderHist.at, hist_totals: tot.hist[0].at - tot.counts.at });
+    } else {
+      call.dispatch('sortCount', partChunks, {
+        problem: b(md), recs: b(recs), walk: b(walk), counts: b(counts), hist: b(hist), count_totals: totals.counts, hist_totals: totals.hist[0],
+      }, words(0));
+    }
     // the counts' prefix sums with the first digit's (counts left zero for the next part or call)
     call.scanTwo(counts, offsets, partPixels + 1, totals.counts, hist, starts, partChunks * 2 ** digits.bits, totals.hist[0], true);
     for (let k = 0; k < digits.passes; k++) {

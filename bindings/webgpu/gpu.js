@@ -7,7 +7,7 @@ import { DISPATCH_WORDS, SCAN_BLOCK } from './kernels/problem.js';
 import { FORWARD } from './kernels/forward.js';
 import { SAMPLES } from './kernels/backward.js';
 import { SCAN, SCAN_FLAT, SCAN_REDUCE, SCAN_TWO } from './kernels/scan.js';
-import { SORT_COUNT, SORT_SCATTER, SORT_TERMS } from './kernels/sort.js';
+import { SORT_COUNT, SORT_SCATTER, SORT_TERMS, WALK_COUNT } from './kernels/sort.js';
 import { ORDER_COUNT, ORDER_WALK } from './kernels/walks.js';
 import { GATHER } from './kernels/segments.js';
 import { PROBE } from './kernels/probe.js';
@@ -20,7 +20,7 @@ export const MAP_MODE_READ = 0x1;
 export const COMPUTE = 0x4;   // GPUShaderStage.COMPUTE
 
 /** Every program by its label. */
-export const KERNELS = Object.fromEntries([FORWARD, SAMPLES, SCAN_REDUCE, SCAN, SCAN_TWO, ORDER_COUNT, ORDER_WALK, SORT_COUNT, SORT_SCATTER, SORT_TERMS, GATHER, WIDEN, NARROW, PROBE].map((k) => [k.label, k]));
+export const KERNELS = Object.fromEntries([FORWARD, SAMPLES, SCAN_REDUCE, SCAN, SCAN_TWO, ORDER_COUNT, ORDER_WALK, SORT_COUNT, SORT_SCATTER, SORT_TERMS, WALK_COUNT, GATHER, WIDEN, NARROW, PROBE].map((k) => [k.label, k]));
 
 const MAX_GRID = 65535;
 

@@ -9,7 +9,7 @@ import { BACKWARD_STRIP, FLOAT_SIDE, ORDER_CELLS, ORDER_CHUNK, SCAN_BLOCK, WORKG
 import { FORWARD, forwardWorkgroups } from './kernels/forward.js';
 import { SAMPLES } from './kernels/backward.js';
 import { SCAN, SCAN_REDUCE, SCAN_TWO } from './kernels/scan.js';
-import { SORT_BITS, SORT_COUNT, SORT_SCATTER, SORT_TERMS, sortChunk } from './kernels/sort.js';
+import { SORT_BITS, SORT_COUNT, SORT_SCATTER, SORT_TERMS, WALK_COUNT, sortChunk } from './kernels/sort.js';
 import { ORDER_COUNT, ORDER_FUSED, ORDER_WALK, ORDER_TILE } from './kernels/walks.js';
 import { GATHER } from './kernels/segments.js';
 import { WIDEN } from './kernels/half.js';
@@ -19,6 +19,7 @@ import { GpuTensor, product } from './tensors.js';
 // The programs a backward may dispatch: compiled (once per variant) before its first call runs
 // (with WIDEN where an input is half precision, NARROW where the results are).
 const BACKWARD_PROGRAMS = [ORDER_COUNT, SCAN_REDUCE, SCAN, SCAN_TWO, ORDER_WALK, SAMPLES, SORT_COUNT, SORT_SCATTER, SORT_TERMS, GATHER];
+const FUSED_WALK_PROGRAMS = [ORDER_COUNT, SCAN_REDUCE, SCAN, SCAN_TWO, SAMPLES, WALK_COUNT, SORT_SCATTER, SORT_TERMS, GATHER];
 
 const INT32_MAX = 2 ** 31 - 1;
 const TOTALS_ALIGN = 64;   // words: 256 bytes, the most minStorageBufferOffsetAlignment may be
@@ -122,9 +123,12 @@ export function planBackward(gpu, problem) {
     counts: section(blocks(pixels + 1)), hist: Array.from({ length: digits.passes }, () => section(blocks(chunks * 2 ** digits.bits))),
   };
   totals.words = words;
+  // orderWalk and sortCount as one pass (sort.js walkCount)
+  const walkCount = orderFused && pairsPerPart === pairs;
   return {
     fn: 'backward',
-    programs: BACKWARD_PROGRAMS,
+    programs: walkCount ? FUSED_WALK_PROGRAMS : BACKWARD_PROGRAMS,
+    walkCount,
     samples,
     pairs,
     pairsPerPart,

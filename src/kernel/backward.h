@@ -105,13 +105,13 @@ MSDA_INLINE void backward_sample(const float *restrict g, const char *restrict v
     else MSDA_BACKWARD_CASES(C, 0, VT)
 }
 
-/* A sample for a unit that owns part of a head (a pixel range, a query slice): dot products
- * for the corners in D, grad_value updates for those in U, each with exactly the operations
- * of backward_corners, so the bits are those of the whole head's unit. */
-__attribute__((noinline)) static void backward_sample_split(const float *restrict g, const char *restrict value,
-                                                            float *restrict grad_value, ptrdiff_t o, ptrdiff_t px,
-                                                            ptrdiff_t row, const float aw[4], ptrdiff_t C, float d[4],
-                                                            unsigned D, unsigned U, int canon, int vt)
+/* A sample off the common path (backward_points_slow): the corners in M, each with exactly the
+ * operations of backward_corners, so the same bits, with the value's element kind and the NaN
+ * canonicalisation as run-time arguments. */
+__attribute__((noinline)) static void backward_sample_generic(const float *restrict g, const char *restrict value,
+                                                              float *restrict grad_value, ptrdiff_t o, ptrdiff_t px,
+                                                              ptrdiff_t row, const float aw[4], ptrdiff_t C, float d[4],
+                                                              unsigned M, int canon, int vt)
 {
     const ptrdiff_t off[4] = {o, o + px, o + row, o + row + px};
     v4 s[4];
@@ -121,8 +121,8 @@ __attribute__((noinline)) static void backward_sample_split(const float *restric
     for (; c < CB; c += MSDA_VB) {
         const vb gc = vb_load(g + c);
         for (int k = 0; k < 4; k++) {
-            if (D >> k & 1u) s[k] = vb_dot_step(s[k], gc, vb_load_as(value, off[k] + c, vt));
-            if (U >> k & 1u) {
+            if (M >> k & 1u) s[k] = vb_dot_step(s[k], gc, vb_load_as(value, off[k] + c, vt));
+            if (M >> k & 1u) {
                 const vb sum = vb_madd(vb_load(grad_value + off[k] + c), vb_splat(aw[k]), gc);
                 vb_store(grad_value + off[k] + c, canon ? vb_canonical(sum) : sum);
             }
@@ -131,27 +131,27 @@ __attribute__((noinline)) static void backward_sample_split(const float *restric
     if (MSDA_VB > 4 && C - c >= 4) {
         const v4 gc = v4_load(g + c);
         for (int k = 0; k < 4; k++) {
-            if (D >> k & 1u) s[k] = v4_madd(s[k], gc, v4_load_as(value, off[k] + c, vt));
-            if (U >> k & 1u) {
+            if (M >> k & 1u) s[k] = v4_madd(s[k], gc, v4_load_as(value, off[k] + c, vt));
+            if (M >> k & 1u) {
                 const v4 sum = v4_madd(v4_load(grad_value + off[k] + c), v4_splat(aw[k]), gc);
                 v4_store(grad_value + off[k] + c, canon ? v4_canonical(sum) : sum);
             }
         }
         c += 4;
     }
-    for (int k = 0; k < 4; k++) d[k] = (D >> k & 1u) ? v4_sum(s[k]) : 0.0f;
+    for (int k = 0; k < 4; k++) d[k] = (M >> k & 1u) ? v4_sum(s[k]) : 0.0f;
     for (; c < C; c++)
         for (int k = 0; k < 4; k++) {
-            if (D >> k & 1u) d[k] += g[c] * f_load_as(value, off[k] + c, vt);
-            if (U >> k & 1u) {
+            if (M >> k & 1u) d[k] += g[c] * f_load_as(value, off[k] + c, vt);
+            if (M >> k & 1u) {
                 const float sum = grad_value[off[k] + c] + aw[k] * g[c];
                 grad_value[off[k] + c] = canon ? f_canonical(sum) : sum;
             }
         }
 }
 
-/* The part of a head a backward unit owns when heads are split (NULL: the whole head): the samples
- * of levels [level_begin, level_end); of those, when `whole` is 0, only the grad_value of pixels
+/* The part of a head a backward unit owns: the samples of the levels at positions
+ * [level_begin, level_end) of level_at's order; of those, when `whole` is 0, only the grad_value of pixels
  * [pixel_begin, pixel_end) and the location and weight gradients of queries [query_begin,
  * query_end). */
 typedef struct head_part {
@@ -167,39 +167,34 @@ typedef struct head_part {
 __attribute__((noinline)) static void backward_points_slow(const float *go, const char *value_level,
                                                            float *grad_value_level, const level_geom *g,
                                                            const point_group *pg, float aw[4][4], const int32_t finite[4],
-                                                           int count, ptrdiff_t C, const head_part *part, int owner,
-                                                           float d[4][4], int vt)
+                                                           int count, ptrdiff_t C, float d[4][4], int vt)
 {
-    const ptrdiff_t ps = g->pixel_stride, rs = g->row_stride;
     for (int i = 0; i < count; i++) {
-        const unsigned m = pg->mask[i];
-        unsigned U = m;
-        if (part) {
-            const ptrdiff_t e = g->start + pg->offset[i];
-            const ptrdiff_t lo = (ptrdiff_t)part->pixel_begin * ps, hi = (ptrdiff_t)part->pixel_end * ps;
-            const ptrdiff_t ek[4] = {e, e + ps, e + rs, e + rs + ps};
-            U = 0u;
-            for (int k = 0; k < 4; k++) U |= (unsigned)(ek[k] >= lo && ek[k] < hi) << k;
-            U &= m;
-        }
-        const unsigned D = owner ? m : 0u;
         const float awi[4] = {aw[0][i], aw[1][i], aw[2][i], aw[3][i]};
         float di[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        if (D | U)
-            backward_sample_split(go, value_level, grad_value_level, pg->offset[i], ps, rs, awi, C, di,
-                                  D, U, !finite[i], vt);
+        if (pg->mask[i])
+            backward_sample_generic(go, value_level, grad_value_level, pg->offset[i], g->pixel_stride, g->row_stride,
+                                    awi, C, di, pg->mask[i], !finite[i], vt);
         for (int k = 0; k < 4; k++) d[k][i] = di[k];
     }
 }
 
-/* grad_sampling_locations and grad_attention_weights of (b, q, h), and its grad_value terms.
- * Instantiated twice (SPLIT a constant): for whole heads, where none of the part logic is
- * compiled in, and for parts of heads. */
-MSDA_INLINE void backward_query_impl(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t q,
-                                     int64_t h, int64_t l_begin, int64_t l_end, const head_part *part, const int SPLIT,
-                                     const int VT)
+/* The backward's order of levels: 0, NL - 1, 1, NL - 2, ... The first level is the largest and
+ * slowest to walk (its rows miss the caches most), so a split into contiguous ranges of this
+ * order pairs it with the smallest: on the encoder, 2 parts owning levels {0, 3} and {1, 2}, not
+ * {0, 1} and {2, 3} (one level alone: 31-44 ms, level 0 the slowest). A query's levels own
+ * disjoint rows and gradients, so their order does not change the bits. */
+static inline int64_t level_at(const msda_plan *p, int64_t at)
 {
-    const int owner = !SPLIT || (q >= part->query_begin && q < part->query_end);
+    return at % 2 == 0 ? at / 2 : p->num_levels - 1 - at / 2;
+}
+
+/* grad_sampling_locations and grad_attention_weights of (b, q, h), and its grad_value terms.
+ * Instantiated per fast value kind and once generic (GENERIC a constant: every point group
+ * through backward_points_slow, the value kind read at run time). */
+MSDA_INLINE void backward_query_impl(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t q,
+                                     int64_t h, int64_t l_begin, int64_t l_end, const int GENERIC, const int VT)
+{
     const int64_t Q = p->num_queries, H = p->num_heads, NL = p->num_levels, P = p->num_points;
     const ptrdiff_t C = (ptrdiff_t)p->channels, xy = (ptrdiff_t)p->loc_stride_xy,
                     point_stride = (ptrdiff_t)p->loc_stride_point;
@@ -216,7 +211,8 @@ MSDA_INLINE void backward_query_impl(const msda_plan *p, const msda_tensors *t, 
     float g_sum = v4_sum(g_abs);
     for (; c4 < C; c4++) g_sum += fabsf(go[c4]);
     const v4 g_bound = v4_splat(g_sum), infinity = v4_splat(INFINITY);
-    for (int64_t l = l_begin; l < l_end; l++) {
+    for (int64_t at = l_begin; at < l_end; at++) {
+        const int64_t l = level_at(p, at);
         const level_geom *g = geom_of(gc, p, l);
         const char *value_level = value_bh + g->start * MSDA_ELEM_BYTES(VT);
         float *grad_value_level = grad_value_bh + g->start;
@@ -236,7 +232,7 @@ MSDA_INLINE void backward_query_impl(const msda_plan *p, const msda_tensors *t, 
             const int all_finite = !v4i_any(v4i_xor(finite_lanes, v4i_splat(-1)));
             int32_t finite[4];
             v4i_store(finite, finite_lanes);
-            if (!SPLIT && all_finite) {
+            if (!GENERIC && all_finite) {
                 for (int i = 0; i < count; i++) {
                     const float awi[4] = {aw[0][i], aw[1][i], aw[2][i], aw[3][i]};
                     float di[4];
@@ -245,7 +241,7 @@ MSDA_INLINE void backward_query_impl(const msda_plan *p, const msda_tensors *t, 
                     for (int k = 0; k < 4; k++) d[k][i] = di[k];
                 }
             } else {
-                backward_points_slow(go, value_level, grad_value_level, g, &pg, aw, finite, count, C, part, owner, d, VT);
+                backward_points_slow(go, value_level, grad_value_level, g, &pg, aw, finite, count, C, d, VT);
             }
             const v4 d0 = v4_load(d[0]), d1 = v4_load(d[1]), d2 = v4_load(d[2]), d3 = v4_load(d[3]);
             const v4 fx = pg.fx, fy = pg.fy, zero = v4_zero();
@@ -269,7 +265,7 @@ MSDA_INLINE void backward_query_impl(const msda_plan *p, const msda_tensors *t, 
             v4_store(gx_s, gx_l);
             v4_store(gy_s, gy_l);
             float *grad_loc = t->grad_sampling_locations + loc_index;
-            for (int i = 0; i < count && owner; i++) {
+            for (int i = 0; i < count; i++) {
                 t->grad_attention_weights[weight_index + i] = ga_s[i];
                 grad_loc[i * point_stride] = gx_s[i];
                 grad_loc[i * point_stride + xy] = gy_s[i];
@@ -278,155 +274,118 @@ MSDA_INLINE void backward_query_impl(const msda_plan *p, const msda_tensors *t, 
     }
 }
 
-static void backward_query_part(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t q,
-                                int64_t h, const head_part *part)
+static void backward_query_generic(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t q,
+                                   int64_t h, int64_t l_begin, int64_t l_end)
 {
-    /* the rare split path: not specialised */
-    backward_query_impl(p, t, gc, b, q, h, part->level_begin, part->level_end, part, 1, p->value_dtype);
+    backward_query_impl(p, t, gc, b, q, h, l_begin, l_end, 1, p->value_dtype);   /* rare: not specialised */
 }
 
-/* A copy for each kind of value element this build reads fast (kernels.h, MSDA_FAST_*); the others
- * take the split path's code as one part that owns the whole head (the same operations, so the
- * same bits). */
+/* The levels at positions [l_begin, l_end) of level_at's order of (b, q, h): a copy for each kind
+ * of value element this build reads fast (kernels.h, MSDA_FAST_*); the others take the generic
+ * code (the same operations, so the same bits). */
 static void backward_query(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t q, int64_t h,
                            int64_t l_begin, int64_t l_end)
 {
     switch (p->value_dtype) {
-    case MSDA_FLOAT32: backward_query_impl(p, t, gc, b, q, h, l_begin, l_end, NULL, 0, MSDA_FLOAT32); break;
+    case MSDA_FLOAT32: backward_query_impl(p, t, gc, b, q, h, l_begin, l_end, 0, MSDA_FLOAT32); break;
 #if MSDA_FAST_F16
-    case MSDA_FLOAT16: backward_query_impl(p, t, gc, b, q, h, l_begin, l_end, NULL, 0, MSDA_FLOAT16); break;
+    case MSDA_FLOAT16: backward_query_impl(p, t, gc, b, q, h, l_begin, l_end, 0, MSDA_FLOAT16); break;
 #endif
 #if MSDA_FAST_BF16
-    case MSDA_BFLOAT16: backward_query_impl(p, t, gc, b, q, h, l_begin, l_end, NULL, 0, MSDA_BFLOAT16); break;
+    case MSDA_BFLOAT16: backward_query_impl(p, t, gc, b, q, h, l_begin, l_end, 0, MSDA_BFLOAT16); break;
 #endif
-    default: {
-        const head_part whole = {l_begin, l_end, 0, 0, p->value_length, 0, p->num_queries};
-        backward_query_part(p, t, gc, b, q, h, &whole);
-        break;
-    }
+    default: backward_query_generic(p, t, gc, b, q, h, l_begin, l_end); break;
     }
 }
 
-/* Every query of batch b, for heads [h_begin, h_end), in the walk's order (walks.h), which
+/* Every query of batch b, for heads [h_begin, h_end) and the levels at positions [l_begin, l_end)
+ * of level_at's order, in the walk's order (walks.h), which
  * depends on the problem's shapes and the batch's locations and weights alone: each head's
  * grad_value sums over the queries in that order, whatever the threads, and all heads' rows of
  * a pixel are used together. */
 static void backward_walk(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t h_begin,
-                          int64_t h_end, const head_part *part)
+                          int64_t h_end, int64_t l_begin, int64_t l_end)
 {
     const int64_t Q = p->num_queries;
     sample_grid sg;
     sample_grid_init(&sg, p, MSDA_BACKWARD_STRIP);
     uint16_t order[MSDA_ORDER_CHUNK];
     fetch_ahead fa = {0.0f};
+    /* the queries' rows are fetched this many queries ahead: about 64 samples' work, where a
+     * walk of one level of one head has 4 a query (at most 8 ahead) */
+    const int64_t samples = (h_end - h_begin) * (l_end - l_begin) * p->num_points;
+    const int ahead = samples >= 64 ? 1 : samples < 8 ? 8 : (int)(64 / samples);
     for (int64_t q0 = 0; q0 < Q; q0 += MSDA_ORDER_CHUNK) {
         const int n = (int)(Q - q0 < MSDA_ORDER_CHUNK ? Q - q0 : MSDA_ORDER_CHUNK);
         sample_order(p, t, &sg, b, q0, n, order);
         for (int i = 0; i < n; i++) {
-            if (i + 1 < n) fetch_query(&fa, p, t, b, q0 + order[i + 1], 1, h_begin, h_end);
-            for (int64_t h = h_begin; h < h_end; h++)
-                if (!part) backward_query(p, t, gc, b, q0 + order[i], h, 0, p->num_levels);
-                else if (part->whole) backward_query(p, t, gc, b, q0 + order[i], h, part->level_begin, part->level_end);
-                else backward_query_part(p, t, gc, b, q0 + order[i], h, part);
+            if (i + ahead < n) fetch_query(&fa, p, t, b, q0 + order[i + ahead], 1, h_begin, h_end);
+            for (int64_t h = h_begin; h < h_end; h++) backward_query(p, t, gc, b, q0 + order[i], h, l_begin, l_end);
         }
     }
     __asm__ volatile("" : : "r"(fa.sink));
 }
 
-/* Units (batch, head, part) when heads are split (plan->backward_split parts a head, for more
- * threads than heads). A sample touches only its own level's grad_value rows, and its location
- * and weight gradients need only its own dot products, so levels split a head with no work
- * repeated: with R <= NL parts, part r owns levels [r NL / R, (r + 1) NL / R) whole (every level
- * has Q P samples, so the parts are even) and walks every query but only its levels' samples.
- * With more parts than levels, level l's S parts each own 1/S of its pixels' grad_value and of
- * its queries' location and weight gradients, and walk every query's samples of that level doing
- * only their share. Every grad_value element still receives its terms in the walk's order from
- * one writer, and every dot product is the same, so the bits are those of the unsplit head,
- * whatever R. */
-static head_part backward_part(const msda_plan *p, int64_t r)
+/* First pixel of level l (l = num_levels: value_length). */
+static int64_t level_first(const msda_plan *p, int64_t l)
 {
-    const int64_t R = p->backward_split, NL = p->num_levels, Q = p->num_queries;
-    head_part part = {0};
-    if (R <= NL) {
-        part.level_begin = NL * r / R;
-        part.level_end = NL * (r + 1) / R;
-        part.whole = 1;
-        return part;
-    }
-    /* parts r0 <= r < r1 are level l's: those with r NL / R == l */
-    const int64_t l = r * NL / R, r0 = (l * R + NL - 1) / NL, r1 = ((l + 1) * R + NL - 1) / NL;
-    const int64_t S = r1 - r0, s = r - r0;
-    const int64_t start = p->level_start_index[l], pixels = p->spatial_shapes[2 * l] * p->spatial_shapes[2 * l + 1];
-    part.level_begin = l;
-    part.level_end = l + 1;
-    part.whole = S == 1;
-    part.pixel_begin = start + pixels * s / S;
-    part.pixel_end = start + pixels * (s + 1) / S;
-    part.query_begin = Q * s / S;
-    part.query_end = Q * (s + 1) / S;
-    return part;
+    return l < p->num_levels ? p->level_start_index[l] : p->value_length;
 }
 
-static void backward_range_split(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t begin, int64_t end)
+/* Zeroes grad_value of batch b, pixels [pb, pe), heads [h0, h1), in as few runs as the layout
+ * allows: one (BLNC, all heads), a run of heads a pixel (BLNC), a run of pixels a head (BNLC). */
+static void zero_rect(const msda_plan *p, const msda_tensors *t, int64_t b, int64_t pb, int64_t pe, int64_t h0,
+                      int64_t h1)
 {
-    const int64_t H = p->num_heads, R = p->backward_split, C = p->channels, NL = p->num_levels;
-    for (int64_t u = begin; u < end; u++) {
-        const int64_t b = u / (H * R), h = u / R % H, r = u % R;
-        const head_part part = backward_part(p, r);
-        float *base = t->grad_value + b * p->value_stride_batch + h * p->value_stride_head;
-        if (!p->grad_value_zeroed) {
-            const int64_t lb = part.level_begin, le = part.level_end;
-            const int64_t pb = part.whole ? p->level_start_index[lb] : part.pixel_begin;
-            const int64_t pe = !part.whole ? part.pixel_end
-                               : le < NL ? p->level_start_index[le] : p->value_length;
+    const int64_t C = p->channels, H = p->num_heads;
+    float *base = t->grad_value + b * p->value_stride_batch;
+    if (p->grad_value_zeroed || pe <= pb || h1 <= h0) return;
+    if (p->value_stride_head == C && p->value_stride_pixel == H * C && h0 == 0 && h1 == H) {
+        memset(base + pb * H * C, 0, (size_t)((pe - pb) * H * C) * sizeof(float));
+    } else if (p->value_stride_head == C) {
+        for (int64_t pixel = pb; pixel < pe; pixel++)
+            memset(base + pixel * p->value_stride_pixel + h0 * C, 0, (size_t)((h1 - h0) * C) * sizeof(float));
+    } else if (p->value_stride_pixel == C) {
+        for (int64_t h = h0; h < h1; h++)
+            memset(base + h * p->value_stride_head + pb * C, 0, (size_t)((pe - pb) * C) * sizeof(float));
+    } else {
+        for (int64_t h = h0; h < h1; h++)
             for (int64_t pixel = pb; pixel < pe; pixel++)
-                memset(base + pixel * p->value_stride_pixel, 0, (size_t)C * sizeof(float));
-        }
-        backward_walk(p, t, gc, b, h, h + 1, &part);
+                memset(base + h * p->value_stride_head + pixel * p->value_stride_pixel, 0, (size_t)C * sizeof(float));
     }
+}
+
+/* The levels at positions [la, lb) of level_at's order, of heads [ha, hb) of batch b, whole: one walk. */
+static void backward_rect(const msda_plan *p, const msda_tensors *t, geom_cache *gc, int64_t b, int64_t la, int64_t lb,
+                          int64_t ha, int64_t hb)
+{
+    if (la == 0 && lb == p->num_levels) zero_rect(p, t, b, 0, p->value_length, ha, hb);
+    else
+        for (int64_t at = la; at < lb; at++)
+            zero_rect(p, t, b, level_first(p, level_at(p, at)), level_first(p, level_at(p, at) + 1), ha, hb);
+    backward_walk(p, t, gc, b, ha, hb, la, lb);
 }
 
 void MSDA_KFN(msda__backward_range)(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end);
 void MSDA_KFN(msda__backward_range)(const msda_plan *p, const msda_tensors *t, int64_t begin, int64_t end)
 {
-    const int64_t H = p->num_heads;
     geom_cache gc;
     geom_cache_init(&gc, p);
-    if (p->backward_split > 1) {
-        backward_range_split(p, t, &gc, begin, end);
-        return;
-    }
-    /* Zero the range's grad_value slices in as few runs as the layout allows: a whole batch slice
-     * (BLNC, all heads), the range's heads of a pixel (BLNC), a head's pixels (BNLC); none where
-     * msda__run's first stage zeroed it. */
-    const int64_t C = p->channels;
-    for (int64_t b = begin / H; !p->grad_value_zeroed && b * H < end; b++) {
-        const int64_t h0 = b * H > begin ? 0 : begin - b * H, h1 = (b + 1) * H < end ? H : end - b * H;
-        float *base = t->grad_value + b * p->value_stride_batch;
-        if (p->value_stride_head == C && p->value_stride_pixel == H * C && h0 == 0 && h1 == H) {
-            memset(base, 0, (size_t)(p->value_length * H * C) * sizeof(float));
-        } else if (p->value_stride_head == C) {
-            for (int64_t pixel = 0; pixel < p->value_length; pixel++)
-                memset(base + pixel * p->value_stride_pixel + h0 * C, 0, (size_t)((h1 - h0) * C) * sizeof(float));
-        } else if (p->value_stride_pixel == C) {   /* BNLC: a head's pixels are one run */
-            for (int64_t h = h0; h < h1; h++)
-                memset(base + h * p->value_stride_head, 0, (size_t)(p->value_length * C) * sizeof(float));
-        } else {
-            for (int64_t h = h0; h < h1; h++)
-                for (int64_t pixel = 0; pixel < p->value_length; pixel++)
-                    memset(base + h * p->value_stride_head + pixel * p->value_stride_pixel, 0, (size_t)C * sizeof(float));
+    /* Units (b, l, h), level-major within a batch: a range is at most three rectangles of
+     * (levels, heads) a batch, each one walk (all of it on one thread: one walk of everything). */
+    const int64_t H = p->num_heads, LH = p->num_levels * H;
+    for (int64_t b = begin / LH; b * LH < end; b++) {
+        const int64_t u1 = end - b * LH < LH ? end - b * LH : LH;
+        int64_t u = begin > b * LH ? begin - b * LH : 0;
+        if (u % H) {   /* the rest of a level */
+            const int64_t l = u / H, hb = u1 - l * H < H ? u1 - l * H : H;
+            backward_rect(p, t, &gc, b, l, l + 1, u % H, hb);
+            u = l * H + hb;
         }
-    }
-    /* The units (heads) of one batch run side by side (backward_walk). A threaded part walks
-     * them one at a time: two parts walking the same order at the same moment then write heads
-     * apart in BLNC's pixel rows (0 and 4 of 8), not neighbouring lines (0-3 and 4-7: each part
-     * 1.04-1.63x its time alone, 0.84-1.05x one at a time). Each head's sums keep the walk's
-     * order: the same bits. */
-    for (int64_t b = begin / H; b * H < end; b++) {
-        const int64_t h_begin = b * H > begin ? 0 : begin - b * H;
-        const int64_t h_end = (b + 1) * H < end ? H : end - b * H;
-        if (!p->walk_each_head) backward_walk(p, t, &gc, b, h_begin, h_end, NULL);
-        else
-            for (int64_t h = h_begin; h < h_end; h++) backward_walk(p, t, &gc, b, h, h + 1, NULL);
+        if (u1 / H > u / H) {   /* whole levels */
+            backward_rect(p, t, &gc, b, u / H, u1 / H, 0, H);
+            u = u1 / H * H;
+        }
+        if (u < u1) backward_rect(p, t, &gc, b, u / H, u / H + 1, 0, u1 - u);   /* the start of one */
     }
 }

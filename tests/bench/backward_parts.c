@@ -132,8 +132,6 @@ static void make_job(msda_job *job, bench_case *c, int threads, int backward)
         fprintf(stderr, "backward_parts: %s\n", err.message);
         exit(1);
     }
-    /* as msda__run's walk stage */
-    job->plan.walk_each_head = backward && threads > 1;
 }
 
 /* The whole call through the library (its pool for threads > 1). */

@@ -74,7 +74,8 @@ export function passRows(caseName, kind, samples) {
   for (const p of Object.keys(samples[0].per)) row.passes[p] = median(samples.map((s) => s.per[p]));
   defineCase(caseName);
   row.model = passes(analyse(caseName), Object.keys(row.passes))
-    .map((p) => ({ name: p.name, chain: p.chain, iGPU: estimate(p, MACHINES.iGPU), dGPU: estimate(p, MACHINES.dGPU) }));
+    .map((p) => ({ name: p.name, chain: p.chain, iGPU: estimate(p, MACHINES.iGPU), dGPU: estimate(p, MACHINES.dGPU),
+      est: Object.fromEntries(Object.entries(MACHINES).map(([k, m]) => [k, estimate(p, m)])) }));
   return row;
 }
 

@@ -380,7 +380,8 @@ console.log(table(['problem', 'ratio', 'value', 'target', ''], ratios.map((r) =>
   r.target === undefined ? '' : `≤ ${r.target}`, r.met === undefined ? '' : r.met ? 'met' : 'not met'])));
 if (passRowsOut.length) {
   console.log(`\nOur passes, GPU time from timestamp queries in the rounds above (median), beside each pass's longest dependent chain`
-    + ' and the cost model\'s estimate (tests/bench/gpu_model.js; iGPU: 100 GB/s, 1 µs a dependent access; dGPU: 1 TB/s, 0.5 µs):');
+    + ' and the cost model\'s estimate (tests/bench/gpu_model.js: each pass\'s largest resource of DRAM, L2, L1, issue, atomics and its longest loop,'
+    + ' plus its launch gaps and lazy clears; iGPU: 100 GB/s, 15 µs a dispatch; dGPU: 1 TB/s, 6 µs):');
   for (const line of passTable(passRowsOut)) console.log(line);
 }
 if (opt('--json')) writeFileSync(opt('--json'), JSON.stringify({ adapter: adapterFields(info), emulated, reps, numerics: msda.numerics, methods: report, ratios, passes: passRowsOut }, null, 1));

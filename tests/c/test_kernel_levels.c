@@ -135,11 +135,10 @@ static void test_long_side(int64_t n, int64_t across_size, int num_combos)
         }
 }
 
-/* More threads than heads: the backward splits each head into parts (pixel ranges of
- * grad_value, query slices of the other gradients). Whatever the split, the bits must be those
- * of one unit per head: each split's units are run one at a time in reverse order and compared
- * with threads = 1, one query per pixel and fewer queries, one and two
- * heads, every option combination. */
+/* The backward's units are (level, head) pairs. Whatever the split, the bits must be those of one
+ * walk of everything: each job's units are run one at a time in reverse order, and in ranges of
+ * every length, and compared with threads = 1, one query per pixel and fewer queries, one and
+ * two heads, every option combination. */
 static void test_split_heads(void)
 {
     static const int64_t pyramid[] = {9, 7, 5, 4, 2, 3};    /* 63 + 20 + 6 = 89 */
@@ -171,16 +170,29 @@ static void test_split_heads(void)
                                                  split.grad_weights, &err) == MSDA_OK,
                               "backward job refused [%s]: %s", ctx, err.message))
                     continue;
-                /* threads / heads parts a head, from twice as many threads as heads on */
-                const int64_t want_split = threads[ti] >= 2 * heads ? threads[ti] / heads : 1;
-                tu_check(job.plan.backward_split == want_split && job.units == heads * want_split,
-                         "threads %d over %lld heads: %lld parts a head, %lld units [%s]", threads[ti], (long long)heads,
-                         (long long)job.plan.backward_split, (long long)job.units, ctx);
+                /* a unit a (level, head) */
+                tu_check(job.units == heads * 3, "%lld heads of 3 levels: %lld units [%s]", (long long)heads,
+                         (long long)job.units, ctx);
                 for (int64_t u = job.units; u-- > 0;) msda__backward_range(&job.plan, &job.tensors, u, u + 1);
                 tu_check(kc_same_bits(one.grad_value, split.grad_value, tc.value_elements) &&
                              kc_same_bits(one.grad_locations, split.grad_locations, tc.locations_elements) &&
                              kc_same_bits(one.grad_weights, split.grad_weights, tc.weights_elements),
-                         "backward split for %d threads, units in reverse: bits differ from 1 thread [%s]", threads[ti], ctx);
+                         "backward for %d threads, units in reverse: bits differ from 1 thread [%s]", threads[ti], ctx);
+                /* in ranges of every length, the last first: a range of (level, head) units is up
+                 * to three rectangles of levels and heads */
+                for (int64_t k = 2; k <= job.units; k++) {
+                    kc_fill_garbage(split.grad_value, tc.value_elements, NAN);
+                    kc_fill_garbage(split.grad_locations, tc.locations_elements, NAN);
+                    kc_fill_garbage(split.grad_weights, tc.weights_elements, NAN);
+                    for (int64_t e = job.units; e > 0; e -= k)
+                        msda__backward_range(&job.plan, &job.tensors, e > k ? e - k : 0, e);
+                    if (!tu_check(kc_same_bits(one.grad_value, split.grad_value, tc.value_elements) &&
+                                      kc_same_bits(one.grad_locations, split.grad_locations, tc.locations_elements) &&
+                                      kc_same_bits(one.grad_weights, split.grad_weights, tc.weights_elements),
+                                  "backward for %d threads, ranges of %lld units: bits differ from 1 thread [%s]",
+                                  threads[ti], (long long)k, ctx))
+                        break;
+                }
                 /* and through the pool */
                 kc_fill_garbage(split.grad_value, tc.value_elements, 1.0f);
                 if (msda_backward(&pr, tc.grad_output, tc.value, tc.sampling_locations, tc.attention_weights,

@@ -1,7 +1,8 @@
 // ms-deform-attn/onnx on onnxruntime-web's WebGPU EP (Node, Dawn on SwiftShader): the fixtures'
 // blocks verified and replaced, the op run on ORT's own device with what crosses each cut kept in
 // GPU buffers (nothing mapped but the model's outputs), outputs within float32 roundings of ORT's
-// own run of the unmodified model on the wasm EP and of PyTorch's.
+// own run of the unmodified model on the wasm EP and of PyTorch's; a float16 model with a WebGPU
+// instance under the wasm EP, to a wasm instance's bits.
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -86,5 +87,28 @@ test('the WebGPU EP with an instance for the CPU (options.msda: wasm): CPU tenso
   } finally {
     await session.release();
     msda.dispose();
+  }
+});
+
+// A float16 model (ORT's WebGPU EP refuses float16 on SwiftShader, which has no shader-f16: the
+// wasm EP here) with a WebGPU instance: the op's float16 results rounded on the GPU, the same bits
+// as a wasm instance's rounding on the CPU.
+test('a float16 model on the wasm EP with a WebGPU instance: float16 out, the wasm instance\'s bits', async () => {
+  const { init } = await import('../../bindings/node.js');
+  const gpu = await init({ backend: 'webgpu' }), cpu = await init();
+  const bytes = readFileSync(fixture('core-wide-f16.onnx'));
+  const members = parseNpz(readFileSync(fixture('core-wide-f16.npz')), (b) => inflateRawSync(b));
+  const read = (key) => parseNpy(members.get(`${key}.npy`).read());
+  const sessions = [await createSession(ort, bytes, { executionProviders: ['wasm'], msda: gpu }), await createSession(ort, bytes, { executionProviders: ['wasm'], msda: cpu })];
+  try {
+    for (const s of sessions) assert.equal(s.report.blocks[0].replaced, true, s.report.blocks[0].why);
+    const feeds = Object.fromEntries(sessions[0].inputNames.map((n) => { const a = read(n); return [n, new ort.Tensor('float16', a.data, a.shape)]; }));
+    const [ours, wasm] = [await sessions[0].run(feeds), await sessions[1].run(feeds)];
+    assert.equal(ours.output.type, 'float16');
+    assert.deepEqual(ours.output.data, wasm.output.data);
+  } finally {
+    for (const s of sessions) await s.release();
+    gpu.dispose();
+    cpu.dispose();
   }
 });

@@ -104,3 +104,28 @@ test("grad_value's order where every sample crowds one place: wasm SIMD's bits, 
     }
   }
 });
+
+// The DETR decoder's backward (its levels and heads, fewer channels): one part, 18-bit keys (the
+// sort 3 passes deep) and an order histogram orderWalk would sum, so walkCount places the walk
+// and counts the first digit in one pass: 10 compute passes, not 11, with wasm SIMD's bits.
+test("the DETR decoder's backward in 10 compute passes, the walk placed by the sort's first count, with wasm SIMD's bits", async (t) => {
+  if (!gpu.numerics.productsRounded) t.skip('this device fused a * b + c even as the kernels write it: no bit-exact grad_value to expect');
+  const c = crowdCase(960, { kind: 'decoder', shapes: [[100, 167], [50, 84], [25, 42], [13, 21]], B: 1, Q: 300, H: 8, C: 4, P: 4 });
+  const b = { ...c.args, gradOutput: c.gradOutput };
+  const kept = gpu._backendKept, names = [];
+  kept.dispatch = function (call, name, n, ...rest) {
+    if (n > 0) names.push(name);
+    return Object.getPrototypeOf(this).dispatch.call(this, call, name, n, ...rest);
+  };
+  let got;
+  try {
+    got = await gpu.backward(b);
+  } finally {
+    delete kept.dispatch;
+  }
+  assert.deepEqual(names, ['orderCount', 'samples', 'walkCount', 'scanTwo', 'sortScatter', 'scan', 'sortScatter', 'scan', 'sortTerms', 'gather']);
+  const want = wasm.backward(b);
+  for (const name of Object.keys(want)) {
+    assert.equal(sameBits(got[name].data, want[name].data), want[name].data.length, `${name}: ${firstDiff(got[name].data, want[name].data)}`);
+  }
+});

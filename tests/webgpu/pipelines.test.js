@@ -45,10 +45,11 @@ test('pipelines are compiled when a call first needs them, once per variant: ini
     out.buffer.destroy();
     assert.deepEqual(msda.compiled.slice(3), ['forward']);
     assert.equal(asked.length, 3);
-    // the backward's, narrow: none of the wide ones
+    // the backward's, narrow: none of the wide ones; its walk placed by walkCount (one part, the
+    // order's histogram summed), so neither orderWalk nor sortCount
     const grads = await msda.backward({ ...narrow.args, gradOutput: narrow.gradOutput });
     compare('narrow backward', grads, wasm.backward({ ...narrow.args, gradOutput: narrow.gradOutput }), msda.numerics.productsRounded);
-    assert.deepEqual(msda.compiled.slice(4).sort(), ['gather', 'orderCount', 'orderWalk', 'samples narrow', 'scan', 'scanReduce', 'scanTwo', 'sortCount', 'sortScatter', 'sortTerms']);
+    assert.deepEqual(msda.compiled.slice(4).sort(), ['gather', 'orderCount', 'samples narrow', 'scan', 'scanReduce', 'scanTwo', 'sortScatter', 'sortTerms', 'walkCount']);
     assert.deepEqual(asked.slice(3), msda.compiled.slice(4).map((k) => `msda ${k}`));
   } finally {
     msda.dispose();

@@ -16,10 +16,14 @@
 //                on their order), for the next pass;
 //   sortTerms    the last pass: each record to its place, as what gather (segments.js) sums:
 //                a * w_k and its grad_output row.
+//   walkCount    orderWalk and sortCount in one pass where the order's histogram is summed
+//                (walks.js) and one part holds every pair: per (pair, query) its place in the
+//                walk, then its records counted where they fall in walk order (atomics).
 // The dispatch word `digit`: the digit's shift (bits 0-7) and width (bits 8-15), and bit 16 when
 // the pass reads the records themselves (the first) rather than the previous pass's pairs.
 
 import { SCAN_BLOCK, program } from './problem.js';
+import { FUSED_START, WALKED } from './walks.js';
 
 export const SORT_BITS = 8;
 export const MIN_CHUNK_BITS = 4;
@@ -29,7 +33,7 @@ export const sortChunk = (bits) => 1 << Math.max(MIN_CHUNK_BITS, bits);
 
 // The digit word, and record i of the part in walk order: its slot in recs (the samples pass
 // writes them by query index), its query's grad_output row.
-const SORTING = /* wgsl */ `
+const DIGIT = /* wgsl */ `
 struct Digit { shift: u32, mask: u32, from_recs: bool, chunk: u32 }
 fn digit_word() -> Digit {
   var d: Digit;
@@ -40,6 +44,8 @@ fn digit_word() -> Digit {
   d.chunk = 1u << max(${MIN_CHUNK_BITS}u, bits);   // sortChunk()
   return d;
 }
+`;
+const SORTING = /* wgsl */ `${DIGIT}
 struct Walked { rec: u32, row: u32 }
 fn walked(i: u32) -> Walked {
   let Q = pr.queries; let H = pr.heads;
@@ -90,6 +96,52 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let v = hist[at];
     if (v != 0u) { atomicAdd(&hist_totals[at / ${SCAN_BLOCK}u], v); }
   }
+}
+`);
+
+export const WALK_COUNT = program('walkCount', {
+  words: ['digit', 'order_hist', 'hist_totals'],
+  bindings: {
+    cell_of: 'read array<u32>',
+    order: 'read_write array<u32>',   // the order's totals, then (at order_hist) its histogram
+    tot: 'read_write array<atomic<u32>>',   // the counts' totals, then (at hist_totals) hist's
+    walk: 'read_write array<u32>',
+    recs: 'read array<vec2<u32>>',
+    counts: 'read_write array<atomic<u32>>',   // zero before (the scan of them leaves them so)
+    hist: 'read_write array<atomic<u32>>',     // zero before (every scan of it leaves it so)
+  }
+}, /* wgsl */ `${DIGIT}
+fn cell_at(gq: u32) -> u32 { return cell_of[gq]; }
+${WALKED}
+fn order_total(j: u32) -> u32 { return order[j]; }
+fn order_count(i: u32) -> u32 { return order[disp.order_hist + i]; }
+${FUSED_START}
+fn add_hist(at: u32, n: u32) { atomicAdd(&hist[at], n); atomicAdd(&tot[disp.hist_totals + at / ${SCAN_BLOCK}u], n); }
+fn add_count(px: u32, n: u32) { atomicAdd(&counts[px], n); atomicAdd(&tot[px / ${SCAN_BLOCK}u], n); }
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let u = invocation(gid);   // (pair, query)
+  if (u >= disp.n) { return; }
+  let Q = pr.queries; let per = 4u * pr.num_levels * pr.points;
+  let pair = u / Q; let b = pair / pr.heads;
+  let w = walked(b * Q + u % Q, 0u);
+  let at = fused_start(w.hist) + tile_rank(w);   // b * Q + the query's rank in batch b
+  if (pair % pr.heads == 0u) { walk[at] = w.q; }
+  let dg = digit_word();
+  let chunks = (per * disp.n + dg.chunk - 1u) / dg.chunk;
+  let first = (pair * Q + at - b * Q) * per;   // its first record's index in walk order
+  var pixel = 0xffffffffu; var run = 0u; var counted = 0xffffffffu; var crun = 0u;
+  for (var j = 0u; j < per; j = j + 1u) {
+    let dest = recs[u * per + j].x;
+    if (dest == 0xffffffffu) { continue; }
+    let h = ((dest >> dg.shift) & dg.mask) * chunks + (first + j) / dg.chunk;
+    if (h != counted) { if (crun != 0u) { add_hist(counted, crun); } counted = h; crun = 0u; }
+    crun = crun + 1u;
+    if (dest != pixel) { if (run != 0u) { add_count(pixel, run); } pixel = dest; run = 0u; }
+    run = run + 1u;
+  }
+  if (crun != 0u) { add_hist(counted, crun); }
+  if (run != 0u) { add_count(pixel, run); }
 }
 `);
 

@@ -8,7 +8,8 @@
 //               (from the block totals orderCount counts too); none where the histogram has at
 //               most ORDER_FUSED blocks: orderWalk then sums the totals and counts before its own;
 //   orderWalk   each query to its start plus its rank in its tile among the queries of its cell
-//               (those before it in index order): the walk, walk[b * Q + rank] = q.
+//               (those before it in index order): the walk, walk[b * Q + rank] = q (or
+//               sort.js's walkCount, with the sort's first count).
 // The ranges are counted a group at a time (disp.first_range its first range) when one histogram of
 // all of them would not fit one buffer.
 
@@ -51,16 +52,15 @@ fn query_cell(idx: u32) -> u32 {
 }
 `;
 
-// The range, tile and cell of query u of the group (invocation index), and its index gq in (b, q);
-// its cell from the program's cell_at().
-const WALKED = /* wgsl */ `
+// The range, tile and cell of query u of the group from range r0, its index gq in (b, q) (its
+// cell from the program's cell_at()); tile_rank: its rank among its tile's earlier queries of its cell.
+export const WALKED = /* wgsl */ `
 struct Walked { gq: u32, q: u32, hist: u32, tile_first: u32, cell: u32, group_first: u32 }
-fn walked(u: u32) -> Walked {
+fn walked(u: u32, r0: u32) -> Walked {
   let Q = pr.queries;
   let chunks = (Q + ${ORDER_CHUNK - 1}u) / ${ORDER_CHUNK}u;
   let cells = pr.bands * pr.cols + 1u;
   let tiles = (min(Q, ${ORDER_CHUNK}u) + ${ORDER_TILE - 1}u) / ${ORDER_TILE}u;
-  let r0 = disp.first_range;
   let group_first = (r0 / chunks) * Q + (r0 % chunks) * ${ORDER_CHUNK}u;
   let gq = group_first + u;
   let b = gq / Q; let q = gq % Q;
@@ -72,6 +72,23 @@ fn walked(u: u32) -> Walked {
   w.hist = ((r - r0) * cells + cell) * tiles + in_range / ${ORDER_TILE}u;
   w.tile_first = gq - in_range % ${ORDER_TILE}u;
   return w;
+}
+fn tile_rank(w: Walked) -> u32 {
+  var rank = 0u;
+  for (var j = w.tile_first; j < w.gq; j = j + 1u) { rank = rank + select(0u, 1u, cell_of[j] == w.cell); }
+  return rank;
+}
+`;
+
+// Where fused, hist[at]'s prefix sum: the earlier blocks' totals (at most ORDER_FUSED), then the
+// block's earlier counts, as the program's order_total() and order_count() read them.
+export const FUSED_START = /* wgsl */ `
+fn fused_start(at: u32) -> u32 {
+  let block = at / ${SCAN_BLOCK}u;
+  var s = 0u;
+  for (var j = 0u; j < block; j = j + 1u) { s = s + order_total(j); }
+  for (var i = block * ${SCAN_BLOCK}u; i < at; i = i + 1u) { s = s + order_count(i); }
+  return s;
 }
 `;
 
@@ -92,7 +109,7 @@ ${WALKED}
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let u = invocation(gid);
   if (u >= disp.n) { return; }
-  let w = walked(u);
+  let w = walked(u, disp.first_range);
   cell_of[w.gq] = w.cell;
   atomicAdd(&hist[w.hist], 1u);
   atomicAdd(&totals[w.hist / ${SCAN_BLOCK}u], 1u);
@@ -111,24 +128,17 @@ export const ORDER_WALK = program('orderWalk', {
   }
 }, /* wgsl */ `fn cell_at(gq: u32) -> u32 { return cell_of[gq]; }
 ${WALKED}
-// Where fused, hist[at]'s prefix sum: the earlier blocks' totals (at most ORDER_FUSED), then the
-// block's earlier counts (at most SCAN_BLOCK - 1); independent loads, the same for every query.
-fn start_of(at: u32) -> u32 {
-  if (disp.fused == 0u) { return starts[at]; }
-  let block = at / ${SCAN_BLOCK}u;
-  var s = 0u;
-  for (var j = 0u; j < block; j = j + 1u) { s = s + totals[j]; }
-  for (var i = block * ${SCAN_BLOCK}u; i < at; i = i + 1u) { s = s + hist[i]; }
-  return s;
-}
+fn order_total(j: u32) -> u32 { return totals[j]; }
+fn order_count(i: u32) -> u32 { return hist[i]; }
+${FUSED_START}
 @compute @workgroup_size(${ORDER_TILE})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let u = invocation(gid);
   if (u >= disp.n) { return; }
-  let w = walked(u);
-  var rank = 0u;   // independent loads of the tile's earlier cells (at most ORDER_TILE - 1)
-  for (var j = w.tile_first; j < w.gq; j = j + 1u) { rank = rank + select(0u, 1u, cell_of[j] == w.cell); }
-  let at = w.group_first + start_of(w.hist) + rank;   // b * Q + the query's rank in batch b
+  let w = walked(u, disp.first_range);
+  var start = 0u;
+  if (disp.fused == 0u) { start = starts[w.hist]; } else { start = fused_start(w.hist); }
+  let at = w.group_first + start + tile_rank(w);   // b * Q + the query's rank in batch b
   walk[at] = w.q;
 }
 `);

@@ -111,6 +111,8 @@ export async function onnxUsage(ort: { InferenceSession: { create(m: Uint8Array,
   const session: ChainedSession = await createSession(ort, new Uint8Array(8), { executionProviders: ['wasm'], msda: await init() });
   const out = await session.run({ src: new ort.Tensor('float32', new Float32Array(4), [1, 4]) });
   const first: BlockReport | undefined = session.report.blocks[0];
+  const dtype: 'float32' | 'float16' | undefined = first?.dtype;
+  const boundOrt: number | undefined = first?.verification?.worst?.boundOrt;
   const slices = first && 'slices' in first.nodes ? first.nodes.slices.length : 0; // mmcv's form: a Slice per level
   const code: 'MSDA_ONNX_UNAVAILABLE' = ONNX_UNAVAILABLE;
   // @ts-expect-error: the model is bytes, not a path
@@ -119,5 +121,6 @@ export async function onnxUsage(ort: { InferenceSession: { create(m: Uint8Array,
   const levelsFrom: 'constants' | 'run time' | undefined = first?.levelsFrom;
   // @ts-expect-error: levels are read from constants or at run time, nothing else
   const wrong: 'probe' | undefined = first?.levelsFrom;
-  return Object.keys(out).length + (first?.replaced ? 1 : 0) + slices + code.length + session.inputNames.length + (levelsFrom?.length ?? 0) + (wrong ? 1 : 0);
+  return Object.keys(out).length + (first?.replaced ? 1 : 0) + slices + code.length + session.inputNames.length + (levelsFrom?.length ?? 0) + (wrong ? 1 : 0)
+    + (dtype?.length ?? 0) + (boundOrt ?? 0);
 }
