@@ -197,7 +197,7 @@ export class MsdaWebGPU {
     const { problem, inputs } = problemFromTensors(fn, args, { backward: kind === 'backward', gpu: gpuReader, keepHalf: true });
     this._live(fn);
     const plan = kind === 'forward' ? planForward(problem) : planBackward(gpu, problem);
-    planInputs(plan, inputs);
+    planInputs(gpu, plan, inputs);
     checkPlan(fn, gpu, plan);
     return go(gpu, kind, problem, inputs, plan);
   }

@@ -79,7 +79,7 @@ function submitCall(gpu, fn, problem, inputs, plan, readBack, dtype, variant, no
 
 /** A call awaited: its pipelines compiled first where they are not yet, its results read back ('cpu') or on the GPU. */
 export async function run(gpu, fn, problem, inputs, plan, { outputs, dtype }) {
-  const variant = variantOf(problem);
+  const variant = variantOf(gpu, problem, inputs);
   const programs = dtype === 'float32' ? plan.programs : [...plan.programs, NARROW];
   if (programs.some((prog) => !gpu.pipelines.has(prog.key(variant)))) {
     snapshotInputs(inputs);
@@ -114,7 +114,7 @@ export async function run(gpu, fn, problem, inputs, plan, { outputs, dtype }) {
 // The synchronous form (dispatchForward / dispatchBackward): submitted, results on the GPU at
 // once; an error the device reports later goes to the console, as WebGPU's own do.
 export function dispatchNow(gpu, fn, problem, inputs, plan, dtype) {
-  const call = submitCall(gpu, fn, problem, inputs, plan, false, dtype, variantOf(problem), true);
+  const call = submitCall(gpu, fn, problem, inputs, plan, false, dtype, variantOf(gpu, problem, inputs), true);
   call.scopes.then((err) => { if (err) console.error(`ms-deform-attn: ${err.message}`); });
   const result = {};
   for (const [name, buffer] of Object.entries(call.results)) result[name] = gpuResult(problem, name, buffer, dtype);

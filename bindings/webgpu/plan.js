@@ -12,12 +12,12 @@ import { SCAN, SCAN_REDUCE, SCAN_TWO } from './kernels/scan.js';
 import { SORT_BITS, SORT_COUNT, SORT_SCATTER, SORT_TERMS, WALK_COUNT, sortChunk } from './kernels/sort.js';
 import { ORDER_COUNT, ORDER_FUSED, ORDER_WALK, ORDER_TILE } from './kernels/walks.js';
 import { GATHER } from './kernels/segments.js';
-import { WIDEN } from './kernels/half.js';
+import { WIDEN, halfFlags } from './kernels/half.js';
 import { gridSide } from './gpu.js';
-import { GpuTensor, product } from './tensors.js';
+import { GpuTensor, halfInPlace, product } from './tensors.js';
 
 // The programs a backward may dispatch: compiled (once per variant) before its first call runs
-// (with WIDEN where an input is half precision, NARROW where the results are).
+// (with WIDEN where a half input cannot be bound as its halves, NARROW where the results are half).
 const BACKWARD_PROGRAMS = [ORDER_COUNT, SCAN_REDUCE, SCAN, SCAN_TWO, ORDER_WALK, SAMPLES, SORT_COUNT, SORT_SCATTER, SORT_TERMS, GATHER];
 const FUSED_WALK_PROGRAMS = [ORDER_COUNT, SCAN_REDUCE, SCAN, SCAN_TWO, SAMPLES, WALK_COUNT, SORT_SCATTER, SORT_TERMS, GATHER];
 
@@ -43,12 +43,21 @@ function narrowLevel(h, w, px) {
 
 const pixelStride = (problem) => (problem.valueLayout === 'BLNC' ? problem.numHeads * problem.channels : problem.channels);
 
-// The pipelines' variant a problem allows (kernels/problem.js program()): `narrow` when every
+// Each input by the name the passes bind it (kernels/half.js halfInputs).
+const BOUND_AS = { value: 'value', samplingLocations: 'locs', attentionWeights: 'weights', gradOutput: 'gout' };
+
+// The pipelines' variant a call allows (kernels/problem.js program()): `narrow` when every
 // level is narrow, so that the wide levels' integer code is left out; `vec4` when the channels
-// are a multiple of 4, so that value and grad_output rows are read as vec4s.
-export function variantOf(problem) {
+// are a multiple of 4, so that value and grad_output rows are read as vec4s; each input bound
+// as halves (tensors.js halfInPlace) flagged float16 or bfloat16 (kernels/half.js halfFlags).
+export function variantOf(gpu, problem, inputs = {}) {
   const px = pixelStride(problem);
-  return { narrow: problem.spatialShapes.every(([h, w]) => narrowLevel(h, w, px)), vec4: problem.channels % 4 === 0 };
+  const variant = { narrow: problem.spatialShapes.every(([h, w]) => narrowLevel(h, w, px)), vec4: problem.channels % 4 === 0 };
+  for (const [name, data] of Object.entries(inputs)) {
+    const [f16, bf16] = halfFlags(BOUND_AS[name]);
+    if (halfInPlace(gpu, name, data)) variant[data.dtype === 'float16' ? f16 : bf16] = true;
+  }
+  return variant;
 }
 
 /** The words of the `problem` binding (kernels/problem.js encodeProblem): the backward's with its walk's grid. */
@@ -156,14 +165,15 @@ export function planBackward(gpu, problem) {
   };
 }
 
-/** What the inputs add to a plan: their buffers, and the widening pass of each half-precision one. */
-export function planInputs(plan, inputs) {
+/** What the inputs add to a plan: their buffers, and the widening pass of each half-precision one not bound as its halves. */
+export function planInputs(gpu, plan, inputs) {
   for (const [name, data] of Object.entries(inputs)) {
     const gpuHalf = data instanceof GpuTensor && data.elementBytes === 2;
     if (gpuHalf || data instanceof HalfBits) {
       const n = gpuHalf ? data.count : data.length;
-      if (!plan.programs.includes(WIDEN)) plan.programs = [...plan.programs, WIDEN];
       plan.buffers[`${name} (input)`] = 2 * n;
+      if (halfInPlace(gpu, name, data)) continue;
+      if (!plan.programs.includes(WIDEN)) plan.programs = [...plan.programs, WIDEN];
       plan.buffers[`${name} widened to float32 (scratch)`] = 4 * n;
       plan.invocations[`${name}'s widening`] = n;
     } else {

@@ -1,7 +1,8 @@
 // Tensors in and out of the WebGPU backend. In: GPU tensors { buffer: GPUBuffer, shape,
 // byteOffset?, dtype? }, read once by the core's reader (gpuReader), bound in place or copied,
-// and CPU ones uploaded; float16 and bfloat16 ones (2 bytes an element) are widened on the GPU
-// (kernels/half.js). Out: results as GPU tensors, or read back into CPU ones.
+// and CPU ones uploaded; float16 and bfloat16 ones (2 bytes an element) are bound as their halves,
+// which the passes widen as they read them (halfInPlace; one that starts where no binding can is
+// widened on the GPU first: kernels/half.js). Out: results as GPU tensors, or read back into CPU ones.
 
 import { typedArrayBuffer, typedArrayByteOffset, typedArrayLength } from '../core/typed.js';
 import { describe } from '../core/errors.js';
@@ -91,6 +92,20 @@ function checkOwnBuffer(gpu, fn, name, data) {
     : null), () => null);
 }
 
+/**
+ * Whether input `name`, `data`, is half precision and bound as its halves, which the passes widen
+ * as they read them (kernels/half.js halfInputs): a CPU one (uploaded), or a GPU one at an offset a
+ * binding can start at (its first half the binding's first; one past it is widened first). But a
+ * float16 grad_output is widened first: the gather reads each of its elements once per corner
+ * record that lands on a pixel (16 times an element on DETR's encoder), and the float16 rule's
+ * dozen operations a read cost more than one pass over it (docs/webgpu.md); bfloat16's is a shift.
+ */
+export function halfInPlace(gpu, name, data) {
+  if (name === 'gradOutput' && data.dtype === 'float16') return false;
+  if (data instanceof HalfBits) return true;
+  return data instanceof GpuTensor && data.elementBytes === 2 && data.byteOffset % (gpu.limits.minStorageBufferOffsetAlignment ?? 256) === 0;
+}
+
 // Half-precision bits (from `src`, the words of a binding, the first at half `firstHalf`)
 // widened into a float32 scratch buffer: the binding the passes read.
 function widen(call, name, src, firstHalf, count, dtype) {
@@ -101,14 +116,15 @@ function widen(call, name, src, firstHalf, count, dtype) {
 
 /**
  * An input as a binding of `call` (a CallEncoder): a GPU tensor in place (or copied when its
- * offset is not aligned for a binding; halves widened from the aligned words around them), a
- * CPU one uploaded (halves as their bits, widened on the GPU).
+ * offset is not aligned for a binding; halves then widened from the aligned words around them),
+ * a CPU one uploaded (halves as their bits).
  */
 export function bindInput(call, fn, name, data) {
   const gpu = call.gpu;
   if (data instanceof GpuTensor) {
     call.checks.push(checkOwnBuffer(gpu, fn, name, data));
     const align = gpu.limits.minStorageBufferOffsetAlignment ?? 256;
+    if (halfInPlace(gpu, name, data)) return { buffer: data.buffer, offset: data.byteOffset, size: ceil4(data.bytes) };
     if (data.elementBytes === 2) {
       const at = data.byteOffset - data.byteOffset % align;
       const src = { buffer: data.buffer, offset: at, size: ceil4(data.byteOffset + data.bytes) - at };
@@ -134,7 +150,7 @@ export function bindInput(call, fn, name, data) {
     } else {
       gpu.device.queue.writeBuffer(buf, 0, backing, typedArrayByteOffset(data.bits), bytes);
     }
-    return widen(call, name, { buffer: buf }, 0, n, data.dtype);
+    return halfInPlace(gpu, name, data) ? { buffer: buf, size: bytes } : widen(call, name, { buffer: buf }, 0, n, data.dtype);
   }
   // The intrinsics, not the array's own (redefinable) properties; a SharedArrayBuffer's view is
   // copied first (Dawn for Node refuses to write from one).

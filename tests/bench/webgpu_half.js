@@ -8,17 +8,23 @@
 //
 // VK_ICD_FILENAMES picks the driver (SwiftShader: /usr/lib/chromium/vk_swiftshader_icd.json).
 //
-// Measured (SwiftShader under a shared load, --cases decoder/8,encoder/8 --reps 5, one run; every
-// output equal to wasm SIMD's): half / float32 GPU time, and the widening passes' ms
-//   decoder/8 forward   float16 1.04 (23.7 ms), bfloat16 1.01 (19.0 ms); 1 -> 4 compute passes
-//   decoder/8 backward  float16 1.12 (25.5 ms), bfloat16 1.01 (38.0 ms); 9 -> 13 compute passes
-//   encoder/8 forward   float16 0.93 (22.7 ms), bfloat16 1.03 (21.0 ms)
-//   encoder/8 backward  float16 1.13 (44.0 ms), bfloat16 1.00 (37.2 ms)
-// Each half input is widened into a float32 copy by its own pass (8-13 % of a call), which the
-// passes then read, so a half input never costs less than a float32 one (ratios under 1 are
-// noise, about +-10 % between identical code here). Widening at the load sites (issue 36 item 4)
-// would remove those passes: value in kernels/forward.js (load4, load) and backward.js (samples);
-// locs and weights in forward.js, walks.js, backward.js; gout in backward.js and segments.js.
+// Half inputs are bound as their halves and widened where the passes load them (kernels/half.js
+// halfInputs; issue 36 item 4): value in kernels/forward.js and backward.js (samples), locations
+// and weights in forward.js, walks.js and backward.js, a bfloat16 grad_output in backward.js and
+// segments.js. A float16 grad_output (the gather reads each element up to 64 times) and a GPU
+// tensor no binding can start at are still widened first by a pass of their own.
+//
+// Measured (SwiftShader under a shared load, load average 7-14, --cases decoder/8,encoder/8
+// --reps 5; every output equal to wasm SIMD's), half / float32 GPU time, float16 then bfloat16:
+//                       before (a widening pass an input)   after, two runs (widened where loaded)
+//   decoder/8 forward   1.19 1.24  (4 passes)               1.28 0.90 | 0.73 0.77  (1 pass)
+//   decoder/8 backward  1.15 1.08  (13 passes)              0.90 1.12 | 1.34 1.11  (10 / 9 passes)
+//   encoder/8 forward   1.31 0.97                           1.13 0.97 | 1.73 1.36
+//   encoder/8 backward  1.04 1.36                           1.34 1.09 | 1.22 1.47
+// The totals move more than the change here (0.73 to 1.73 for the same code). Per pass, in all
+// four after rows: samples takes 1.2-1.7x its float32 time with a float16 value (the float16 rule
+// is a dozen integer operations a load: work of its own on a CPU), the gather 1.2-1.5x with a
+// bfloat16 grad_output.
 import { performance } from 'node:perf_hooks';
 import { makeCase } from './cases.js';
 import { defineCase } from './gpu_model.js';

@@ -52,57 +52,60 @@ test('float16 and bfloat16 GPU tensors: every one of the 65,536 patterns gives t
   }
 });
 
-test('float16 and bfloat16 GPU tensors: random values at every byteOffset, odd element counts, the float32 call\'s bits', async () => {
-  const d = gpu.device;
-  const c = problem(610, { shapes: [[3, 5], [2, 3]], Q: 7, C: 3, P: 3, H: 1 });   // value 63 elements, output 21: odd
-  const cpu = { ...c.args, gradOutput: c.gradOutput };
-  const names = ['value', 'samplingLocations', 'attentionWeights', 'gradOutput'];
-  for (const dtype of ['float16', 'bfloat16']) {
-    const bits = Object.fromEntries(names.map((k) => [k, narrowToHalf(cpu[k].data, dtype)]));
-    const wide = { ...cpu };
-    for (const k of names) wide[k] = { data: widenHalf(bits[k], dtype), shape: cpu[k].shape };
-    const forward = ({ gradOutput, ...rest }) => rest;
-    const want = await gpu.forward(forward(wide)), wantB = await gpu.backward(wide);
-    for (const offset of [0, 2, 6, 256, 258]) {   // mid-word, and past a binding alignment
-      const made = [];
-      const args = { ...cpu };
-      for (const k of names) {
-        const buffer = uploadHalf(d, bits[k], offset);
-        made.push(buffer);
-        args[k] = { buffer, shape: cpu[k].shape, byteOffset: offset, dtype: dtype === 'float16' && offset === 6 ? '<f2' : dtype };
+// value 63 elements, output 21: odd; and channels a multiple of 4 (value read four at a time)
+for (const [label, c, offsets] of [['odd element counts', problem(610, { shapes: [[3, 5], [2, 3]], Q: 7, C: 3, P: 3, H: 1 }), [0, 2, 6, 256, 258]],
+  ['four channels', problem(611, { shapes: [[3, 5], [2, 3]], Q: 7, C: 4, P: 3, H: 2 }), [2, 6, 256]]]) {
+  test(`float16 and bfloat16 GPU tensors: random values at every byteOffset, ${label}, the float32 call's bits`, async () => {
+    const d = gpu.device;
+    const cpu = { ...c.args, gradOutput: c.gradOutput };
+    const names = ['value', 'samplingLocations', 'attentionWeights', 'gradOutput'];
+    for (const dtype of ['float16', 'bfloat16']) {
+      const bits = Object.fromEntries(names.map((k) => [k, narrowToHalf(cpu[k].data, dtype)]));
+      const wide = { ...cpu };
+      for (const k of names) wide[k] = { data: widenHalf(bits[k], dtype), shape: cpu[k].shape };
+      const forward = ({ gradOutput, ...rest }) => rest;
+      const want = await gpu.forward(forward(wide)), wantB = await gpu.backward(wide);
+      for (const offset of offsets) {   // mid-word, and past a binding alignment
+        const made = [];
+        const args = { ...cpu };
+        for (const k of names) {
+          const buffer = uploadHalf(d, bits[k], offset);
+          made.push(buffer);
+          args[k] = { buffer, shape: cpu[k].shape, byteOffset: offset, dtype: dtype === 'float16' && offset === 6 ? '<f2' : dtype };
+        }
+        const label = `${dtype}, byteOffset ${offset}`;
+        assertSameBits((await gpu.forward(forward(args))).data, want.data, `${label} forward`);
+        const got = await gpu.backward(args);
+        for (const name of Object.keys(wantB)) assertSameBits(got[name].data, wantB[name].data, `${label} ${name}`);
+        // half results without awaiting, as a tfjs kernel takes them
+        const now = gpu.dispatchForward(forward(args), { dtype });
+        assert.equal(now.dtype, dtype);
+        const n = want.data.length;
+        assertSameBits(new Uint16Array((await download(d, now.buffer, 4 * Math.ceil(n / 2))).buffer, 0, n), narrowToHalf(want.data, dtype), `${label} dispatchForward`);
+        now.buffer.destroy();
+        const grads = gpu.dispatchBackward(args, { dtype });
+        for (const [name, t] of Object.entries(grads)) {
+          const n = wantB[name].data.length;
+          assertSameBits(new Uint16Array((await download(d, t.buffer, 4 * Math.ceil(n / 2))).buffer, 0, n), narrowToHalf(wantB[name].data, dtype), `${label} dispatchBackward ${name}`);
+          t.buffer.destroy();
+        }
+        for (const b of made) b.destroy();
       }
-      const label = `${dtype}, byteOffset ${offset}`;
-      assertSameBits((await gpu.forward(forward(args))).data, want.data, `${label} forward`);
-      const got = await gpu.backward(args);
-      for (const name of Object.keys(wantB)) assertSameBits(got[name].data, wantB[name].data, `${label} ${name}`);
-      // half results without awaiting, as a tfjs kernel takes them
-      const now = gpu.dispatchForward(forward(args), { dtype });
-      assert.equal(now.dtype, dtype);
-      const n = want.data.length;
-      assertSameBits(new Uint16Array((await download(d, now.buffer, 4 * Math.ceil(n / 2))).buffer, 0, n), narrowToHalf(want.data, dtype), `${label} dispatchForward`);
-      now.buffer.destroy();
-      const grads = gpu.dispatchBackward(args, { dtype });
-      for (const [name, t] of Object.entries(grads)) {
-        const n = wantB[name].data.length;
-        assertSameBits(new Uint16Array((await download(d, t.buffer, 4 * Math.ceil(n / 2))).buffer, 0, n), narrowToHalf(wantB[name].data, dtype), `${label} dispatchBackward ${name}`);
-        t.buffer.destroy();
-      }
-      for (const b of made) b.destroy();
+      // CPU half tensors (their bits uploaded, widened on the GPU): odd counts, a SharedArrayBuffer's view, beside a GPU one
+      const shared = new Uint16Array(new SharedArrayBuffer(2 * bits.samplingLocations.length));
+      shared.set(bits.samplingLocations);
+      const weights = uploadHalf(d, bits.attentionWeights);
+      const mixed = {
+        ...cpu, value: { data: bits.value, shape: cpu.value.shape, dtype }, samplingLocations: { data: shared, shape: cpu.samplingLocations.shape, dtype },
+        attentionWeights: { buffer: weights, shape: cpu.attentionWeights.shape, dtype }, gradOutput: { data: bits.gradOutput, shape: cpu.gradOutput.shape, dtype },
+      };
+      assertSameBits((await gpu.forward(forward(mixed))).data, want.data, `${dtype} CPU halves, forward`);
+      const got = await gpu.backward(mixed);
+      for (const name of Object.keys(wantB)) assertSameBits(got[name].data, wantB[name].data, `${dtype} CPU halves, ${name}`);
+      weights.destroy();
     }
-    // CPU half tensors (their bits uploaded, widened on the GPU): odd counts, a SharedArrayBuffer's view, beside a GPU one
-    const shared = new Uint16Array(new SharedArrayBuffer(2 * bits.samplingLocations.length));
-    shared.set(bits.samplingLocations);
-    const weights = uploadHalf(d, bits.attentionWeights);
-    const mixed = {
-      ...cpu, value: { data: bits.value, shape: cpu.value.shape, dtype }, samplingLocations: { data: shared, shape: cpu.samplingLocations.shape, dtype },
-      attentionWeights: { buffer: weights, shape: cpu.attentionWeights.shape, dtype }, gradOutput: { data: bits.gradOutput, shape: cpu.gradOutput.shape, dtype },
-    };
-    assertSameBits((await gpu.forward(forward(mixed))).data, want.data, `${dtype} CPU halves, forward`);
-    const got = await gpu.backward(mixed);
-    for (const name of Object.keys(wantB)) assertSameBits(got[name].data, wantB[name].data, `${dtype} CPU halves, ${name}`);
-    weights.destroy();
-  }
-});
+  });
+}
 
 test('half results round to nearest, ties to even: midpoints, their neighbours, overflow and subnormals, as core/half.js', async () => {
   // float32 values the forward returns as they are (identityCase): for float16, each finite

@@ -6,7 +6,9 @@ import { KERNELS } from '../../bindings/webgpu/gpu.js';
 
 const gpu = create(['enable-dawn-features=dump_shaders,disable_symbol_renaming']);
 const device = await (await gpu.requestAdapter()).requestDevice();
-const variants = [{}, { vec4: true }, { narrow: true }, { narrow: true, vec4: true }];
+// and every input bound as float16 halves, or as bfloat16 ones (kernels/half.js halfFlags)
+const halves = (kind) => Object.fromEntries(['value', 'locs', 'weights', 'gout'].map((name) => [`${name}${kind}`, true]));
+const variants = [{}, { vec4: true }, { narrow: true }, { narrow: true, vec4: true }, { narrow: true, vec4: true, ...halves('F16') }, { narrow: true, ...halves('Bf16') }];
 const seen = new Set();
 for (const prog of Object.values(KERNELS)) {
   for (const variant of variants) {

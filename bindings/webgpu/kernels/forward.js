@@ -6,10 +6,12 @@
 // each invocation sums them for its four channels as the CPU does: level, group of four points,
 // corner, point. Samples with an infinite weight have no taps (they are flagged): a * S is added
 // after, only where a tap flagged one (SEMANTICS.md); one NaN. The `vec4` variant (channels a
-// multiple of 4) reads and writes four channels with one vector access.
+// multiple of 4) reads and writes four channels with one vector access. Half inputs are read as
+// they lie and widened in registers (half.js halfInputs: value_at4, locs_at, weights_at).
 
 import { GEOMETRY } from './geometry.js';
 import { WORKGROUP, program } from './problem.js';
+import { halfBinding, halfInputs } from './half.js';
 
 // Tap slots of workgroup memory (32 bytes each), for a chunk of every group's samples.
 const SLOTS = 256;
@@ -30,15 +32,15 @@ const rows = (v) => (v.vec4 ? 'array<vec4<f32>>' : 'array<f32>');
 
 // Four channels at element i (c0 of C): one vector load, or up to four scalar ones.
 const LOAD4 = (v) => (v.vec4 ? /* wgsl */ `
-fn load4(i: u32, c0: u32, C: u32) -> vec4<f32> { return value[i / 4u]; }
+fn load4(i: u32, c0: u32, C: u32) -> vec4<f32> { return value_at4(i); }
 fn store4(o: u32, c0: u32, C: u32, x: vec4<f32>) { out[o / 4u] = x; }
 ` : /* wgsl */ `
 fn load4(i: u32, c0: u32, C: u32) -> vec4<f32> {
   var v = vec4<f32>(0.0);
-  v.x = value[i];
-  if (c0 + 1u < C) { v.y = value[i + 1u]; }
-  if (c0 + 2u < C) { v.z = value[i + 2u]; }
-  if (c0 + 3u < C) { v.w = value[i + 3u]; }
+  v.x = value_at(i);
+  if (c0 + 1u < C) { v.y = value_at(i + 1u); }
+  if (c0 + 2u < C) { v.z = value_at(i + 2u); }
+  if (c0 + 3u < C) { v.w = value_at(i + 3u); }
   return v;
 }
 fn store4(o: u32, c0: u32, C: u32, x: vec4<f32>) {
@@ -51,12 +53,12 @@ fn store4(o: u32, c0: u32, C: u32, x: vec4<f32>) {
 
 export const FORWARD = program('forward', {
   bindings: {
-    value: (v) => `read ${rows(v)}`,
-    locs: 'read array<f32>',
-    weights: 'read array<f32>',
+    value: halfBinding('value', (v) => `read ${rows(v)}`, (v) => v.vec4),
+    locs: halfBinding('locs', 'read array<f32>'),
+    weights: halfBinding('weights', 'read array<f32>'),
     out: (v) => `read_write ${rows(v)}`,
   },
-  uses: [GEOMETRY],
+  uses: [GEOMETRY, halfInputs({ value: (v) => v.vec4, locs: null, weights: null })],
   variants: ['vec4'],
 }, (v) => /* wgsl */ `${LOAD4(v)}
 struct Tap { aw: vec4<f32>, mask: u32, off: i32, inf: u32 }   // inf: 1 for an infinite weight (no taps)
@@ -66,8 +68,8 @@ var<workgroup> taps: array<Tap, ${SLOTS}>;
 // Point p of (b, q, h, l) as taps: its inside corners and a * w_k; none past the last point.
 fn tap_point(b: u32, q: u32, h: u32, l: u32, p: u32, wbase: u32) -> Tap {
   if (p >= pr.points) { return Tap(vec4<f32>(0.0), 0u, 0, 0u); }
-  let pt = point(l, locs[loc_index(b, q, h, l, p, 0u)], locs[loc_index(b, q, h, l, p, 1u)]);
-  let a = weights[wbase + l * pr.points + p];
+  let pt = point(l, locs_at(loc_index(b, q, h, l, p, 0u)), locs_at(loc_index(b, q, h, l, p, 1u)));
+  let a = weights_at(wbase + l * pr.points + p);
   return Tap(a * pt.w, select(pt.mask, 0u, is_inf(a)), pt.off, select(0u, 1u, is_inf(a)));
 }
 
@@ -79,9 +81,9 @@ fn add_infinite(acc0: vec4<f32>, b: u32, q: u32, h: u32, vbh: u32, wbase: u32, c
   for (var l = 0u; l < NL; l = l + 1u) {
     let vlev = i32(vbh + pr.level[l].start * pr.level[l].px + c0);
     for (var p = 0u; p < P; p = p + 1u) {
-      let a = weights[wbase + l * P + p];
+      let a = weights_at(wbase + l * P + p);
       if (!is_inf(a)) { continue; }
-      let pt = point(l, locs[loc_index(b, q, h, l, p, 0u)], locs[loc_index(b, q, h, l, p, 1u)]);
+      let pt = point(l, locs_at(loc_index(b, q, h, l, p, 0u)), locs_at(loc_index(b, q, h, l, p, 1u)));
       if (pt.mask == 0u) { continue; }
       var s = vec4<f32>(0.0); var seen = false;
       for (var k = 0u; k < 4u; k = k + 1u) {

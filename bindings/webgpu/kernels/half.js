@@ -1,14 +1,83 @@
-// Half-precision tensors on the GPU, by integer operations on the bits (the twins of core/half.js
-// and src/cli/npy.c, so the bits do not depend on how a device converts floats, nor on whether it
+// Half-precision tensors on the GPU, by operations on the bits (the twins of core/half.js and
+// src/cli/npy.c, so the bits do not depend on how a device converts halves, nor on whether it
 // flushes subnormals):
-//   widen   one invocation per element: a float16 or bfloat16 (disp.is_bfloat16 1) half of a u32 word
-//           to the float32 it is exactly; disp.first_half is the first half's index in the bound words
-//           (a tensor may start mid-word, or past the binding's aligned offset);
-//   narrow  one invocation per u32 word of the result: two float32 results rounded to nearest,
-//           ties to even, to float16 or bfloat16 (disp.is_bfloat16 1); disp.count is the element count
-//           (the last word of an odd count holds one half and zeros).
+//   halfInputs  WGSL for the passes that read an input where it lies, float32 or halves:
+//               `NAME_at(i)`, element i, and `NAME_at4(i)`, elements i .. i + 3, as float32; a half
+//               one's words are bound from its first half (plan.js: else it is widened first),
+//               two halves a u32, four a vec2<u32> where float32 would be a vec4 one, and widened
+//               in registers;
+//   widen       one invocation per element: a float16 or bfloat16 (disp.is_bfloat16 1) half of a u32
+//               word to the float32 it is exactly; disp.first_half is the first half's index in the
+//               bound words (a tensor that starts mid-word, or past the binding's aligned offset);
+//   narrow      one invocation per u32 word of the result: two float32 results rounded to nearest,
+//               ties to even, to float16 or bfloat16 (disp.is_bfloat16 1); disp.count is the element count
+//               (the last word of an odd count holds one half and zeros).
 
-import { WORKGROUP, program } from './problem.js';
+import { WORKGROUP, program, variantCode } from './problem.js';
+
+// A float16's bits (low 16 bits of h) as the float32 it is exactly, with no branch (SwiftShader
+// runs both sides of one): zero and subnormals are a * 2^-24, exact and normal in float32 (no
+// flush can touch them); the others move their exponent (and Inf, NaN keep their payload).
+const F16_TO_F32 = /* wgsl */ `
+fn f16_to_f32(h: u32) -> u32 {
+  let a = h & 0x7fffu;
+  let wide = (a << 13u) + select(0x38000000u, 0x70000000u, a >= 0x7c00u);
+  let small = bitcast<u32>(f32(i32(a)) * 0x1p-24f);   // i32: a signed conversion is one instruction on more CPUs
+  return ((h & 0x8000u) << 16u) | select(wide, small, a < 0x400u);
+}
+`;
+
+// The variant flags that say an input is bound as float16 or as bfloat16 halves (plan.js variantOf).
+export const halfFlags = (name) => [`${name}F16`, `${name}Bf16`];
+const kindOf = (name, v) => { const [f16, bf16] = halfFlags(name); return v[f16] ? 'f16' : v[bf16] ? 'bf16' : 'f32'; };
+
+/**
+ * An input's binding: `decl`, its float32 one (or a function of the variant giving it), or its
+ * halves' words where the variant says it is bound as halves: a vec2<u32> of four where
+ * `vec4(variant)` (the float32 one then an array<vec4<f32>>), else a u32 of two.
+ */
+export function halfBinding(name, decl, vec4 = () => false) {
+  return (v) => (kindOf(name, v) !== 'f32' ? (vec4(v) ? 'read array<vec2<u32>>' : 'read array<u32>')
+    : (typeof decl === 'function' ? decl(v) : decl));
+}
+
+/**
+ * WGSL reading inputs (each bound by halfBinding, `inputs` mapping its name to the same `vec4`,
+ * or null) as float32: `NAME_at(i)` and `NAME_at4(i)` (where vec4, i a multiple of 4).
+ */
+export function halfInputs(inputs) {
+  const names = Object.keys(inputs);
+  const vec4 = (name, v) => inputs[name] !== null && inputs[name](v);
+  return variantCode(names.flatMap(halfFlags), (v) => {
+    const kinds = names.map((name) => kindOf(name, v));
+    const code = names.map((name, i) => {
+      const kind = kinds[i], vec = vec4(name, v);
+      if (kind === 'f32') {
+        return vec ? /* wgsl */ `
+fn ${name}_at(i: u32) -> f32 { return ${name}[i >> 2u][i & 3u]; }
+fn ${name}_at4(i: u32) -> vec4<f32> { return ${name}[i >> 2u]; }
+` : /* wgsl */ `
+fn ${name}_at(i: u32) -> f32 { return ${name}[i]; }
+fn ${name}_at4(i: u32) -> vec4<f32> { return vec4<f32>(${name}[i], ${name}[i + 1u], ${name}[i + 2u], ${name}[i + 3u]); }
+`;
+      }
+      const word = vec ? `${name}[i >> 2u][(i >> 1u) & 1u]` : `${name}[i >> 1u]`;
+      // element i's half by constant shifts and a select (a shift by a lane's own count is slow on some CPUs' SIMD)
+      const one = kind === 'f16' ? 'f16_to_f32(select(w & 0xffffu, w >> 16u, odd))' : 'select(w << 16u, w & 0xffff0000u, odd)';
+      return /* wgsl */ `
+fn ${name}_at(i: u32) -> f32 { let w = ${word}; let odd = (i & 1u) != 0u; return bitcast<f32>(${one}); }
+fn ${name}_at4(i: u32) -> vec4<f32> {
+${vec ? `  let w = ${name}[i >> 2u];
+${kind === 'f16' ? `  let h = vec4<u32>(w.x & 0xffffu, w.x >> 16u, w.y & 0xffffu, w.y >> 16u);
+  return bitcast<vec4<f32>>(vec4<u32>(f16_to_f32(h.x), f16_to_f32(h.y), f16_to_f32(h.z), f16_to_f32(h.w)));`
+    : '  return bitcast<vec4<f32>>(vec4<u32>(w.x << 16u, w.x & 0xffff0000u, w.y << 16u, w.y & 0xffff0000u));'}`
+    : `  return vec4<f32>(${name}_at(i), ${name}_at(i + 1u), ${name}_at(i + 2u), ${name}_at(i + 3u));`}
+}
+`;
+    });
+    return (kinds.includes('f16') ? F16_TO_F32 : '') + code.join('');
+  });
+}
 
 export const WIDEN = program('widen', {
   problem: false,
@@ -17,20 +86,7 @@ export const WIDEN = program('widen', {
     src: 'read array<u32>',
     dst: 'read_write array<u32>',   // float32 bits: stored as integers, a NaN keeps its payload
   }
-}, /* wgsl */ `
-fn f16_to_f32(h: u32) -> u32 {
-  let sign = (h & 0x8000u) << 16u;
-  let e = (h >> 10u) & 0x1fu;
-  let m = h & 0x3ffu;
-  if (e == 0x1fu) { return sign | 0x7f800000u | (m << 13u); }
-  if (e == 0u) {
-    if (m == 0u) { return sign; }
-    let s = countLeadingZeros(m) - 21u;   // the shift that brings the top bit to 0x400
-    return sign | ((113u - s) << 23u) | (((m << s) & 0x3ffu) << 13u);
-  }
-  return sign | ((e + 112u) << 23u) | (m << 13u);
-}
-
+}, /* wgsl */ `${F16_TO_F32}
 @compute @workgroup_size(${WORKGROUP})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let i = invocation(gid);

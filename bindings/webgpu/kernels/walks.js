@@ -14,6 +14,7 @@
 // all of them would not fit one buffer.
 
 import { ORDER_CHUNK, SCAN_BLOCK, WORKGROUP, program } from './problem.js';
+import { halfBinding, halfInputs } from './half.js';
 
 export const ORDER_TILE = 256;
 // The most blocks of the order's histogram that orderWalk sums itself (plan.js totals.orderFused)
@@ -34,8 +35,8 @@ fn query_cell(idx: u32) -> u32 {
   for (var l = 0u; l < NL; l = l + 1u) {
     var sx = 0; var sy = 0; var n = 0;
     for (var pt = 0u; pt < min(P, 4u); pt = pt + 1u) {
-      let x = locs[loc_index(b, q, 0u, l, pt, 0u)]; let y = locs[loc_index(b, q, 0u, l, pt, 1u)];
-      let w = weights[(idx * H * NL + l) * P + pt];
+      let x = locs_at(loc_index(b, q, 0u, l, pt, 0u)); let y = locs_at(loc_index(b, q, 0u, l, pt, 1u));
+      let w = weights_at((idx * H * NL + l) * P + pt);
       if (!(in_unit(x) && in_unit(y)) || (bitcast<u32>(w) & 0x7fffffffu) == 0u) { continue; }
       sx = sx + i32(x * 65536.0);   // exact: x in [0, 1]
       sy = sy + i32(y * 65536.0);
@@ -96,12 +97,13 @@ export const ORDER_COUNT = program('orderCount', {
   words: ['first_range'],
   perGroup: ORDER_TILE,
   bindings: {
-    locs: 'read array<f32>',
-    weights: 'read array<f32>',
+    locs: halfBinding('locs', 'read array<f32>'),
+    weights: halfBinding('weights', 'read array<f32>'),
     cell_of: 'read_write array<u32>',
     hist: 'read_write array<atomic<u32>>',   // zero before (the scan leaves it so)
     totals: 'read_write array<atomic<u32>>',   // its block totals (SCAN_BLOCK values), zero before
-  }
+  },
+  uses: [halfInputs({ locs: null, weights: null })],
 }, /* wgsl */ `${QUERY_CELL}
 fn cell_at(gq: u32) -> u32 { return query_cell(gq); }
 ${WALKED}
