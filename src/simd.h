@@ -177,6 +177,34 @@ static inline v4 v4_load_as(const void *p, ptrdiff_t i, int dtype)
     return v4i_as_v4(v4i_widen_half(v4i_load_s16((const uint16_t *)p + i), dtype == MSDA_BFLOAT16));
 }
 
+/* elements i .. i + 7 of p, of kind dtype, as two v4 (lo: i .. i + 3). bfloat16 takes one 16-byte
+ * load and puts each pattern above 16 zero bits by two interleaves with zero (x86 punpcklwd /
+ * punpckhwd; in wasm an i8x16.shuffle, which V8 lowers to those): three operations for eight
+ * elements, against two widening loads and two shifts. */
+static inline void v4_load2_as(const void *p, ptrdiff_t i, int dtype, v4 *lo, v4 *hi)
+{
+#if MSDA_F16C
+    if (dtype == MSDA_BFLOAT16) {
+        const __m128i h = _mm_loadu_si128((const __m128i *)(const void *)((const uint16_t *)p + i));
+        *lo = (v4)_mm_unpacklo_epi16(_mm_setzero_si128(), h);
+        *hi = (v4)_mm_unpackhi_epi16(_mm_setzero_si128(), h);
+        return;
+    }
+#elif MSDA_SIMD && defined(__wasm_simd128__)
+    if (dtype == MSDA_BFLOAT16) {
+        typedef int16_t v8s __attribute__((vector_size(16)));
+        v8s h;
+        memcpy(&h, (const uint16_t *)p + i, sizeof h);
+        const v8s z = {0, 0, 0, 0, 0, 0, 0, 0};
+        *lo = (v4)__builtin_shufflevector(z, h, 0, 8, 1, 9, 2, 10, 3, 11);
+        *hi = (v4)__builtin_shufflevector(z, h, 4, 12, 5, 13, 6, 14, 7, 15);
+        return;
+    }
+#endif
+    *lo = v4_load_as(p, i, dtype);
+    *hi = v4_load_as(p, i + 4, dtype);
+}
+
 #if MSDA_F16C
 typedef float v8 __attribute__((vector_size(32)));
 static inline v8 v8_load_as(const void *p, ptrdiff_t i, int dtype)
@@ -265,6 +293,7 @@ static inline vf vf_zero(void) { return v4_zero(); }
 static inline vf vf_splat(float x) { return v4_splat(x); }
 static inline vf vf_load(const float *p) { return v4_load(p); }
 static inline vf vf_load_as(const void *p, ptrdiff_t i, int dtype) { return v4_load_as(p, i, dtype); }
+static inline void vf_load2_as(const void *p, ptrdiff_t i, int dtype, vf *lo, vf *hi) { v4_load2_as(p, i, dtype, lo, hi); }
 static inline void vf_store(float *p, vf v) { v4_store(p, v); }
 static inline vf vf_add(vf a, vf b) { return v4_add(a, b); }
 static inline vf vf_sub(vf a, vf b) { return v4_sub(a, b); }
@@ -283,6 +312,11 @@ static inline vf vf_load_as(const void *p, ptrdiff_t i, int dtype) { return v8_l
 #else
 static inline vf vf_load_as(const void *p, ptrdiff_t i, int dtype) { return v16_load_as(p, i, dtype); }
 #endif
+static inline void vf_load2_as(const void *p, ptrdiff_t i, int dtype, vf *lo, vf *hi)
+{
+    *lo = vf_load_as(p, i, dtype);
+    *hi = vf_load_as(p, i + MSDA_VW, dtype);
+}
 static inline void vf_store(float *p, vf v) { memcpy(p, &v, sizeof v); }
 static inline vf vf_add(vf a, vf b) { return a + b; }
 static inline vf vf_sub(vf a, vf b) { return a - b; }

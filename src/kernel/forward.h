@@ -52,8 +52,9 @@ MSDA_INLINE int emit_taps(taps *restrict tp, int n, const point_group *pg, const
 }
 
 /* out[c0 .. c0 + V vectors) = (first ? 0 : out) + sum_t weight[t] * row[t][c0 ..], the rows of
- * kind VT. Written once for v4 (the tails) and vf (32-channel blocks, MSDA_VW lanes). */
-#define MSDA_SUM_TAPS_BLOCK(NAME, T, LANES, ZERO, SPLAT, LOAD, LOAD_AS, STORE, MADD)                            \
+ * kind VT, read two vectors at a time (LOAD2_AS: one load for wasm SIMD's bfloat16, simd.h).
+ * Written once for v4 (the tails) and vf (32-channel blocks, MSDA_VW lanes). */
+#define MSDA_SUM_TAPS_BLOCK(NAME, T, LANES, ZERO, SPLAT, LOAD, LOAD_AS, LOAD2_AS, STORE, MADD)                  \
     MSDA_INLINE void NAME(float *restrict out, const taps *restrict tp, int n, int first, ptrdiff_t c0, const int V, \
                           const int VT)                                                                          \
     {                                                                                                            \
@@ -62,12 +63,18 @@ MSDA_INLINE int emit_taps(taps *restrict tp, int n, const point_group *pg, const
         for (int t = 0; t < n; t++) {                                                                            \
             const T w = SPLAT(tp->weight[t]);                                                                    \
             const char *row = tp->row[t];                                                                        \
-            for (int v = 0; v < V; v++) acc[v] = MADD(acc[v], w, LOAD_AS(row, c0 + LANES * v, VT));               \
+            for (int v = 0; v + 1 < V; v += 2) {                                                                 \
+                T lo, hi;                                                                                        \
+                LOAD2_AS(row, c0 + LANES * v, VT, &lo, &hi);                                                     \
+                acc[v] = MADD(acc[v], w, lo);                                                                    \
+                acc[v + 1] = MADD(acc[v + 1], w, hi);                                                            \
+            }                                                                                                    \
+            if (V & 1) acc[V - 1] = MADD(acc[V - 1], w, LOAD_AS(row, c0 + LANES * (V - 1), VT));                  \
         }                                                                                                        \
         for (int v = 0; v < V; v++) STORE(out + c0 + LANES * v, acc[v]);                                         \
     }
-MSDA_SUM_TAPS_BLOCK(sum_taps_block, v4, 4, v4_zero, v4_splat, v4_load, v4_load_as, v4_store, v4_madd)
-MSDA_SUM_TAPS_BLOCK(sum_taps_wide, vf, MSDA_VW, vf_zero, vf_splat, vf_load, vf_load_as, vf_store, vf_madd)
+MSDA_SUM_TAPS_BLOCK(sum_taps_block, v4, 4, v4_zero, v4_splat, v4_load, v4_load_as, v4_load2_as, v4_store, v4_madd)
+MSDA_SUM_TAPS_BLOCK(sum_taps_wide, vf, MSDA_VW, vf_zero, vf_splat, vf_load, vf_load_as, vf_load2_as, vf_store, vf_madd)
 
 MSDA_INLINE void sum_taps(float *restrict out, const taps *restrict tp, int n, int first, ptrdiff_t C, const int VT)
 {
