@@ -72,6 +72,10 @@ export class Gpu {
     this.device = device;
     this.owned = owned;
     this.info = info ? { vendor: info.vendor ?? '', architecture: info.architecture ?? '', device: info.device ?? '', description: info.description ?? '' } : null;
+    // An adapter that is a CPU (SwiftShader, llvmpipe/lavapipe, WARP): its passes are bound by
+    // arithmetic, not by memory, so work is worth more than bytes there (tensors.js halfInPlace).
+    this.onCpu = !!info && (info.isFallbackAdapter === true ||
+      /swiftshader|llvmpipe|lavapipe|warp/i.test(`${this.info.vendor} ${this.info.architecture} ${this.info.device} ${this.info.description}`));
     this.lost = null;
     this.closed = null;   // dispose()'s Error, which calls still pending reject with
     this.pending = new Set();

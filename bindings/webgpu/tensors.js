@@ -102,6 +102,10 @@ function checkOwnBuffer(gpu, fn, name, data) {
  */
 export function halfInPlace(gpu, name, data) {
   if (name === 'gradOutput' && data.dtype === 'float16') return false;
+  // The value is read once a corner visit, tens to hundreds of times an element; on an adapter
+  // that is a CPU each float16 read is the rule's dozen integer operations, so there it is
+  // widened once (SwiftShader, encoder/8 and decoder/8 forward: 1.34-1.54x float32 read in place).
+  if (name === 'value' && data.dtype === 'float16' && gpu.onCpu) return false;
   if (data instanceof HalfBits) return true;
   return data instanceof GpuTensor && data.elementBytes === 2 && data.byteOffset % (gpu.limits.minStorageBufferOffsetAlignment ?? 256) === 0;
 }

@@ -11,7 +11,14 @@ let gpu, wasm;
 before(async () => ({ gpu, wasm } = await backends()));
 after(() => { gpu?.dispose(); wasm?.dispose(); });
 
-test('float16 and bfloat16 GPU tensors: every one of the 65,536 patterns gives the float32 call\'s bits, and half results are them rounded', async () => {
+// A float16 value is read where it lies on a GPU and widened first by a pass on an adapter that
+// is a CPU (tensors.js halfInPlace), as SwiftShader here is: both ways, each giving the same bits.
+const READS = [['float16 value read in place', false], ['float16 value widened first (a CPU adapter)', true]];
+const reading = (onCpu) => { gpu._b.onCpu = onCpu; };
+
+for (const [how, onCpu] of READS)
+test(`float16 and bfloat16 GPU tensors (${how}): every one of the 65,536 patterns gives the float32 call's bits, and half results are them rounded`, async () => {
+  reading(onCpu);
   const d = gpu.device;
   const id = identityCase(256, 256);
   const all = Uint16Array.from({ length: id.L }, (_, i) => i);
@@ -53,9 +60,11 @@ test('float16 and bfloat16 GPU tensors: every one of the 65,536 patterns gives t
 });
 
 // value 63 elements, output 21: odd; and channels a multiple of 4 (value read four at a time)
+for (const [how, onCpu] of READS)
 for (const [label, c, offsets] of [['odd element counts', problem(610, { shapes: [[3, 5], [2, 3]], Q: 7, C: 3, P: 3, H: 1 }), [0, 2, 6, 256, 258]],
   ['four channels', problem(611, { shapes: [[3, 5], [2, 3]], Q: 7, C: 4, P: 3, H: 2 }), [2, 6, 256]]]) {
-  test(`float16 and bfloat16 GPU tensors: random values at every byteOffset, ${label}, the float32 call's bits`, async () => {
+  test(`float16 and bfloat16 GPU tensors (${how}): random values at every byteOffset, ${label}, the float32 call's bits`, async () => {
+    reading(onCpu);
     const d = gpu.device;
     const cpu = { ...c.args, gradOutput: c.gradOutput };
     const names = ['value', 'samplingLocations', 'attentionWeights', 'gradOutput'];

@@ -96,9 +96,15 @@ test('the half passes are compiled by the first call with a half input or half r
     const pending = msda.forward({ ...c.args, value: { data: bits, shape: c.args.value.shape, dtype: 'float16' } }, { dtype: 'bfloat16' });
     bits.fill(0x7c00);   // changed while the call's pipelines compile: not seen
     const got = await pending;
-    // the forward reads the float16 value where it lies: a variant of its own, no widening pass
-    assert.deepEqual(msda.compiled.slice(-2).sort(), ['forward narrow valueF16', 'narrow']);
+    // SwiftShader is a CPU: the float16 value is widened first by a pass, then the float32 forward
+    assert.equal(msda._b.onCpu, true, `adapter ${JSON.stringify(msda.adapterInfo)}`);
+    assert.deepEqual(msda.compiled.slice(-3).sort(), ['forward narrow', 'narrow', 'widen']);
     assertSameBits(got.data, narrowToHalf(exact.data, 'bfloat16'), 'float16 in, bfloat16 out');
+    // on a GPU it reads the value where it lies: a variant of its own, no widening pass
+    msda._b.onCpu = false;
+    const inPlace = await msda.forward({ ...c.args, value: { data: narrowToHalf(c.args.value.data, 'float16'), shape: c.args.value.shape, dtype: 'float16' } }, { dtype: 'bfloat16' });
+    assert.equal(msda.compiled.at(-1), 'forward narrow valueF16');
+    assertSameBits(inPlace.data, narrowToHalf(exact.data, 'bfloat16'), 'float16 read in place, bfloat16 out');
   } finally {
     msda.dispose();
     device.destroy();
