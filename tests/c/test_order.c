@@ -165,7 +165,7 @@ static void test_shuffled(void)
         ref_backward(&sh.p, sh.grad_output, sh.value, sh.sampling_locations, sh.attention_weights, gv, gl, gw);
         tu_compare_f("shuffled: grad_value matches the reference", tu_case_describe(&sh), shuffled.grad_value, gv,
                      tc.value_elements, TU_TOL_F32);
-        static const int thread_counts[] = {2, 3, 7, 13};   /* 13: heads split into parts */
+        static const int thread_counts[] = {2, 3, 7, 13};   /* odd part counts: ranges of (level, head) units that end mid-level */
         for (int k = 0; k < 4; k++) {
             outputs o;
             run(&sh, thread_counts[k], &o);
