@@ -141,13 +141,14 @@ static void test_long_side(int64_t n, int64_t across_size, int num_combos)
  * two heads, every option combination. */
 static void test_split_heads(void)
 {
-    static const int64_t pyramid[] = {9, 7, 5, 4, 2, 3};    /* 63 + 20 + 6 = 89 */
+    /* 63 + 20 + 6 = 89 pixels; with two more levels, 5 (blocks of 3 and 2 levels a head) */
+    static const int64_t pyramid[] = {9, 7, 5, 4, 2, 3, 2, 2, 1, 1};
     for (int combo = 0; combo < TU_COMBOS; combo++)
-        for (int kind = 0; kind < 2; kind++) {
+        for (int kind = 0; kind < 3; kind++) {
             tu_case tc;
-            const uint64_t seed = 150000 + (uint64_t)(combo * 2 + kind);
-            const int64_t heads = 1 + kind;
-            tu_case_init(&tc, seed, 1, kind ? 40 : 89, heads, kind ? 5 : 32, 3, 3, pyramid, combo);
+            const uint64_t seed = 150000 + (uint64_t)(combo * 3 + kind);
+            const int64_t heads = kind ? 2 : 1, levels = kind == 2 ? 5 : 3;
+            tu_case_init(&tc, seed, 1, kind ? 40 : 89, heads, kind ? 5 : 32, levels, 3, pyramid, combo);
             tu_rng rng;
             tu_rng_seed(&rng, seed);
             tu_case_fill(&tc, &rng, -0.1, 1.1);
@@ -171,8 +172,8 @@ static void test_split_heads(void)
                               "backward job refused [%s]: %s", ctx, err.message))
                     continue;
                 /* a unit a (level, head) */
-                tu_check(job.units == heads * 3, "%lld heads of 3 levels: %lld units [%s]", (long long)heads,
-                         (long long)job.units, ctx);
+                tu_check(job.units == heads * levels, "%lld heads of %lld levels: %lld units [%s]", (long long)heads,
+                         (long long)levels, (long long)job.units, ctx);
                 for (int64_t u = job.units; u-- > 0;) msda__backward_range(&job.plan, &job.tensors, u, u + 1);
                 tu_check(kc_same_bits(one.grad_value, split.grad_value, tc.value_elements) &&
                              kc_same_bits(one.grad_locations, split.grad_locations, tc.locations_elements) &&
