@@ -1,6 +1,6 @@
 /* The backward pass: per sample, the corners' dot products with grad_output and their grad_value
  * terms in one pass over the channels, and msda__backward_range_<isa> over a range of units
- * (whole heads, or parts of heads). Part of the per-ISA kernel copy (kernels.h), after
+ * ((batch, level, head)). Part of the per-ISA kernel copy (kernels.h), after
  * geometry.h and walks.h. */
 /* ---- backward ----
  * Per sample: d_k = <G, V(c_k)> and grad_value(c_k) += a w_k G for the corners inside, in one
@@ -121,49 +121,35 @@ __attribute__((noinline)) static void backward_sample_generic(const float *restr
     for (; c < CB; c += MSDA_VB) {
         const vb gc = vb_load(g + c);
         for (int k = 0; k < 4; k++) {
-            if (M >> k & 1u) s[k] = vb_dot_step(s[k], gc, vb_load_as(value, off[k] + c, vt));
-            if (M >> k & 1u) {
-                const vb sum = vb_madd(vb_load(grad_value + off[k] + c), vb_splat(aw[k]), gc);
-                vb_store(grad_value + off[k] + c, canon ? vb_canonical(sum) : sum);
-            }
+            if (!(M >> k & 1u)) continue;
+            s[k] = vb_dot_step(s[k], gc, vb_load_as(value, off[k] + c, vt));
+            const vb sum = vb_madd(vb_load(grad_value + off[k] + c), vb_splat(aw[k]), gc);
+            vb_store(grad_value + off[k] + c, canon ? vb_canonical(sum) : sum);
         }
     }
     if (MSDA_VB > 4 && C - c >= 4) {
         const v4 gc = v4_load(g + c);
         for (int k = 0; k < 4; k++) {
-            if (M >> k & 1u) s[k] = v4_madd(s[k], gc, v4_load_as(value, off[k] + c, vt));
-            if (M >> k & 1u) {
-                const v4 sum = v4_madd(v4_load(grad_value + off[k] + c), v4_splat(aw[k]), gc);
-                v4_store(grad_value + off[k] + c, canon ? v4_canonical(sum) : sum);
-            }
+            if (!(M >> k & 1u)) continue;
+            s[k] = v4_madd(s[k], gc, v4_load_as(value, off[k] + c, vt));
+            const v4 sum = v4_madd(v4_load(grad_value + off[k] + c), v4_splat(aw[k]), gc);
+            v4_store(grad_value + off[k] + c, canon ? v4_canonical(sum) : sum);
         }
         c += 4;
     }
     for (int k = 0; k < 4; k++) d[k] = (M >> k & 1u) ? v4_sum(s[k]) : 0.0f;
     for (; c < C; c++)
         for (int k = 0; k < 4; k++) {
-            if (M >> k & 1u) d[k] += g[c] * f_load_as(value, off[k] + c, vt);
-            if (M >> k & 1u) {
-                const float sum = grad_value[off[k] + c] + aw[k] * g[c];
-                grad_value[off[k] + c] = canon ? f_canonical(sum) : sum;
-            }
+            if (!(M >> k & 1u)) continue;
+            d[k] += g[c] * f_load_as(value, off[k] + c, vt);
+            const float sum = grad_value[off[k] + c] + aw[k] * g[c];
+            grad_value[off[k] + c] = canon ? f_canonical(sum) : sum;
         }
 }
 
-/* The part of a head a backward unit owns: the samples of the levels at positions
- * [level_begin, level_end) of level_at's order; of those, when `whole` is 0, only the grad_value of pixels
- * [pixel_begin, pixel_end) and the location and weight gradients of queries [query_begin,
- * query_end). */
-typedef struct head_part {
-    int64_t level_begin, level_end;
-    int whole;
-    int64_t pixel_begin, pixel_end, query_begin, query_end;
-} head_part;
-
-/* The samples of a point group off the common path, out of line: a part of a head (only the
- * corners whose pixel is the part's get grad_value terms, only the part's queries dot
- * products), or samples whose terms may be non-finite (their grad_value sums made canonical).
- * The same operations as backward_corners, so the same bits. */
+/* The samples of a point group off the common path, out of line: value rows this build has no
+ * fast copy for (kernels.h, MSDA_FAST_*), or samples whose terms may be non-finite (their
+ * grad_value sums made canonical). The same operations as backward_corners, so the same bits. */
 __attribute__((noinline)) static void backward_points_slow(const float *go, const char *value_level,
                                                            float *grad_value_level, const level_geom *g,
                                                            const point_group *pg, float aw[4][4], const int32_t finite[4],

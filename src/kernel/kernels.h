@@ -47,7 +47,7 @@ MSDA_TARGET_PUSH(MSDA_TARGET)
 
 /* The value kinds this copy has fast code for (msda_fast_dtype reports them, and halfRows in
  * bindings/core/half.js sends half rows there): float16 and bfloat16 in the AVX2 build (F16C),
- * bfloat16 in wasm SIMD. Other kinds run the forward's exact path and the backward's split path
+ * bfloat16 in wasm SIMD. Other kinds run the forward's exact path and the backward's generic path
  * (one copy for every kind: the same bits, slower, less code); the bindings widen those values
  * up front. */
 #if MSDA_F16C && MSDA_VW == 8
